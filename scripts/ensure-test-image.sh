@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Build the local Python images used by the tests, the demo and the benchmark, from Debian
+# packages alone (no image registry needed): debootstrap a minimal bookworm root with
+# python3 and import it. Skips an image that already exists.
+#
+#   scripts/ensure-test-image.sh            # codeact-sandbox/python:bookworm   (~80 s, ~160 MB)
+#   scripts/ensure-test-image.sh --data     # also codeact-sandbox/python-data:bookworm with
+#                                           # numpy, pandas, matplotlib (~150 s, ~1.3 GB)
+set -euo pipefail
+log() { echo "[ensure-test-image] $*" >&2; }
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+SUITE=${DEBIAN_SUITE:-bookworm}
+
+build() { # name extra-packages
+  local name=$1 include=$2
+  if docker image inspect "$name" >/dev/null 2>&1; then log "$name exists"; return; fi
+  if ! command -v debootstrap >/dev/null 2>&1; then
+    log "installing debootstrap"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  fi
+  local root
+  root=$(mktemp -d /var/tmp/codeact-rootfs.XXXXXX)
+  trap 'rm -rf "$root"' RETURN
+  log "debootstrap $SUITE with $include into $root"
+  debootstrap --variant=minbase --include="$include" "$SUITE" "$root" "$MIRROR" >"$root.log" 2>&1 \
+    || { tail -30 "$root.log" >&2; rm -f "$root.log"; return 1; }
+  rm -f "$root.log"
+  # Smaller image: no apt lists or package caches.
+  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+  log "importing $name"
+  tar -C "$root" -c . | docker import \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'ENV LANG=C.UTF-8' \
+    --change 'CMD ["python3"]' - "$name" >/dev/null
+  log "$name ready"
+}
+
+build codeact-sandbox/python:bookworm python3
+if [ "${1:-}" = "--data" ]; then
+  build codeact-sandbox/python-data:bookworm python3,python3-numpy,python3-pandas,python3-matplotlib
+fi

@@ -1,0 +1,21 @@
+// Proves the bundles load outside the source tree: the CLI prints its usage, and the extension
+// module resolves every import (with a stub `vscode`, since only the host provides the real one).
+import { execFileSync } from 'node:child_process';
+import Module from 'node:module';
+import { createRequire } from 'node:module';
+import assert from 'node:assert/strict';
+
+const usage = execFileSync(process.execPath, ['dist/cli.js', '--help'], { encoding: 'utf8' });
+assert.match(usage, /codeact-sandbox run \[options\] PROGRAM\.py/);
+
+const require = createRequire(import.meta.url);
+const originalLoad = Module._load;
+Module._load = function (request, ...rest) {
+  if (request === 'vscode') return {};
+  return originalLoad.call(this, request, ...rest);
+};
+const ext = require('../dist/extension.js');
+Module._load = originalLoad;
+assert.equal(typeof ext.activate, 'function');
+assert.equal(typeof ext.deactivate, 'function');
+console.log('bundle smoke test passed: dist/cli.js and dist/extension.js load');

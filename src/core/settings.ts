@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { DEFAULTS, type RunLimits, type SandboxLimits } from './limits';
+
+/**
+ * The extension's settings (section `codeactSandbox`), validated. package.json's
+ * `contributes.configuration` is checked against this by a unit test (defaults and bounds).
+ */
+export const settingsShape = {
+  image: z.string().trim().min(1).max(512).regex(/^[^\s]+$/, 'must be an image reference without spaces'),
+  timeoutSeconds: z.number().int().min(1).max(3600),
+  memoryMb: z.number().int().min(64).max(65536),
+  cpus: z.number().min(0.1).max(64),
+  pidsLimit: z.number().int().min(16).max(4096),
+  workAreaMb: z.number().int().min(16).max(16384),
+  outputBudgetBytes: z.number().int().min(500).max(100000),
+  idleMinutes: z.number().int().min(0).max(1440),
+  confirmBeforeRun: z.boolean(),
+} as const;
+
+export type SettingKey = keyof typeof settingsShape;
+export type Settings = { [K in SettingKey]: z.infer<(typeof settingsShape)[K]> };
+
+export const SETTING_KEYS = Object.keys(settingsShape) as SettingKey[];
+
+export interface SettingsReading {
+  settings: Settings;
+  /** One sentence per invalid value; the default was used instead. */
+  problems: string[];
+}
+
+/**
+ * Reads each setting through `get`; a value that fails validation is reported and replaced by
+ * its default, so one bad value never disables the tool.
+ */
+export function readSettings(get: (key: SettingKey) => unknown, section = 'codeactSandbox'): SettingsReading {
+  const problems: string[] = [];
+  const out: Record<string, unknown> = {};
+  for (const key of SETTING_KEYS) {
+    const raw = get(key);
+    if (raw === undefined || raw === null) {
+      out[key] = DEFAULTS[key];
+      continue;
+    }
+    const parsed = settingsShape[key].safeParse(raw);
+    if (parsed.success) {
+      out[key] = parsed.data;
+    } else {
+      out[key] = DEFAULTS[key];
+      const why = parsed.error.issues[0]?.message ?? 'invalid';
+      problems.push(`${section}.${key} = ${JSON.stringify(raw)} is not valid (${why}); using ${JSON.stringify(DEFAULTS[key])}.`);
+    }
+  }
+  return { settings: out as Settings, problems };
+}
+
+export function sandboxLimitsOf(s: Settings): SandboxLimits {
+  return { memoryMb: s.memoryMb, cpus: s.cpus, pidsLimit: s.pidsLimit, workAreaMb: s.workAreaMb };
+}
+
+export function runLimitsOf(s: Settings): RunLimits {
+  return {
+    timeoutMs: s.timeoutSeconds * 1000,
+    outputBudgetBytes: s.outputBudgetBytes,
+    maxOutputBytes: DEFAULTS.maxOutputMb * 1024 * 1024,
+  };
+}

@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { ToolError } from './errors';
+import { MAX_CODE_CHARS } from './limits';
+
+/**
+ * The execute_code input as the model sees it. package.json's `inputSchema` is checked
+ * against `toolInputJsonSchema()` by a unit test, so the two cannot drift apart.
+ */
+export const toolInputSchema = z
+  .object({
+    code: z
+      .string()
+      .min(1)
+      .max(MAX_CODE_CHARS)
+      .describe(
+        'A complete Python 3 program. It runs as `python3 program.py` in a fresh working directory; only what it prints comes back.',
+      ),
+  })
+  .strict();
+
+export type ToolInput = z.infer<typeof toolInputSchema>;
+
+export function toolInputJsonSchema(): Record<string, unknown> {
+  const schema = z.toJSONSchema(toolInputSchema, { target: 'draft-7' }) as Record<string, unknown>;
+  delete schema.$schema;
+  return schema;
+}
+
+/**
+ * The host validates input against the declared schema too, but not every caller goes through
+ * the host (the CLI, `lm.invokeTool` from other extensions), and a model deserves a sentence
+ * it can act on rather than a stack trace.
+ */
+export function parseToolInput(input: unknown): ToolInput {
+  const result = toolInputSchema.safeParse(input);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const where = issue.path.length ? issue.path.join('.') : 'input';
+    if (issue.code === 'invalid_type' && issue.path[0] === 'code') {
+      return '`code` must be a string holding the whole Python program';
+    }
+    if (issue.code === 'too_small' && issue.path[0] === 'code') return '`code` is empty';
+    if (issue.code === 'too_big' && issue.path[0] === 'code') {
+      return `\`code\` is longer than ${MAX_CODE_CHARS} characters; write a shorter program`;
+    }
+    if (issue.code === 'unrecognized_keys') {
+      return `unknown parameter(s): ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
+    }
+    if (issue.code === 'invalid_type' && issue.path.length === 0) {
+      return 'the input must be an object like {"code": "print(1)"}';
+    }
+    return `${where}: ${issue.message}`;
+  });
+  throw new ToolError(
+    'invalid_input',
+    `Invalid execute_code input: ${problems.join('; ')}. Call execute_code with {"code": "<a complete Python program that prints its results>"}.`,
+  );
+}

@@ -1,0 +1,57 @@
+import type Dockerode from 'dockerode';
+import type { Logger } from '../core/logger';
+import { removeQuietly } from './dockerSandbox';
+import { LABEL, type Owner } from './labels';
+
+function processIsAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    // EPERM: it exists but belongs to someone else.
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes sandboxes left behind by VS Code windows of this machine that no longer run (a crash,
+ * a killed extension host). Sandboxes of live windows, of other machines sharing the engine,
+ * and of CLI sessions are left alone.
+ */
+export async function removeOrphanedSandboxes(docker: Dockerode, me: Owner, log: Logger): Promise<number> {
+  const containers = await docker.listContainers({
+    all: true,
+    filters: { label: [`${LABEL.managed}`, `${LABEL.ownerKind}=vscode`, `${LABEL.ownerHost}=${me.host}`] },
+  });
+  let removed = 0;
+  for (const c of containers) {
+    const pid = Number(c.Labels[LABEL.ownerPid]);
+    if (!Number.isInteger(pid) || pid === me.pid || processIsAlive(pid)) continue;
+    const volume = c.Mounts?.find((m) => m.Type === 'volume')?.Name;
+    log.info(`removing sandbox ${c.Names?.[0] ?? c.Id} left by a window that is gone (pid ${pid})`);
+    await removeQuietly(docker, c.Id, volume, log);
+    removed++;
+  }
+  // Volumes whose container never got created (a crash between the two calls).
+  const { Volumes } = await docker.listVolumes({
+    filters: { label: [`${LABEL.managed}`, `${LABEL.ownerKind}=vscode`, `${LABEL.ownerHost}=${me.host}`], dangling: ['true'] },
+  });
+  for (const v of Volumes ?? []) {
+    const pid = Number(v.Labels?.[LABEL.ownerPid]);
+    if (!Number.isInteger(pid) || pid === me.pid || processIsAlive(pid)) continue;
+    await removeQuietly(docker, undefined, v.Name, log);
+  }
+  return removed;
+}
+
+/** Removes CLI sandboxes: all of them, or those of one session digest. */
+export async function removeCliSandboxes(docker: Dockerode, log: Logger, sessionDigest?: string): Promise<number> {
+  const label = [`${LABEL.managed}`, `${LABEL.ownerKind}=cli`, ...(sessionDigest ? [`${LABEL.session}=${sessionDigest}`] : [])];
+  const containers = await docker.listContainers({ all: true, filters: { label } });
+  for (const c of containers) {
+    await removeQuietly(docker, c.Id, c.Mounts?.find((m) => m.Type === 'volume')?.Name, log);
+  }
+  const { Volumes } = await docker.listVolumes({ filters: { label, dangling: ['true'] } });
+  for (const v of Volumes ?? []) await removeQuietly(docker, undefined, v.Name, log);
+  return containers.length;
+}

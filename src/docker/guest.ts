@@ -1,0 +1,61 @@
+/**
+ * The fixed in-sandbox programs. They are passed as `python3 -c <source>` argv elements: our
+ * own source, never the model's, and never through a shell. The image needs nothing but python3.
+ */
+
+/** The uid/gid everything in the sandbox runs as: `nobody` exists in practically every image. */
+export const SANDBOX_UID = 65534;
+export const SANDBOX_GID = 65534;
+
+/** Root of the writable, size-bounded work area (a tmpfs volume). */
+export const WORK_ROOT = '/sandbox';
+export const HOME_DIR = `${WORK_ROOT}/home`;
+export const TMP_DIR = `${WORK_ROOT}/tmp`;
+export const RUNS_DIR = `${WORK_ROOT}/runs`;
+export const PROGRAM_NAME = 'program.py';
+
+/**
+ * PID 1 of the sandbox: sleeps, reaps orphans (a program's leftover children would otherwise
+ * pile up as zombies and eat the pids limit) and exits promptly on SIGTERM so removal is fast.
+ */
+export const KEEPER_SOURCE = [
+  'import os, signal',
+  'def reap(*_):',
+  '    while True:',
+  '        try:',
+  '            pid, _status = os.waitpid(-1, os.WNOHANG)',
+  '        except ChildProcessError:',
+  '            return',
+  '        if pid == 0:',
+  '            return',
+  'signal.signal(signal.SIGCHLD, reap)',
+  'signal.signal(signal.SIGTERM, lambda *_: os._exit(0))',
+  'while True:',
+  '    signal.pause()',
+].join('\n');
+
+/**
+ * Stops a program and everything it started: kill(-1) reaches every process this uid may
+ * signal except PID 1 (the keeper) and the caller, i.e. exactly the program's processes.
+ */
+export const KILL_ALL_SOURCE = [
+  'import os, signal',
+  'try:',
+  '    os.kill(-1, signal.SIGKILL)',
+  'except ProcessLookupError:',
+  '    pass',
+].join('\n');
+
+export function sandboxEnv(): string[] {
+  return [
+    `HOME=${HOME_DIR}`,
+    `TMPDIR=${TMP_DIR}`,
+    'LANG=C.UTF-8',
+    // Output arrives as it is printed, so a program stopped by the timeout still shows its progress.
+    'PYTHONUNBUFFERED=1',
+    'PYTHONDONTWRITEBYTECODE=1',
+    // No display in a sandbox; plots must go to files.
+    'MPLBACKEND=Agg',
+    `MPLCONFIGDIR=${TMP_DIR}/matplotlib`,
+  ];
+}

@@ -1,0 +1,41 @@
+import * as os from 'node:os';
+
+/** Every container and volume this project creates carries these labels, so it can be found again. */
+export const LABEL = {
+  /** Marks an object as ours; the value is the schema of these labels. */
+  managed: 'dev.codeact-sandbox.managed',
+  /** "vscode" (owned by a window) or "cli" (owned by a --session name, removed by `cleanup`). */
+  ownerKind: 'dev.codeact-sandbox.owner-kind',
+  /** host/pid of the owning process: a window that crashed leaves containers whose pid is dead. */
+  ownerHost: 'dev.codeact-sandbox.owner-host',
+  ownerPid: 'dev.codeact-sandbox.owner-pid',
+  /** Digest of the session key (never the key itself: it can hold ids). */
+  session: 'dev.codeact-sandbox.session',
+  version: 'dev.codeact-sandbox.version',
+} as const;
+
+export const LABEL_SCHEMA = '1';
+
+export type OwnerKind = 'vscode' | 'cli';
+
+export interface Owner {
+  kind: OwnerKind;
+  host: string;
+  pid: number;
+  version: string;
+}
+
+export function currentOwner(kind: OwnerKind, version: string): Owner {
+  return { kind, host: os.hostname(), pid: process.pid, version };
+}
+
+export function ownerLabels(owner: Owner, sessionDigest: string): Record<string, string> {
+  return {
+    [LABEL.managed]: LABEL_SCHEMA,
+    [LABEL.ownerKind]: owner.kind,
+    [LABEL.ownerHost]: owner.host,
+    [LABEL.ownerPid]: String(owner.pid),
+    [LABEL.session]: sessionDigest,
+    [LABEL.version]: owner.version,
+  };
+}

@@ -1,0 +1,108 @@
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { describeError } from '../core/errors';
+import { sandboxLimitsOf } from '../core/settings';
+import { removeOrphanedSandboxes } from '../docker/cleanup';
+import { createDockerClient } from '../docker/connection';
+import { DockerSandboxProvider } from '../docker/dockerSandboxProvider';
+import { currentOwner } from '../docker/labels';
+import { pruneRunFolders } from '../storage/prune';
+import { VERSION } from '../version';
+import { SettingsReader } from './config';
+import { ExecuteCodeTool } from './executeCodeTool';
+import { COMMAND, CONFIG_SECTION, TOOL_NAME } from './ids';
+import { createLog } from './log';
+
+/** What the extension hands to other extensions and to its own tests. */
+export interface CodeactApi {
+  /** Live sandboxes by session key: lets tests check reuse and isolation. */
+  sandboxes(): { sessionKey: string; containerId: string; image: string }[];
+  sessionKeyOf(token: unknown): string;
+}
+
+let provider: DockerSandboxProvider | undefined;
+
+export function activate(context: vscode.ExtensionContext): CodeactApi {
+  const { channel, logger } = createLog();
+  context.subscriptions.push(channel);
+  try {
+    const settings = new SettingsReader(logger);
+    const docker = createDockerClient();
+    const owner = currentOwner('vscode', VERSION);
+    const initial = settings.read();
+    provider = new DockerSandboxProvider({
+      docker,
+      owner,
+      spec: () => {
+        const s = settings.read();
+        return { image: s.image, limits: sandboxLimitsOf(s) };
+      },
+      imageSettingHint: `the setting ${CONFIG_SECTION}.image`,
+      log: logger,
+      idleMs: initial.idleMinutes * 60_000,
+      onPull: (image, pull) =>
+        Promise.resolve(
+          vscode.window.withProgress(
+            { location: vscode.ProgressLocation.Notification, title: `CodeAct Sandbox: pulling ${image}`, cancellable: true },
+            async (progress, token) => {
+              const abort = new AbortController();
+              const sub = token.onCancellationRequested(() => abort.abort());
+              let last = 0;
+              try {
+                await pull((message, fraction) => {
+                  const increment = fraction === undefined ? undefined : Math.max(0, fraction * 100 - last);
+                  if (fraction !== undefined) last = fraction * 100;
+                  progress.report({ message, ...(increment !== undefined ? { increment } : {}) });
+                }, abort.signal);
+              } finally {
+                sub.dispose();
+              }
+            },
+          ),
+        ),
+    });
+    const active = provider;
+    context.subscriptions.push({ dispose: () => void active.dispose() });
+
+    const spillRoot = path.join(context.globalStorageUri.fsPath, 'outputs');
+    // A careful user's disk is not a log sink: keep the full output of the latest runs only.
+    pruneRunFolders(spillRoot, 50);
+    const tool = new ExecuteCodeTool(provider, settings, logger, `window:${vscode.env.sessionId}`, spillRoot);
+    context.subscriptions.push(vscode.lm.registerTool(TOOL_NAME, tool));
+
+    context.subscriptions.push(
+      vscode.commands.registerCommand(COMMAND.showLog, () => channel.show()),
+      vscode.commands.registerCommand(COMMAND.removeSandboxes, async () => {
+        const n = await active.removeAll().catch((e: unknown) => {
+          logger.error(describeError(e));
+          return 0;
+        });
+        void vscode.window.showInformationMessage(`CodeAct Sandbox: removed ${n} sandbox${n === 1 ? '' : 'es'}.`);
+      }),
+    );
+
+    // Containers left by a window that crashed: removed in the background, never blocking activation.
+    void removeOrphanedSandboxes(docker, owner, logger).then(
+      (n) => n > 0 && logger.info(`removed ${n} sandbox(es) left by earlier windows`),
+      (e: unknown) => logger.info(`orphan cleanup skipped: ${describeError(e)}`),
+    );
+    logger.info(`CodeAct Sandbox ${VERSION} active; image ${initial.image}`);
+
+    return {
+      sandboxes: () =>
+        [...active.active.entries()].map(([sessionKey, s]) => ({ sessionKey, containerId: s.id, image: s.image })),
+      sessionKeyOf: (token) => tool.sessionKeyOf(token),
+    };
+  } catch (e) {
+    // Shown to the user, then rethrown so VS Code marks the activation as failed.
+    void vscode.window.showErrorMessage(`CodeAct Sandbox failed to start: ${describeError(e)}`);
+    logger.error(`activation failed: ${describeError(e)}`);
+    throw e;
+  }
+}
+
+export async function deactivate(): Promise<void> {
+  const p = provider;
+  provider = undefined;
+  await p?.dispose();
+}
