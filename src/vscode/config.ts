@@ -12,6 +12,11 @@ export class SettingsReader {
 
   constructor(private readonly log: Logger) {}
 
+  /** Every distinct problem reported so far (for the status of the extension and its tests). */
+  get problems(): string[] {
+    return [...this.reported];
+  }
+
   read(): Settings {
     const config = vscode.workspace.getConfiguration(CONFIG_SECTION);
     const { settings, problems } = readSettings((key) => config.get(key), CONFIG_SECTION);

@@ -18,6 +18,8 @@ export interface CodeactApi {
   /** Live sandboxes by session key: lets tests check reuse and isolation. */
   sandboxes(): { sessionKey: string; containerId: string; image: string }[];
   sessionKeyOf(token: unknown): string;
+  /** Invalid setting values reported so far. */
+  settingsProblems(): string[];
 }
 
 let provider: DockerSandboxProvider | undefined;
@@ -37,7 +39,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         const s = settings.read();
         return { image: s.image, limits: sandboxLimitsOf(s) };
       },
-      imageSettingHint: `the setting ${CONFIG_SECTION}.image`,
+      imageSettingHint: `the ${CONFIG_SECTION}.image setting`,
       log: logger,
       idleMs: initial.idleMinutes * 60_000,
       onPull: (image, pull) =>
@@ -92,6 +94,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
       sandboxes: () =>
         [...active.active.entries()].map(([sessionKey, s]) => ({ sessionKey, containerId: s.id, image: s.image })),
       sessionKeyOf: (token) => tool.sessionKeyOf(token),
+      settingsProblems: () => settings.problems,
     };
   } catch (e) {
     // Shown to the user, then rethrown so VS Code marks the activation as failed.

@@ -1,0 +1,18 @@
+// The .vsix must hold the bundle, media and docs, and none of the sources or tests.
+import { execFileSync } from 'node:child_process';
+import assert from 'node:assert/strict';
+
+const vsix = process.argv[2] ?? 'dist/codeact-sandbox.vsix';
+// A .vsix is a zip; Python's zipfile lists it without needing unzip on the machine.
+const names = execFileSync('python3', ['-c', 'import sys, zipfile; print("\\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))', vsix], {
+  encoding: 'utf8',
+})
+  .trim()
+  .split('\n');
+const files = names.filter((n) => n.startsWith('extension/')).map((n) => n.slice('extension/'.length));
+for (const required of ['package.json', 'dist/extension.js', 'dist/cli.js', 'media/icon.png', 'readme.md', 'changelog.md', 'LICENSE.txt']) {
+  assert.ok(files.some((f) => f.toLowerCase() === required.toLowerCase()), `${vsix} lacks ${required}: ${files.join(', ')}`);
+}
+const forbidden = files.filter((f) => /^(src|test|scripts|node_modules|\.ci)\//.test(f) || f.endsWith('.map') || f.endsWith('.ts'));
+assert.deepEqual(forbidden, [], `${vsix} must not contain sources or tests`);
+console.log(`${vsix}: ${files.length} files, bundle/media/docs present, no sources or tests`);

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The whole test run, as CI runs it. On a fresh Debian machine it first installs and starts what
+# is missing (Docker engine, the local test image, Chromium + code-server for the extension
+# host); whatever is already there is reused.
+#   CODEACT_SKIP_HOST=1   skip the extension-host suites (e.g. a machine without Chromium)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LOGS=test-results/logs
+mkdir -p "$LOGS"
+passed=0
+failed=0
+stage() { echo; echo "=== $* ==="; }
+
+# Runs a mocha-based stage, keeps its log, and adds its counts to the totals.
+counted() {
+  local name=$1; shift
+  local log="$LOGS/$name.log" status=0
+  "$@" 2>&1 | tee "$log" || status=$?
+  local p f
+  p=$(grep -Eo '^ +[0-9]+ passing' "$log" | awk '{s+=$1} END {print s+0}')
+  f=$(grep -Eo '^ +[0-9]+ failing' "$log" | awk '{s+=$1} END {print s+0}')
+  passed=$((passed + p)); failed=$((failed + f))
+  if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi
+  return 0
+}
+
+stage "engine and test image"
+bash scripts/ensure-docker.sh
+bash scripts/ensure-test-image.sh
+
+stage "typecheck, lint, bundle"
+npx tsc --noEmit -p .
+npx eslint src test/unit test/docker
+node esbuild.mjs
+node scripts/smoke-bundle.mjs
+
+stage "unit tests"
+counted unit npx mocha --config test/.mocharc.unit.json
+
+stage "Docker tests (real engine)"
+counted docker npx mocha --config test/.mocharc.docker.json
+
+if [ "${CODEACT_SKIP_HOST:-}" != 1 ]; then
+  stage "extension host tests (real VS Code + agent mode)"
+  bash scripts/ensure-vscode-host.sh
+  counted host node test/host/runHostTests.mjs
+fi
+
+stage "package"
+npx vsce package --no-dependencies --allow-missing-repository --out dist/codeact-sandbox.vsix
+node scripts/check-package.mjs dist/codeact-sandbox.vsix
+
+echo
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+// Runs the host suites (tool calls through vscode.lm.invokeTool, and VS Code's real agent mode)
+// in a real extension host, then checks from outside that the closed window left no sandbox.
+//   node test/host/runHostTests.mjs [--electron]
+// --electron uses @vscode/test-electron (downloads VS Code; for machines that can), otherwise
+// the offline code-server runner in test/host/runner.
+import { execFileSync, spawnSync } from 'node:child_process';
+import path from 'node:path';
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const image = process.env.CODEACT_TEST_IMAGE || 'codeact-sandbox/python:bookworm';
+const electron = process.argv.includes('--electron');
+const artifacts = path.join(root, 'test-results', 'host');
+fs.mkdirSync(artifacts, { recursive: true });
+const settingsFile = path.join(artifacts, 'settings.json');
+fs.writeFileSync(
+  settingsFile,
+  JSON.stringify({ 'codeactSandbox.image': image, 'chat.byokUtilityModelDefault': 'mainAgent' }, null, 2),
+);
+
+// The scripted model goes first: with the extension under test listed first, code-server 4.139.1
+// did not load it when the second path lies inside the first.
+const exts = [path.join(root, 'test/host/fixtures/scripted-model'), root];
+const common = ['--tests', path.join(root, 'test/host/suite/index.js'), '--workspace', path.join(root, 'test/host/workspace')];
+const args = electron
+  ? [path.join(root, 'test/host/runner/electron.mjs'), ...exts.flatMap((e) => ['--ext', e]), ...common]
+  : [
+      path.join(root, 'test/host/runner/run.mjs'),
+      ...exts.flatMap((e) => ['--ext', e]),
+      ...common,
+      '--settings', settingsFile,
+      '--seed-storage', path.join(root, 'test/host/fixtures/seed-storage.json'),
+      '--artifacts', artifacts,
+      '--timeout', '600',
+    ];
+const result = spawnSync(process.execPath, args, { stdio: 'inherit', env: { ...process.env, CODEACT_TEST_IMAGE: image } });
+let code = result.status ?? 3;
+
+// The window is gone now: no sandbox of a dead VS Code process may be left on the engine.
+const rows = execFileSync('docker', ['ps', '-a', '--filter', 'label=dev.codeact-sandbox.owner-kind=vscode',
+  '--format', '{{.ID}} {{.Label "dev.codeact-sandbox.owner-pid"}}'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+const alive = (pid) => { try { process.kill(Number(pid), 0); return true; } catch (e) { return e.code === 'EPERM'; } };
+const left = rows.filter((r) => !alive(r.split(' ')[1]));
+if (left.length > 0) {
+  console.error(`host tests left ${left.length} sandbox container(s) behind: ${left.join(', ')}`);
+  code = code || 1;
+} else {
+  console.log('no sandbox container left behind by the closed window');
+}
+process.exit(code);

@@ -1,0 +1,144 @@
+// The client this product exists for: VS Code's own agent mode (the built-in Copilot Chat agent)
+// calling execute_code in its real loop, with a scripted test model standing in for the LLM.
+const assert = require('node:assert/strict');
+const vscode = require('vscode');
+const h = require('./helpers');
+
+const MODEL_EXTENSION = 'codeact-sandbox-test.scripted-model';
+
+describe('agent mode calls execute_code (host)', function () {
+  let api;
+  let model;
+
+  // Sends a prompt through the chat view in agent mode. Resolves with the chat result, or with
+  // { type: 'confirmation', ... } when the chat stops at a tool confirmation.
+  const ask = (query) =>
+    vscode.commands.executeCommand('workbench.action.chat.open', { mode: 'agent', modelSelector: model.selector, query, blockOnResponse: true });
+  const newChat = async () => {
+    await vscode.commands.executeCommand('workbench.action.chat.newChat');
+    await h.sleep(300);
+  };
+  // Results of our own tool calls as they reached the model, once per call (a later request of
+  // the same chat repeats the history).
+  const toolResults = () => {
+    const seen = new Map();
+    for (const p of model.requests.flatMap((r) => r.toolResults)) {
+      if (String(p.callId).startsWith('codeact-call-') && !seen.has(p.callId)) seen.set(p.callId, p);
+    }
+    return [...seen.values()];
+  };
+  const program = (code) => 'Please run this:\n```python\n' + code + '\n```';
+  const NODENAME = 'import os\nprint("sandbox", os.uname().nodename)';
+  // Docker names a container's host after the start of its id: a program can say where it ran.
+  const expectedFor = (sessionKey) => {
+    const s = api.sandboxes().find((x) => x.sessionKey === sessionKey);
+    assert.ok(s, `a sandbox for ${sessionKey}`);
+    return `stdout:\nsandbox ${s.containerId.slice(0, 12)}`;
+  };
+
+  before(async function () {
+    api = await h.activate();
+    await h.setting('image', h.IMAGE);
+    await h.setting('confirmBeforeRun', undefined);
+    model = await vscode.extensions.getExtension(MODEL_EXTENSION).activate();
+    await h.waitFor(async () => (await vscode.lm.selectChatModels(model.selector)).length, 20000, 'the scripted model');
+    // A fresh profile disables the built-in Copilot Chat until chat setup ran; the runner seeds the
+    // storage key that skips that, and this re-enables it when the seed did not take.
+    if (!vscode.extensions.getExtension('GitHub.copilot-chat')) {
+      await vscode.commands.executeCommand('workbench.extensions.action.enableAll');
+    }
+    const copilot = await h.waitFor(() => vscode.extensions.getExtension('GitHub.copilot-chat'), 20000, 'Copilot Chat enabled');
+    await h.waitFor(() => copilot.isActive, 60000, 'Copilot Chat active');
+    await h.waitFor(() => vscode.lm.tools.some((t) => t.name === 'copilot_readFile'), 60000, "Copilot Chat's agent tools");
+    model.reset();
+  });
+
+  after(async function () {
+    model && model.reset();
+    await h.setting('confirmBeforeRun', undefined);
+  });
+
+  let firstKey;
+
+  it('runs the program in the real sandbox and hands the exact result to the model', async function () {
+    await newChat();
+    const res = await ask(program(NODENAME));
+    assert.ok(res && res.type !== 'confirmation', JSON.stringify(res));
+    assert.equal(model.requests.length, 2, 'tool call round, then the answer');
+    assert.ok(model.requests[0].tools.includes('execute_code'), 'execute_code offered to the model');
+    const chats = api.sandboxes().filter((s) => s.sessionKey.startsWith('chat:'));
+    assert.equal(chats.length, 1);
+    firstKey = chats[0].sessionKey;
+    // Pin the key extraction against the real token of this VS Code: the chat session resource,
+    // whose path is base64(the session id the model sees as its conversation id).
+    const m = /^chat:vscode-chat-session:\/\/local\/([A-Za-z0-9+/=_-]+)$/.exec(firstKey);
+    assert.ok(m, firstKey);
+    assert.equal(Buffer.from(m[1], 'base64').toString('utf8'), model.requests[0].conversationId);
+    const results = toolResults();
+    assert.equal(results.length, 1);
+    assert.equal(results[0].text, expectedFor(firstKey));
+    assert.equal(model.requests[1].reply.text, `Tool said: ${expectedFor(firstKey)}`);
+    await h.snapshot('chat-after-tool-call');
+  });
+
+  it('a second call in the same chat reuses its sandbox', async function () {
+    const res = await ask(program(NODENAME));
+    assert.ok(res && res.type !== 'confirmation', JSON.stringify(res));
+    const results = toolResults();
+    assert.equal(results.length, 2);
+    assert.equal(results[1].text, results[0].text, 'same container answered');
+    assert.equal(api.sandboxes().filter((s) => s.sessionKey.startsWith('chat:')).length, 1);
+  });
+
+  it('a new chat gets its own sandbox', async function () {
+    await newChat();
+    const res = await ask(program(NODENAME));
+    assert.ok(res && res.type !== 'confirmation', JSON.stringify(res));
+    const chats = api.sandboxes().filter((s) => s.sessionKey.startsWith('chat:'));
+    assert.equal(chats.length, 2);
+    const second = chats.find((s) => s.sessionKey !== firstKey);
+    const results = toolResults();
+    assert.equal(results.length, 3);
+    assert.equal(results[2].text, expectedFor(second.sessionKey));
+    assert.notEqual(results[2].text, results[0].text);
+  });
+
+  it('with confirmBeforeRun on, the chat stops at the confirmation and runs once accepted', async function () {
+    await h.setting('confirmBeforeRun', true);
+    await newChat();
+    const before = toolResults().length;
+    const res = await ask(program('print("confirmed run")'));
+    assert.deepEqual({ type: res.type, toolId: res.toolId }, { type: 'confirmation', toolId: 'execute_code' });
+    await h.snapshot('chat-confirmation');
+    assert.equal(toolResults().length, before, 'nothing ran before the confirmation');
+    await vscode.commands.executeCommand('workbench.action.chat.acceptTool');
+    await h.waitFor(() => toolResults().length === before + 1, 30000, 'the result after accepting');
+    assert.equal(toolResults()[before].text, 'stdout:\nconfirmed run');
+    // "Allow" is remembered per tool for the window; forget it so later chats ask again.
+    await vscode.commands.executeCommand('workbench.action.chat.resetTrustedTools');
+    await h.setting('confirmBeforeRun', undefined);
+  });
+
+  it("the chat's Stop cancels a long-running program and kills it", async function () {
+    await newChat();
+    const pending = ask(program('import time\nprint("long", flush=True)\ntime.sleep(300)'));
+    // Wait until the program really runs in a sandbox, then press Stop.
+    const running = await h.waitFor(() => {
+      for (const s of api.sandboxes()) {
+        let top = '';
+        try {
+          top = h.docker('top', s.containerId);
+        } catch {
+          continue;
+        }
+        if (top.includes('program.py')) return s;
+      }
+      return undefined;
+    }, 30000, 'the program to start');
+    const t0 = Date.now();
+    await vscode.commands.executeCommand('workbench.action.chat.cancel');
+    await Promise.race([pending, h.sleep(20000)]);
+    await h.waitFor(() => !h.docker('top', running.containerId).includes('program.py'), 10000, 'the program to be killed');
+    assert.ok(Date.now() - t0 < 15000, `killed within 15 s of Stop (took ${Date.now() - t0} ms)`);
+  });
+});

@@ -1,0 +1,57 @@
+// Shared by the host suites: they run inside the real extension host, against the real engine.
+const { execFileSync } = require('node:child_process');
+const vscode = require('vscode');
+
+const EXTENSION_ID = 'codeact-sandbox.codeact-sandbox';
+const IMAGE = process.env.CODEACT_TEST_IMAGE || 'codeact-sandbox/python:bookworm';
+const ALT_IMAGE = `${IMAGE}-alt`;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function docker(...args) {
+  return execFileSync('docker', args, { encoding: 'utf8' }).trim();
+}
+
+/** Containers this extension host owns, by the labels every sandbox carries. */
+function ownContainers() {
+  const out = docker('ps', '-a', '--filter', 'label=dev.codeact-sandbox.owner-kind=vscode',
+    '--filter', `label=dev.codeact-sandbox.owner-pid=${process.pid}`, '--format', '{{.ID}} {{.Image}}');
+  return out ? out.split('\n') : [];
+}
+
+async function activate() {
+  const ext = vscode.extensions.getExtension(EXTENSION_ID);
+  if (!ext) throw new Error(`${EXTENSION_ID} is not loaded`);
+  return ext.activate();
+}
+
+function textOf(result) {
+  return result.content.filter((p) => p instanceof vscode.LanguageModelTextPart).map((p) => p.value).join('');
+}
+
+async function run(code, { token, cancellation } = {}) {
+  const result = await vscode.lm.invokeTool('execute_code', { input: { code }, toolInvocationToken: token }, cancellation);
+  return textOf(result);
+}
+
+async function setting(key, value) {
+  await vscode.workspace.getConfiguration('codeactSandbox').update(key, value, vscode.ConfigurationTarget.Global);
+}
+
+async function waitFor(fn, ms, what) {
+  const t0 = Date.now();
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
+    await sleep(200);
+  }
+}
+
+/** Asks the runner for a screenshot (kept as a test artifact). */
+async function snapshot(name) {
+  console.log(`CODEACT_HOST_SNAPSHOT ${name}`);
+  await sleep(1500);
+}
+
+module.exports = { EXTENSION_ID, IMAGE, ALT_IMAGE, sleep, docker, ownContainers, activate, textOf, run, setting, waitFor, snapshot };

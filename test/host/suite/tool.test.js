@@ -1,0 +1,128 @@
+// execute_code as any extension or agent calls it: vscode.lm.invokeTool in a real extension host.
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const vscode = require('vscode');
+const h = require('./helpers');
+
+const NOTHING_PRINTED =
+  'The program ran and printed nothing. Only what the program prints comes back: end it with print(...) of everything you need to see.';
+
+describe('execute_code in the extension host (host)', function () {
+  let api;
+  let manifest;
+
+  before(async function () {
+    api = await h.activate();
+    manifest = JSON.parse(fs.readFileSync(path.join(vscode.extensions.getExtension(h.EXTENSION_ID).extensionPath, 'package.json'), 'utf8'));
+    await h.setting('image', h.IMAGE);
+    await h.setting('timeoutSeconds', undefined);
+  });
+
+  after(async function () {
+    await h.setting('image', h.IMAGE);
+    await h.setting('timeoutSeconds', undefined);
+  });
+
+  it('activates and lists execute_code with the schema the manifest declares', function () {
+    const tool = vscode.lm.tools.find((t) => t.name === 'execute_code');
+    assert.ok(tool, 'execute_code is registered');
+    assert.deepEqual(tool.inputSchema, manifest.contributes.languageModelTools[0].inputSchema);
+    assert.equal(tool.description, manifest.contributes.languageModelTools[0].modelDescription);
+  });
+
+  it('runs a program in the real Docker sandbox and returns the exact text', async function () {
+    assert.equal(await h.run('print("hello world")'), 'stdout:\nhello world');
+    assert.equal(await h.run('import sys\nprint("out")\nprint("err", file=sys.stderr)\nsys.exit(3)'), 'stdout:\nout\n\nstderr:\nerr\n\nexit code: 3');
+    assert.equal(await h.run('x = 1'), NOTHING_PRINTED);
+    // It really ran in a sandbox: no network, unprivileged, in a fresh directory under the work area.
+    assert.equal(
+      await h.run('import os, socket\ntry:\n    socket.create_connection(("1.1.1.1", 53), timeout=2)\nexcept OSError as e:\n    print(type(e).__name__)\nprint(os.getuid(), os.getcwd().startswith("/sandbox/runs/"))'),
+      'stdout:\nOSError\n65534 True',
+    );
+    const calls = api.sandboxes();
+    assert.equal(calls.length, 1, 'one sandbox for calls from outside a chat (one per window)');
+    assert.equal(calls[0].image, h.IMAGE);
+    assert.match(calls[0].sessionKey, /^window:/);
+    assert.deepEqual(h.ownContainers().map((l) => l.split(' ')[0]), [calls[0].containerId.slice(0, 12)]);
+  });
+
+  it('answers invalid input with the model-facing error', async function () {
+    await assert.rejects(
+      vscode.lm.invokeTool('execute_code', { input: { code: 42 }, toolInvocationToken: undefined }),
+      (e) => {
+        assert.match(String(e.message), /Invalid execute_code input: `code` must be a string holding the whole Python program\./);
+        return true;
+      },
+    );
+    await assert.rejects(
+      vscode.lm.invokeTool('execute_code', { input: { code: 'print(1)', shell: true }, toolInvocationToken: undefined }),
+      /unknown parameter\(s\): "shell"/,
+    );
+  });
+
+  it('applies a changed timeout on the next call and reports the timeout', async function () {
+    await h.setting('timeoutSeconds', 2);
+    const t0 = Date.now();
+    const text = await h.run('import time\nprint("started", flush=True)\nwhile True:\n    time.sleep(0.1)');
+    assert.equal(
+      text,
+      'stdout:\nstarted\n\nThe program did not finish within 2 s and was stopped. Make it faster, work on less data, or print partial results as you go.',
+    );
+    assert.ok(Date.now() - t0 < 15000, 'stopped promptly');
+    await h.setting('timeoutSeconds', undefined);
+    assert.equal(await h.run('print("still usable")'), 'stdout:\nstill usable');
+  });
+
+  it('cancelling the token kills a long program', async function () {
+    const cts = new vscode.CancellationTokenSource();
+    const t0 = Date.now();
+    const pending = h.run('import time\nprint("sleeping", flush=True)\ntime.sleep(120)', { cancellation: cts.token });
+    await h.sleep(1500);
+    cts.cancel();
+    await assert.rejects(pending, (e) => {
+      assert.ok(e instanceof vscode.CancellationError || /cancel/i.test(String(e && e.message)), String(e));
+      return true;
+    });
+    assert.ok(Date.now() - t0 < 10000, `cancelled within 10 s (took ${Date.now() - t0} ms)`);
+    // Nothing of that program is left running in the sandbox.
+    assert.equal(
+      await h.run('import os\nleft = []\nfor p in os.listdir("/proc"):\n    if p.isdigit() and int(p) != os.getpid():\n        try:\n            cmd = open(f"/proc/{p}/cmdline", "rb").read()\n        except OSError:\n            continue\n        if b"program.py" in cmd:\n            left.append(cmd)\nprint(left)'),
+      'stdout:\n[]',
+    );
+  });
+
+  it('an invalid setting value is reported, not crashed on', async function () {
+    await h.setting('timeoutSeconds', 'soon');
+    assert.equal(await h.run('print(2 + 2)'), 'stdout:\n4');
+    assert.ok(
+      api.settingsProblems().includes('codeactSandbox.timeoutSeconds = "soon" is not valid (Invalid input: expected number, received string); using 120.'),
+      JSON.stringify(api.settingsProblems()),
+    );
+    await h.setting('timeoutSeconds', undefined);
+  });
+
+  it('a changed image applies to the next call (the sandbox is replaced)', async function () {
+    h.docker('tag', h.IMAGE, h.ALT_IMAGE);
+    const before = api.sandboxes()[0].containerId;
+    await h.setting('image', h.ALT_IMAGE);
+    assert.equal(await h.run('print("on the other image")'), 'stdout:\non the other image');
+    const now = api.sandboxes();
+    assert.equal(now.length, 1);
+    assert.equal(now[0].image, h.ALT_IMAGE);
+    assert.notEqual(now[0].containerId, before);
+    assert.deepEqual(h.ownContainers(), [`${now[0].containerId.slice(0, 12)} ${h.ALT_IMAGE}`], 'the old sandbox was removed');
+    await h.setting('image', h.IMAGE);
+  });
+
+  it('an image that cannot be had gives an error naming the setting', async function () {
+    await h.setting('image', 'codeact-sandbox/not-there:nope');
+    await assert.rejects(
+      h.run('print(1)'),
+      /The sandbox image "codeact-sandbox\/not-there:nope" is not on this machine and could not be pulled\. Ask the user to pull it, or to set the codeactSandbox\.image setting to an image that has python3\./,
+    );
+    await h.setting('image', h.IMAGE);
+  });
+  // Session isolation needs tokens the host issued itself (a made-up token is refused with
+  // "Tool called for unknown chat session"), so it is proven through agent mode in agent.test.js.
+});

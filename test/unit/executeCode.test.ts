@@ -1,0 +1,95 @@
+import * as assert from 'node:assert/strict';
+import { ToolError } from '../../src/core/errors';
+import { executeCode } from '../../src/core/executeCode';
+import { silentLogger } from '../../src/core/logger';
+import type { ProgramExit, ProgramRun, Sandbox, SandboxProvider } from '../../src/core/sandbox';
+
+/** A sandbox whose "program" is a JS function: enough to test the pipeline's own logic. */
+function fakeProvider(body: (run: ProgramRun) => Promise<number | null>): SandboxProvider & { keys: string[] } {
+  const keys: string[] = [];
+  const sandbox: Sandbox = {
+    id: 'fake',
+    image: 'fake:1',
+    async run(run): Promise<ProgramExit> {
+      return { exitCode: await body(run), workDir: '/sandbox/runs/0001' };
+    },
+  };
+  return {
+    keys,
+    async acquire(key) {
+      keys.push(key);
+      return sandbox;
+    },
+  };
+}
+
+const untilAborted = (run: ProgramRun) => new Promise<null>((resolve) => run.signal.addEventListener('abort', () => resolve(null)));
+const limits = { timeoutMs: 5000, outputBudgetBytes: 7800, maxOutputBytes: 1024 * 1024 };
+
+describe('execute pipeline (unit)', () => {
+  it('passes the session key through and formats the result', async () => {
+    const provider = fakeProvider(async (run) => {
+      run.onStdout(Buffer.from('hi\n'));
+      return 0;
+    });
+    const report = await executeCode(provider, silentLogger, { code: 'print("hi")', sessionKey: 'chat:x' }, limits);
+    assert.deepEqual(provider.keys, ['chat:x']);
+    assert.equal(report.text, 'stdout:\nhi');
+    assert.equal(report.exitCode, 0);
+    assert.equal(report.image, 'fake:1');
+  });
+
+  it('stops the program at the timeout and says so', async () => {
+    const provider = fakeProvider(untilAborted);
+    const report = await executeCode(provider, silentLogger, { code: 'x', sessionKey: 'k' }, { ...limits, timeoutMs: 50 });
+    assert.equal(report.timedOut, true);
+    assert.equal(report.exitCode, null);
+    assert.match(report.text, /^The program did not finish within 0\.1 s and was stopped\./);
+  });
+
+  it("stops the program when the caller cancels", async () => {
+    const provider = fakeProvider(untilAborted);
+    const abort = new AbortController();
+    setTimeout(() => abort.abort(), 20);
+    const report = await executeCode(provider, silentLogger, { code: 'x', sessionKey: 'k' }, limits, abort.signal);
+    assert.equal(report.cancelled, true);
+    assert.equal(report.text, 'The run was cancelled by the user and the program was stopped.');
+  });
+
+  it('stops a flood at the output ceiling', async () => {
+    const provider = fakeProvider(async (run) => {
+      const chunk = Buffer.alloc(64 * 1024, 'y');
+      while (!run.signal.aborted) {
+        run.onStdout(chunk);
+        await new Promise((r) => setImmediate(r));
+      }
+      return null;
+    });
+    const report = await executeCode(provider, silentLogger, { code: 'x', sessionKey: 'k' }, limits);
+    assert.equal(report.outputLimited, true);
+    assert.ok(report.stdout.totalBytes > limits.maxOutputBytes);
+    assert.ok(report.stdout.totalBytes <= limits.maxOutputBytes + 64 * 1024);
+    assert.match(report.text, /The program printed more than 1\.0 MB and was stopped\./);
+  });
+
+  it('a cancelled call never reaches the sandbox', async () => {
+    const provider = fakeProvider(async () => 0);
+    const abort = new AbortController();
+    abort.abort();
+    await assert.rejects(
+      executeCode(provider, silentLogger, { code: 'x', sessionKey: 'k' }, limits, abort.signal),
+      (e: unknown) => e instanceof ToolError && e.code === 'cancelled',
+    );
+    assert.deepEqual(provider.keys, []);
+  });
+
+  it('an unexpected sandbox failure becomes one model-facing sentence', async () => {
+    const provider = fakeProvider(async () => {
+      throw new Error('socket hang up at 10.0.0.5:2376 with secret token');
+    });
+    await assert.rejects(
+      executeCode(provider, silentLogger, { code: 'x', sessionKey: 'k' }, limits),
+      (e: unknown) => e instanceof ToolError && e.code === 'sandbox_failed' && !e.modelMessage.includes('10.0.0.5'),
+    );
+  });
+});

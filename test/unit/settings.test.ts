@@ -1,0 +1,51 @@
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import { DEFAULTS } from '../../src/core/limits';
+import { SETTING_KEYS, readSettings, settingsShape } from '../../src/core/settings';
+import { COMMAND, CONFIG_SECTION, TOOL_NAME } from '../../src/vscode/ids';
+
+const manifest = JSON.parse(fs.readFileSync('package.json', 'utf8'));
+const properties: Record<string, { default: unknown; minimum?: number; maximum?: number; type: string }> =
+  manifest.contributes.configuration.properties;
+
+describe('settings (unit)', () => {
+  it('package.json declares every setting, with the zod defaults and bounds', () => {
+    assert.deepEqual(Object.keys(properties).sort(), SETTING_KEYS.map((k) => `${CONFIG_SECTION}.${k}`).sort());
+    for (const key of SETTING_KEYS) {
+      const p = properties[`${CONFIG_SECTION}.${key}`]!;
+      assert.deepEqual(p.default, DEFAULTS[key], key);
+      const schema = settingsShape[key] as unknown as { minValue?: number | null; maxValue?: number | null };
+      if (p.type === 'integer' || p.type === 'number') {
+        assert.equal(p.minimum, schema.minValue, `${key} minimum`);
+        assert.equal(p.maximum, schema.maxValue, `${key} maximum`);
+      }
+    }
+  });
+
+  it('the ids in code are the ids in package.json', () => {
+    assert.equal(manifest.contributes.languageModelTools[0].name, TOOL_NAME);
+    const commands = manifest.contributes.commands.map((c: { command: string }) => c.command).sort();
+    assert.deepEqual(commands, Object.values(COMMAND).sort());
+  });
+
+  it('unset values take defaults without complaint', () => {
+    const { settings, problems } = readSettings(() => undefined);
+    const { maxOutputMb: _notASetting, ...settingDefaults } = DEFAULTS;
+    assert.deepEqual(settings, settingDefaults);
+    assert.deepEqual(problems, []);
+  });
+
+  it('an invalid value is reported and replaced by its default, the rest kept', () => {
+    const values: Record<string, unknown> = { timeoutSeconds: -5, image: 'my image', memoryMb: 2048 };
+    const { settings, problems } = readSettings((k) => values[k]);
+    assert.equal(settings.timeoutSeconds, DEFAULTS.timeoutSeconds);
+    assert.equal(settings.image, DEFAULTS.image);
+    assert.equal(settings.memoryMb, 2048);
+    assert.equal(problems.length, 2);
+    assert.equal(
+      problems[0],
+      'codeactSandbox.image = "my image" is not valid (must be an image reference without spaces); using "python:3.12-slim".',
+    );
+    assert.match(problems[1]!, /^codeactSandbox\.timeoutSeconds = -5 is not valid \(.+\); using 120\.$/);
+  });
+});

@@ -1,0 +1,70 @@
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import { ToolError } from '../../src/core/errors';
+import { MAX_CODE_CHARS } from '../../src/core/limits';
+import { parseToolInput, toolInputJsonSchema } from '../../src/core/toolInput';
+
+const manifest = JSON.parse(fs.readFileSync('package.json', 'utf8'));
+
+function modelMessageOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof ToolError);
+    assert.equal(e.code, 'invalid_input');
+    return e.modelMessage;
+  }
+  assert.fail('expected a ToolError');
+}
+
+describe('tool input (unit)', () => {
+  it('package.json declares exactly the schema generated from the zod source', () => {
+    const tools = manifest.contributes.languageModelTools;
+    assert.equal(tools.length, 1);
+    assert.equal(tools[0].name, 'execute_code');
+    assert.deepEqual(tools[0].inputSchema, toolInputJsonSchema());
+  });
+
+  it('the generated schema requires a non-empty code string and nothing else', () => {
+    assert.deepEqual(toolInputJsonSchema(), {
+      type: 'object',
+      properties: {
+        code: {
+          type: 'string',
+          minLength: 1,
+          maxLength: MAX_CODE_CHARS,
+          description:
+            'A complete Python 3 program. It runs as `python3 program.py` in a fresh working directory; only what it prints comes back.',
+        },
+      },
+      required: ['code'],
+      additionalProperties: false,
+    });
+  });
+
+  it('accepts a program', () => {
+    assert.deepEqual(parseToolInput({ code: 'print(1)' }), { code: 'print(1)' });
+  });
+
+  it('answers a missing code with a sentence the model can act on', () => {
+    assert.equal(
+      modelMessageOf(() => parseToolInput({})),
+      'Invalid execute_code input: `code` must be a string holding the whole Python program. Call execute_code with {"code": "<a complete Python program that prints its results>"}.',
+    );
+  });
+
+  it('names empty code, wrong types, unknown parameters and non-objects', () => {
+    assert.match(modelMessageOf(() => parseToolInput({ code: '' })), /^Invalid execute_code input: `code` is empty\./);
+    assert.match(modelMessageOf(() => parseToolInput({ code: 42 })), /`code` must be a string/);
+    assert.match(modelMessageOf(() => parseToolInput({ code: 'print(1)', language: 'js' })), /unknown parameter\(s\): "language"/);
+    assert.match(modelMessageOf(() => parseToolInput('print(1)')), /the input must be an object like \{"code": "print\(1\)"\}/);
+    assert.match(modelMessageOf(() => parseToolInput(null)), /the input must be an object/);
+  });
+
+  it('refuses a program longer than the limit', () => {
+    assert.match(
+      modelMessageOf(() => parseToolInput({ code: 'x'.repeat(MAX_CODE_CHARS + 1) })),
+      new RegExp(`\`code\` is longer than ${MAX_CODE_CHARS} characters`),
+    );
+  });
+});
