@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { classifyName } from '../core/files/names';
+
+/**
+ * run.json: what one execute_code call did, kept beside the files it produced. It is read back
+ * from disk, where anything may have happened to it, so it is validated like any other input;
+ * a record that fails is skipped by listings rather than trusted.
+ */
+
+// A tampered record must not turn a listed name into a path outside the run's folder.
+const fileName = z.string().refine((n) => classifyName(n).kind === 'ok', 'not a plain relative path');
+
+export const StoredFile = z.object({
+  name: fileName,
+  size: z.number().int().nonnegative(),
+  /** Sniffed by the host from the file's first bytes; never taken from the program. */
+  mediaType: z.string().optional(),
+});
+export type StoredFile = z.infer<typeof StoredFile>;
+
+export const RunRecord = z.object({
+  version: z.literal(1),
+  runId: z.string(),
+  sessionKeyDigest: z.string(),
+  sessionLabel: z.string(),
+  startedAt: z.iso.datetime(),
+  durationMs: z.number().nonnegative(),
+  image: z.string(),
+  exitCode: z.number().int().nullable(),
+  timedOut: z.boolean(),
+  cancelled: z.boolean(),
+  program: z.string(),
+  /** Exactly what the model received. */
+  resultText: z.string(),
+  filesIn: z.array(fileName),
+  files: z.array(StoredFile),
+  /** When set, the whole stream is kept as stdout.txt / stderr.txt beside run.json. */
+  stdoutTruncated: z.boolean(),
+  stderrTruncated: z.boolean(),
+});
+export type RunRecord = z.infer<typeof RunRecord>;
+
+/** What the caller supplies at the end of a run; the writer fills in identity and the files it stored. */
+export type RunOutcome = Omit<RunRecord, 'version' | 'runId' | 'sessionKeyDigest' | 'sessionLabel' | 'files'>;
