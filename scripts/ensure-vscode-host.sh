@@ -19,6 +19,8 @@ need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 dpkg -s libkrb5-dev >/dev/null 2>&1 || need+=(libkrb5-dev)
 command -v g++ >/dev/null 2>&1 || need+=(build-essential)
+# node-gyp needs Python to build code-server's native modules.
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
   log "apt-get install ${need[*]}"
   apt-get update -qq

@@ -17,11 +17,11 @@ fs.mkdirSync(artifacts, { recursive: true });
 const settingsFile = path.join(artifacts, 'settings.json');
 fs.writeFileSync(
   settingsFile,
-  JSON.stringify({ 'codeactSandbox.image': image, 'chat.byokUtilityModelDefault': 'mainAgent' }, null, 2),
+  JSON.stringify({ 'codeactSandbox.image': image }, null, 2),
 );
 
-// The scripted model goes first: with the extension under test listed first, code-server 4.139.1
-// did not load it when the second path lies inside the first.
+// The runner loads the folder holding the tests as the extension under development and installs
+// the others (the scripted model) into the run's private extensions folder.
 const exts = [path.join(root, 'test/host/fixtures/scripted-model'), root];
 const common = ['--tests', path.join(root, 'test/host/suite/index.js'), '--workspace', path.join(root, 'test/host/workspace')];
 const args = electron

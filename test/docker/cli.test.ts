@@ -1,0 +1,158 @@
+import * as assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as esbuild from 'esbuild';
+import { sessionDigest } from '../../src/core/session';
+import { LABEL } from '../../src/docker/labels';
+import { IMAGE, SENTENCES, TEST_LABEL, TEST_VERSION, containersWith, useDocker, volumesWith } from './helpers';
+
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+describe('the CLI (integration)', function () {
+  useDocker();
+  let dir: string;
+  let cli: string;
+
+  before(async function () {
+    this.timeout(60_000);
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-cli-test-'));
+    cli = path.join(dir, 'cli.js');
+    // The CLI bundled as esbuild.mjs bundles it, into a directory of the test's own (dist/ is
+    // left alone), with this process's test version so cleanup can find what it creates.
+    await esbuild.build({
+      entryPoints: [path.join(__dirname, '../../src/cli.ts')],
+      outfile: cli,
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'cjs',
+      logLevel: 'warning',
+      external: ['vscode', 'cpu-features', '*.node'],
+      define: { __CODEACT_VERSION__: JSON.stringify(TEST_VERSION) },
+    });
+  });
+  after(function () {
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  function runCli(args: string[], opts: { stdin?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+    const started = Date.now();
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [cli, ...args], {
+        cwd: dir,
+        env: { ...process.env, ...opts.env },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      child.stdout.on('data', (c: Buffer) => out.push(c));
+      child.stderr.on('data', (c: Buffer) => err.push(c));
+      child.on('error', reject);
+      child.on('close', (code) =>
+        resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), ms: Date.now() - started }),
+      );
+      child.stdin.end(opts.stdin ?? '');
+    });
+  }
+
+  function program(name: string, code: string): string {
+    const file = path.join(dir, name);
+    fs.writeFileSync(file, code);
+    return file;
+  }
+
+  const ours = async () => ({ containers: await containersWith(TEST_LABEL), volumes: await volumesWith(TEST_LABEL) });
+
+  it('prints exactly the model text and exits 0 even when the program exits 3', async function () {
+    const before = await ours();
+    const file = program('exit3.py', "import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)\n");
+    const r = await runCli(['run', '--image', IMAGE, file]);
+    assert.equal(r.stderr, '');
+    assert.equal(r.stdout, 'stdout:\nout\n\nstderr:\nerr\n\nexit code: 3\n');
+    assert.equal(r.code, 0);
+    // Without --session nothing is left behind.
+    assert.deepEqual(await ours(), before);
+  });
+
+  it('reads the program from stdin with - and leaves nothing behind', async function () {
+    const before = await ours();
+    const r = await runCli(['run', '--image', IMAGE, '--timeout', '20', '-'], { stdin: 'print(6 * 7)\n' });
+    assert.equal(r.stderr, '');
+    assert.equal(r.stdout, 'stdout:\n42\n');
+    assert.equal(r.code, 0);
+    assert.deepEqual(await ours(), before);
+  });
+
+  it('exits 2 on bad arguments without touching the engine', async function () {
+    const file = program('ok.py', 'print(1)\n');
+    const empty = program('empty.py', '');
+    const cases: [string[], string][] = [
+      [['run'], 'codeact-sandbox: run needs exactly one PROGRAM.py (or - for stdin)\n\nusage:'],
+      [['run', file, file], 'codeact-sandbox: run needs exactly one PROGRAM.py (or - for stdin)\n\nusage:'],
+      [['run', '--frobnicate', file], 'codeact-sandbox: unknown option --frobnicate\n\nusage:'],
+      [['run', '--timeout', '0', file], 'codeact-sandbox: --timeout must be a number from 1 to 86400\n\nusage:'],
+      [['run', '--memory', 'lots', file], 'codeact-sandbox: --memory must be a number from 64 to 1048576\n\nusage:'],
+      [['run', '--session', 'a', '--session', 'b', file], 'codeact-sandbox: --session given more than once\n\nusage:'],
+      [['run', '--image'], 'codeact-sandbox: --image needs a value\n\nusage:'],
+      [['run', path.join(dir, 'missing.py')], `codeact-sandbox: cannot read ${path.join(dir, 'missing.py')}: ENOENT\n\nusage:`],
+      [['frobnicate'], 'codeact-sandbox: unknown command frobnicate\n\nusage:'],
+    ];
+    // Unreachable on purpose: any attempt to talk to the engine would fail with exit 1, not 2.
+    const env = { DOCKER_HOST: 'unix:///nonexistent.sock' };
+    const results = await Promise.all(cases.map(([args]) => runCli(args, { env })));
+    results.forEach((r, i) => {
+      const [args, start] = cases[i]!;
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stdout, '');
+      assert.ok(r.stderr.startsWith(start), `${args.join(' ')}: ${r.stderr}`);
+    });
+    const r = await runCli(['run', empty], { env });
+    assert.equal(r.code, 2);
+    assert.equal(
+      r.stderr,
+      'Invalid execute_code input: `code` is empty. Call execute_code with {"code": "<a complete Python program that prints its results>"}.\n',
+    );
+  });
+
+  it('reuses one container for --session KEY and removes it with cleanup --session KEY', async function () {
+    const key = `itest-${process.pid}-${randomBytes(4).toString('hex')}`;
+    const sessionLabel = `${LABEL.session}=${sessionDigest(`cli:${key}`)}`;
+    const first = await runCli(['run', '--image', IMAGE, '--session', key, program('cwd.py', 'import os\nprint(os.getcwd())\n')]);
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, /^stdout:\n\/sandbox\/runs\/0001-[0-9a-f]{6}\n$/);
+    const containers = await containersWith(sessionLabel);
+    assert.equal(containers.length, 1);
+    // A CLI sandbox, labelled by this build: what `cleanup` and the after() hook go by.
+    assert.deepEqual(await containersWith(sessionLabel, `${LABEL.ownerKind}=cli`, TEST_LABEL), containers);
+
+    const second = await runCli(['run', '--image', IMAGE, '--session', key, program('runs.py', "import os\nprint(len(os.listdir('/sandbox/runs')))\n")]);
+    assert.equal(second.code, 0, second.stderr);
+    // The second run sees the first run's directory: same container, same work area.
+    assert.equal(second.stdout, 'stdout:\n2\n');
+    assert.deepEqual(await containersWith(sessionLabel), containers);
+    assert.equal((await volumesWith(sessionLabel)).length, 1);
+
+    const cleanup = await runCli(['cleanup', '--session', key]);
+    assert.equal(cleanup.code, 0, cleanup.stderr);
+    assert.equal(cleanup.stdout, 'removed 1 sandbox\n');
+    assert.deepEqual(await containersWith(sessionLabel), []);
+    assert.deepEqual(await volumesWith(sessionLabel), []);
+  });
+
+  it('exits 1 with the "Docker is not reachable" sentence, quickly, when there is no engine', async function () {
+    const file = program('hello.py', "print('hello world')\n");
+    const r = await runCli(['run', '--image', IMAGE, file], { env: { DOCKER_HOST: 'unix:///nonexistent.sock' } });
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr, `${SENTENCES.unreachable}\n`);
+    assert.ok(r.ms < 15_000, `took ${r.ms} ms`);
+  });
+});

@@ -1,0 +1,193 @@
+/**
+ * Shared setup of the Docker integration tests. They talk to the real engine (never a mock),
+ * label everything they create with a version label unique to this test process, and remove it
+ * all again in an after() hook that then checks nothing of theirs is left.
+ */
+import * as assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import type Dockerode from 'dockerode';
+import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
+import { DEFAULTS, type RunLimits, type SandboxLimits } from '../../src/core/limits';
+import { silentLogger, type Logger } from '../../src/core/logger';
+import { createDockerClient } from '../../src/docker/connection';
+import { removeQuietly, type SandboxSpec } from '../../src/docker/dockerSandbox';
+import { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
+import { LABEL, currentOwner, type Owner } from '../../src/docker/labels';
+
+export const IMAGE = process.env.CODEACT_TEST_IMAGE || 'codeact-sandbox/python:bookworm';
+
+/** The version label of everything this test process creates: how cleanup finds it. */
+export const TEST_VERSION = `0.0.0-itest.${process.pid}.${randomBytes(3).toString('hex')}`;
+export const TEST_LABEL = `${LABEL.version}=${TEST_VERSION}`;
+
+/** Small limits so a test sandbox is cheap; tests that check limits pass their own. */
+export const TEST_LIMITS: SandboxLimits = { memoryMb: 256, cpus: 1, pidsLimit: 128, workAreaMb: 64 };
+
+export const docker: Dockerode = createDockerClient();
+export const owner: Owner = currentOwner('cli', TEST_VERSION);
+
+/** Set CODEACT_TEST_LOG=1 to see the pipeline's log on stderr. */
+export const log: Logger = process.env.CODEACT_TEST_LOG
+  ? {
+      debug: (m) => process.stderr.write(`      [debug] ${m}\n`),
+      info: (m) => process.stderr.write(`      [info] ${m}\n`),
+      warn: (m) => process.stderr.write(`      [warn] ${m}\n`),
+      error: (m) => process.stderr.write(`      [error] ${m}\n`),
+    }
+  : silentLogger;
+
+export const IMAGE_HINT = 'the setting codeactSandbox.image (integration test)';
+
+export function runLimits(overrides: Partial<RunLimits> = {}): RunLimits {
+  return {
+    timeoutMs: 30_000,
+    outputBudgetBytes: DEFAULTS.outputBudgetBytes,
+    maxOutputBytes: DEFAULTS.maxOutputMb * 1024 * 1024,
+    ...overrides,
+  };
+}
+
+let counter = 0;
+/** A session key no other test (or earlier run) uses. */
+export function uniqueSessionKey(what = 'test'): string {
+  return `itest:${process.pid}:${++counter}:${what}:${randomBytes(4).toString('hex')}`;
+}
+
+export interface ProviderOverrides {
+  image?: string;
+  limits?: Partial<SandboxLimits>;
+  spec?: () => SandboxSpec;
+  owner?: Owner;
+  imageSettingHint?: string;
+}
+
+/** A provider like the CLI's (owner kind 'cli', no idle timer); the caller disposes it. */
+export function newProvider(o: ProviderOverrides = {}): DockerSandboxProvider {
+  const spec = { image: o.image ?? IMAGE, limits: { ...TEST_LIMITS, ...o.limits } };
+  return new DockerSandboxProvider({
+    docker,
+    owner: o.owner ?? owner,
+    spec: o.spec ?? (() => spec),
+    imageSettingHint: o.imageSettingHint ?? IMAGE_HINT,
+    log,
+    idleMs: 0,
+  });
+}
+
+/** One execute_code call through the real pipeline. */
+export function run(
+  provider: DockerSandboxProvider,
+  sessionKey: string,
+  code: string,
+  opts: { limits?: Partial<RunLimits>; memoryMb?: number; signal?: AbortSignal } = {},
+): Promise<ExecuteReport> {
+  return executeCode(
+    provider,
+    log,
+    { code, sessionKey, ...(opts.memoryMb !== undefined ? { memoryMb: opts.memoryMb } : {}) },
+    runLimits(opts.limits),
+    opts.signal,
+  );
+}
+
+export const execFileP = promisify(execFile);
+
+/** `docker ...` through the real CLI (an independent view of the engine). */
+export async function dockerCli(...args: string[]): Promise<string> {
+  const { stdout } = await execFileP('docker', args, { maxBuffer: 16 * 1024 * 1024 });
+  return stdout;
+}
+
+/** docker inspect's JSON: the tests check it field by field. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Inspected = Record<string, any>;
+
+/** `docker inspect` of one object, parsed. */
+export async function inspect(id: string, type: 'container' | 'volume' = 'container'): Promise<Inspected> {
+  const [info] = JSON.parse(await dockerCli(type, 'inspect', id)) as Inspected[];
+  return info!;
+}
+
+export async function exists(id: string, type: 'container' | 'volume' = 'container'): Promise<boolean> {
+  try {
+    await execFileP('docker', [type, 'inspect', id]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Ids of containers (all states) matching every label filter. */
+export async function containersWith(...labels: string[]): Promise<string[]> {
+  const out = await dockerCli('ps', '-a', '-q', '--no-trunc', '--filter', `label=${LABEL.managed}`, ...labels.flatMap((l) => ['--filter', `label=${l}`]));
+  return out.split('\n').filter(Boolean).sort();
+}
+
+export async function volumesWith(...labels: string[]): Promise<string[]> {
+  const out = await dockerCli('volume', 'ls', '-q', '--filter', `label=${LABEL.managed}`, ...labels.flatMap((l) => ['--filter', `label=${l}`]));
+  return out.split('\n').filter(Boolean).sort();
+}
+
+/** Removes every container and volume labelled with this process's test version. */
+export async function removeTestObjects(): Promise<void> {
+  for (const id of await containersWith(TEST_LABEL)) await removeQuietly(docker, id, undefined, log);
+  for (const v of await volumesWith(TEST_LABEL)) await removeQuietly(docker, undefined, v, log);
+}
+
+export interface DockerTestContext {
+  /** A provider that the suite's after() hook disposes. */
+  makeProvider(o?: ProviderOverrides): DockerSandboxProvider;
+}
+
+/**
+ * Call inside each top-level describe(): checks the image is there; afterwards disposes the
+ * providers made through the returned context, removes whatever else carries this process's
+ * test label, then checks that nothing of ours is left.
+ */
+export function useDocker(): DockerTestContext {
+  const providers = new Set<DockerSandboxProvider>();
+  before(async function () {
+    this.timeout(30_000);
+    try {
+      await dockerCli('image', 'inspect', IMAGE);
+    } catch {
+      throw new Error(`test image ${IMAGE} is missing: run scripts/ensure-test-image.sh (or set CODEACT_TEST_IMAGE)`);
+    }
+  });
+  after(async function () {
+    this.timeout(60_000);
+    const all = [...providers];
+    providers.clear();
+    await Promise.all(all.map((p) => p.dispose()));
+    await removeTestObjects();
+    assert.deepEqual(await containersWith(TEST_LABEL), [], 'containers left behind');
+    assert.deepEqual(await volumesWith(TEST_LABEL), [], 'volumes left behind');
+  });
+  return {
+    makeProvider(o?: ProviderOverrides) {
+      const p = newProvider(o);
+      providers.add(p);
+      return p;
+    },
+  };
+}
+
+export function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The helper's own view of the sentences a model gets (kept literal on purpose: a change must show up here). */
+export const SENTENCES = {
+  timeout: (s: number) =>
+    `The program did not finish within ${s} s and was stopped. Make it faster, work on less data, or print partial results as you go.`,
+  cancelled: 'The run was cancelled by the user and the program was stopped.',
+  memory: (mb: number) =>
+    `The program was killed, most likely because it used more than the sandbox's ${mb} MB memory limit. Process the data in smaller pieces.`,
+  restarted: 'The sandbox had to be restarted to stop the program; files written by earlier calls are gone.',
+  unreachable:
+    'Docker is not reachable, so the program was not run. Ask the user to start Docker (Docker Desktop or the docker service) or to check the Docker connection settings, then try again.',
+  imageUnavailable: (image: string, hint: string) =>
+    `The sandbox image "${image}" is not on this machine and could not be pulled. Ask the user to pull it, or to set ${hint} to an image that has python3.`,
+};

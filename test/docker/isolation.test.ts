@@ -1,0 +1,147 @@
+import * as assert from 'node:assert/strict';
+import * as os from 'node:os';
+import { sessionDigest } from '../../src/core/session';
+import { LABEL, LABEL_SCHEMA } from '../../src/docker/labels';
+import { TEST_VERSION, inspect, run, uniqueSessionKey, useDocker } from './helpers';
+
+describe('sandbox isolation (integration)', function () {
+  const sandboxes = useDocker();
+
+  it('has no network: connections fail, names do not resolve, only lo exists', async function () {
+    const provider = sandboxes.makeProvider();
+    const code = [
+      'import os, socket',
+      'def tcp(host, port):',
+      '    try:',
+      '        socket.create_connection((host, port), timeout=3).close()',
+      "        return 'connected'",
+      '    except socket.gaierror:',
+      "        return 'no name resolution'",
+      '    except OSError as e:',
+      "        return f'errno {e.errno}'",
+      'def udp(host, port):',
+      '    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)',
+      '    try:',
+      "        s.sendto(b'x', (host, port))",
+      "        return 'sent'",
+      '    except OSError as e:',
+      "        return f'errno {e.errno}'",
+      "print('tcp 1.1.1.1:53', tcp('1.1.1.1', 53))",
+      "print('udp 8.8.8.8:53', udp('8.8.8.8', 53))",
+      "print('tcp example.com:443', tcp('example.com', 443))",
+      "print(sorted(os.listdir('/sys/class/net')))",
+    ].join('\n');
+    const r = await run(provider, uniqueSessionKey('network'), code);
+    // 101 is ENETUNREACH: with only a loopback interface there is no route anywhere.
+    assert.equal(
+      r.text,
+      ['stdout:', 'tcp 1.1.1.1:53 errno 101', 'udp 8.8.8.8:53 errno 101', 'tcp example.com:443 no name resolution', "['lo']"].join('\n'),
+    );
+  });
+
+  it('runs unprivileged on a read-only root with writable HOME and TMPDIR under /sandbox', async function () {
+    const provider = sandboxes.makeProvider();
+    const code = [
+      'import errno, os, tempfile',
+      'print(os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups())',
+      "status = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines())",
+      "for k in ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb', 'NoNewPrivs']:",
+      "    print(k, status[k].strip())",
+      "for path in ['/etc/new-file', '/usr/new-file', '/new-file']:",
+      '    try:',
+      "        open(path, 'w')",
+      "        print(path, 'written')",
+      '    except OSError as e:',
+      '        print(path, errno.errorcode[e.errno])',
+      "for d in ['/etc/new-dir', '/usr/lib/new-dir']:",
+      '    try:',
+      '        os.mkdir(d)',
+      "        print(d, 'made')",
+      '    except OSError as e:',
+      '        print(d, errno.errorcode[e.errno])',
+      "home, tmp = os.environ['HOME'], os.environ['TMPDIR']",
+      'print(home, tmp, tempfile.gettempdir())',
+      "for d in [home, tmp]:",
+      "    p = os.path.join(d, 'probe.txt')",
+      "    open(p, 'w').write('ok')",
+      '    print(p, open(p).read())',
+      'fd, name = tempfile.mkstemp()',
+      'print(os.path.dirname(name))',
+    ].join('\n');
+    const r = await run(provider, uniqueSessionKey('hardening'), code);
+    assert.equal(
+      r.text,
+      [
+        'stdout:',
+        '65534 65534 65534 65534 [65534]',
+        'CapInh 0000000000000000',
+        'CapPrm 0000000000000000',
+        'CapEff 0000000000000000',
+        'CapBnd 0000000000000000',
+        'CapAmb 0000000000000000',
+        'NoNewPrivs 1',
+        '/etc/new-file EROFS',
+        '/usr/new-file EROFS',
+        '/new-file EROFS',
+        '/etc/new-dir EROFS',
+        '/usr/lib/new-dir EROFS',
+        '/sandbox/home /sandbox/tmp /sandbox/tmp',
+        '/sandbox/home/probe.txt ok',
+        '/sandbox/tmp/probe.txt ok',
+        '/sandbox/tmp',
+      ].join('\n'),
+    );
+  });
+
+  it('is created with the hardened host config, the given limits and its labels', async function () {
+    const limits = { memoryMb: 192, cpus: 0.5, pidsLimit: 48, workAreaMb: 24 };
+    const provider = sandboxes.makeProvider({ limits });
+    const key = uniqueSessionKey('inspect');
+    const r = await run(provider, key, "print('up')");
+    assert.equal(r.text, 'stdout:\nup');
+
+    const info = await inspect(r.sandboxId);
+    const h = info.HostConfig;
+    assert.equal(h.NetworkMode, 'none');
+    assert.equal(h.ReadonlyRootfs, true);
+    assert.deepEqual(h.CapDrop, ['ALL']);
+    assert.deepEqual(h.CapAdd ?? [], []);
+    assert.equal(h.Privileged, false);
+    assert.deepEqual(h.SecurityOpt, ['no-new-privileges']);
+    assert.equal(h.Memory, 192 * 1024 * 1024);
+    assert.equal(h.MemorySwap, 192 * 1024 * 1024);
+    assert.equal(h.NanoCpus, 500_000_000);
+    assert.equal(h.PidsLimit, 48);
+    assert.deepEqual(h.Binds ?? [], []);
+    assert.deepEqual(h.Devices ?? [], []);
+    assert.equal(info.Config.User, '65534:65534');
+    assert.equal(info.Config.Image, provider.active.get(key)!.image);
+    assert.equal(info.Config.NetworkDisabled, true);
+    assert.deepEqual(Object.keys(info.NetworkSettings.Networks ?? {}), []);
+
+    // The only mount is the session's volume at /sandbox: no host path.
+    const name = info.Name.replace(/^\//, '');
+    assert.equal(info.Mounts.length, 1);
+    const [mount] = info.Mounts;
+    assert.equal(mount.Type, 'volume');
+    assert.equal(mount.Name, name);
+    assert.equal(mount.Destination, '/sandbox');
+    assert.equal(mount.RW, true);
+
+    const expectedLabels = {
+      [LABEL.managed]: LABEL_SCHEMA,
+      [LABEL.ownerKind]: 'cli',
+      [LABEL.ownerHost]: os.hostname(),
+      [LABEL.ownerPid]: String(process.pid),
+      [LABEL.session]: sessionDigest(key),
+      [LABEL.version]: TEST_VERSION,
+    };
+    const ours = Object.fromEntries(Object.entries(info.Config.Labels as Record<string, string>).filter(([k]) => k.startsWith('dev.codeact-sandbox.')));
+    assert.deepEqual(ours, expectedLabels);
+
+    // The volume: a tmpfs of the work-area size owned by the sandbox user, with the same labels.
+    const volume = await inspect(name, 'volume');
+    assert.deepEqual(volume.Options, { device: 'tmpfs', o: 'size=24m,uid=65534,gid=65534,mode=0700', type: 'tmpfs' });
+    assert.deepEqual(volume.Labels, expectedLabels);
+  });
+});

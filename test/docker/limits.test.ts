@@ -1,0 +1,190 @@
+import * as assert from 'node:assert/strict';
+import * as v8 from 'node:v8';
+import * as vm from 'node:vm';
+import { SENTENCES, delay, dockerCli, run, uniqueSessionKey, useDocker } from './helpers';
+
+/** The garbage collector, without needing node --expose-gc on the command line. */
+function forceGc(): () => void {
+  const existing = (globalThis as { gc?: () => void }).gc;
+  if (existing) return existing;
+  v8.setFlagsFromString('--expose-gc');
+  return vm.runInNewContext('gc') as () => void;
+}
+
+const HELLO = "print('hello world')";
+const HELLO_TEXT = 'stdout:\nhello world';
+
+describe('limits and stopping (integration)', function () {
+  const sandboxes = useDocker();
+
+  it('stops an endless loop at the timeout, and the next call in the session works', async function () {
+    const provider = sandboxes.makeProvider();
+    const key = uniqueSessionKey('timeout');
+    const started = Date.now();
+    const r = await run(provider, key, "print('started')\nwhile True:\n    pass", { limits: { timeoutMs: 2000 } });
+    const elapsed = Date.now() - started;
+    assert.equal(r.text, `stdout:\nstarted\n\n${SENTENCES.timeout(2)}`);
+    assert.equal(r.exitCode, null);
+    assert.equal(r.timedOut, true);
+    assert.equal(r.cancelled, false);
+    assert.ok(elapsed >= 2000 && elapsed < 8000, `took ${elapsed} ms`);
+
+    const next = await run(provider, key, HELLO);
+    assert.equal(next.text, HELLO_TEXT);
+    assert.equal(next.sandboxId, r.sandboxId);
+  });
+
+  it('ends a fork bomb with a clear result and the session still answers', async function () {
+    const provider = sandboxes.makeProvider({ limits: { pidsLimit: 32 } });
+    const key = uniqueSessionKey('forkbomb');
+    const code = ['import os', 'while True:', '    try:', '        os.fork()', '    except OSError:', '        pass'].join('\n');
+    const started = Date.now();
+    const r = await run(provider, key, code, { limits: { timeoutMs: 3000 } });
+    const elapsed = Date.now() - started;
+    const stopped = SENTENCES.timeout(3);
+    assert.ok(r.text === stopped || r.text === `${stopped}\n\n${SENTENCES.restarted}`, r.text);
+    assert.equal(r.exitCode, null);
+    assert.equal(r.timedOut, true);
+    assert.ok(elapsed < 20_000, `took ${elapsed} ms`);
+
+    const next = await run(provider, key, HELLO);
+    assert.equal(next.text, HELLO_TEXT);
+    // Nothing of the bomb is left running: only the keeper (PID 1) and this program.
+    const ps = await run(provider, key, "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()) == [1, os.getpid()])");
+    assert.equal(ps.text, 'stdout:\nTrue');
+  });
+
+  it('reports a program killed for memory with exit code 137, and the next call works', async function () {
+    const provider = sandboxes.makeProvider({ limits: { memoryMb: 128 } });
+    const key = uniqueSessionKey('memory');
+    // b'\xff' * n writes every byte, so the pages are really used (unlike calloc'ed zeros).
+    const code = ["print('allocating')", 'hog = []', 'while True:', "    hog.append(b'\\xff' * (8 * 1024 * 1024))"].join('\n');
+    const r = await run(provider, key, code, { memoryMb: 128, limits: { timeoutMs: 30_000 } });
+    assert.equal(r.text, `stdout:\nallocating\n\nexit code: 137\n\n${SENTENCES.memory(128)}`);
+    assert.equal(r.exitCode, 137);
+    assert.equal(r.timedOut, false);
+
+    const next = await run(provider, key, HELLO, { memoryMb: 128 });
+    assert.equal(next.text, HELLO_TEXT);
+    assert.equal(next.sandboxId, r.sandboxId);
+  });
+
+  it('cuts a 50 MB flood to its head and tail without holding it in memory', async function () {
+    const provider = sandboxes.makeProvider();
+    const key = uniqueSessionKey('flood');
+    await run(provider, key, HELLO); // the container exists before measuring
+    const code = [
+      'import sys',
+      "sys.stdout.write('FIRST LINE\\n')",
+      "line = 'y' * 999 + '\\n'",
+      'for _ in range(50_000):',
+      '    sys.stdout.write(line)',
+      "sys.stdout.write('LAST LINE\\n')",
+    ].join('\n');
+    const total = 11 + 50_000 * 1000 + 10;
+    const budget = 7800;
+
+    // Collect garbage while sampling, so that what is measured is what is held, not what the
+    // collector has not got round to yet (50 MB arrive in well under a second).
+    const gc = forceGc();
+    gc();
+    const before = process.memoryUsage();
+    let peakRss = before.rss;
+    const sampler = setInterval(() => {
+      gc();
+      peakRss = Math.max(peakRss, process.memoryUsage().rss);
+    }, 25);
+    let r;
+    try {
+      r = await run(provider, key, code, { limits: { outputBudgetBytes: budget } });
+    } finally {
+      clearInterval(sampler);
+    }
+    // The report is still referenced here: whatever it holds is live.
+    gc();
+    const after = process.memoryUsage();
+    peakRss = Math.max(peakRss, after.rss);
+
+    // The rules of format.ts, by hand: stdout alone gets the whole budget, half head, half tail.
+    const yLine = 'y'.repeat(999) + '\n';
+    const head = 'FIRST LINE\n' + yLine.repeat(3) + 'y'.repeat(3900 - 11 - 3000);
+    const tail = 'y'.repeat(889) + '\n' + yLine.repeat(3) + 'LAST LINE\n';
+    assert.equal(head.length, 3900);
+    assert.equal(tail.length, 3900);
+    const omitted = total - 7800;
+    assert.equal(omitted, 49_992_221);
+    const expected = `stdout:\n${head}\n[... ${omitted} bytes left out ...]\n${tail.slice(0, -1)}`;
+    assert.equal(r.text, expected);
+    assert.ok(r.text.length <= budget + 100, `text is ${r.text.length} chars`);
+    assert.equal(r.stdout.totalBytes, total);
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.outputLimited, false);
+
+    // Holding the flood would cost at least 50 MB in both measures.
+    const mb = (n: number) => `${(n / 1048576).toFixed(1)} MB`;
+    assert.ok(peakRss - before.rss < 40 * 1024 * 1024, `rss grew by ${mb(peakRss - before.rss)}`);
+    const live = after.arrayBuffers - before.arrayBuffers;
+    assert.ok(live < 10 * 1024 * 1024, `buffers still held after the run: ${mb(live)}`);
+  });
+
+  it('cancels a sleeping program quickly and leaves no process of it behind', async function () {
+    const provider = sandboxes.makeProvider();
+    const key = uniqueSessionKey('cancel');
+    const warm = await run(provider, key, HELLO);
+    assert.equal(warm.text, HELLO_TEXT);
+
+    const abort = new AbortController();
+    const started = Date.now();
+    setTimeout(() => abort.abort(), 500);
+    const r = await run(provider, key, 'import time\ntime.sleep(60)', { signal: abort.signal, limits: { timeoutMs: 120_000 } });
+    const elapsed = Date.now() - started;
+    assert.equal(r.text, SENTENCES.cancelled);
+    assert.equal(r.cancelled, true);
+    assert.equal(r.timedOut, false);
+    assert.equal(r.exitCode, null);
+    assert.ok(elapsed >= 500 && elapsed < 5000, `took ${elapsed} ms`);
+
+    // From the host: no program.py process in the container any more.
+    const top = await dockerCli('top', r.sandboxId, '-eo', 'pid,args');
+    assert.ok(!top.includes('program.py'), top);
+    // From inside: the only program.py is the one asking.
+    const ps = await run(
+      provider,
+      key,
+      [
+        'import os',
+        'found = []',
+        "for p in filter(str.isdigit, os.listdir('/proc')):",
+        '    try:',
+        "        cmd = open(f'/proc/{p}/cmdline', 'rb').read().split(b'\\0')",
+        '    except OSError:',
+        '        continue',
+        "    if int(p) != os.getpid() and any(b'program.py' in c or b'sleep' in c for c in cmd):",
+        '        found.append(cmd)',
+        'print(found)',
+      ].join('\n'),
+    );
+    assert.equal(ps.text, 'stdout:\n[]');
+    assert.equal(ps.sandboxId, r.sandboxId);
+  });
+
+  it('cancels a program even when the cancel arrives while it is being started', async function () {
+    const provider = sandboxes.makeProvider();
+    const key = uniqueSessionKey('cancel-early');
+    await run(provider, key, HELLO);
+    for (const after of [0, 5, 20, 50]) {
+      const abort = new AbortController();
+      const started = Date.now();
+      const pending = run(provider, key, 'import time\ntime.sleep(60)', { signal: abort.signal, limits: { timeoutMs: 120_000 } });
+      await delay(after);
+      abort.abort();
+      const r = await pending;
+      const elapsed = Date.now() - started;
+      assert.equal(r.text, SENTENCES.cancelled);
+      assert.equal(r.cancelled, true);
+      assert.ok(elapsed < 5000, `cancelled after ${after} ms, resolved after ${elapsed} ms`);
+      const top = await dockerCli('top', r.sandboxId, '-eo', 'pid,args');
+      assert.ok(!top.includes('program.py'), `cancelled after ${after} ms, still running:\n${top}`);
+    }
+  });
+});
