@@ -6,11 +6,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Readable } from 'node:stream';
 import { ToolError, describeError } from './core/errors';
-import { executeCode } from './core/executeCode';
 import { DEFAULTS } from './core/limits';
 import { consoleLogger } from './core/logger';
-import { sessionDigest } from './core/session';
+import { sessionDigest, sessionDisplayName } from './core/session';
+import { filesInCapsOf, filesOutCapsOf, readSettings } from './core/settings';
+import { executeToolCall } from './core/toolCall';
+import { ArtifactStore, type RunWriter } from './storage/artifactStore';
+import { folderSource } from './storage/workspaceFolder';
 import { parseToolInput } from './core/toolInput';
 import { removeCliSandboxes } from './docker/cleanup';
 import { createDockerClient } from './docker/connection';
@@ -31,6 +36,11 @@ run options:
   --pids N             process limit (default ${DEFAULTS.pidsLimit})
   --work-area MB       size of the writable work area (default ${DEFAULTS.workAreaMb})
   --output-budget N    bytes of output shown (default ${DEFAULTS.outputBudgetBytes})
+  --workspace DIR      the file store: --file names are looked up in its listing
+  --file NAME          share a workspace file into the run's directory (repeatable)
+  --output NAME        a file the program writes, to be saved (repeatable; declared mode)
+  --outputs MODE       declared (default) or manifest (the program writes outputs.json)
+  --artifacts DIR      where runs and saved files are kept (needed to save files)
   --verbose            log engine activity to stderr
 `;
 
@@ -42,7 +52,7 @@ interface Parsed {
   positional: string[];
 }
 
-const VALUE_FLAGS = new Set(['image', 'session', 'timeout', 'memory', 'cpus', 'pids', 'work-area', 'output-budget']);
+const VALUE_FLAGS = new Set(['image', 'session', 'timeout', 'memory', 'cpus', 'pids', 'work-area', 'output-budget', 'workspace', 'file', 'output', 'outputs', 'artifacts']);
 const BOOLEAN_FLAGS = new Set(['verbose', 'help']);
 
 function parse(argv: string[]): Parsed {
@@ -108,7 +118,24 @@ async function run(p: Parsed): Promise<number> {
     workAreaMb: number(p, 'work-area', DEFAULTS.workAreaMb, 16, 1_048_576),
   };
   const outputBudgetBytes = number(p, 'output-budget', DEFAULTS.outputBudgetBytes, 200, 10_000_000);
-  const input = parseToolInput({ code: await readProgram(p.positional[0]!) });
+  const workspace = one(p, 'workspace');
+  const outputsMode = one(p, 'outputs') ?? 'declared';
+  if (outputsMode !== 'declared' && outputsMode !== 'manifest') throw new UsageError('--outputs must be declared or manifest');
+  const artifacts = one(p, 'artifacts');
+  const fileNames = p.flags.get('file') ?? [];
+  const outputNames = p.flags.get('output') ?? [];
+  if (fileNames.length > 0 && workspace === undefined) throw new UsageError('--file needs --workspace DIR');
+  if ((outputNames.length > 0 || outputsMode === 'manifest') && artifacts === undefined) {
+    throw new UsageError('saving files (--output, --outputs manifest) needs --artifacts DIR');
+  }
+  if (workspace !== undefined && !fs.statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new UsageError(`--workspace ${workspace} is not a folder`);
+  }
+  const input = parseToolInput({
+    code: await readProgram(p.positional[0]!),
+    ...(fileNames.length ? { files: fileNames } : {}),
+    ...(outputNames.length ? { outputs: outputNames } : {}),
+  });
 
   const sessionKey = `cli:${session ?? `once-${randomBytes(6).toString('hex')}`}`;
   const provider = new DockerSandboxProvider({
@@ -120,19 +147,48 @@ async function run(p: Parsed): Promise<number> {
     idleMs: 0,
     adoptExisting: session !== undefined,
   });
+  // The caps users get by default in VS Code.
+  const defaults = readSettings(() => undefined).settings;
+  const store = artifacts === undefined ? undefined : new ArtifactStore(path.resolve(artifacts));
+  let writer: RunWriter | undefined;
   const abort = new AbortController();
   const onSignal = () => abort.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    const report = await executeCode(
+    const { report, files } = await executeToolCall(
       provider,
       log,
-      { code: input.code, sessionKey, memoryMb: limits.memoryMb },
-      { timeoutMs: timeoutSeconds * 1000, outputBudgetBytes, maxOutputBytes: DEFAULTS.maxOutputMb * 1024 * 1024 },
+      input,
+      {
+        sessionKey,
+        limits: { timeoutMs: timeoutSeconds * 1000, outputBudgetBytes, maxOutputBytes: DEFAULTS.maxOutputMb * 1024 * 1024 },
+        memoryMb: limits.memoryMb,
+        filesIn: {
+          source: workspace === undefined ? undefined : folderSource(workspace),
+          caps: filesInCapsOf(defaults),
+        },
+        // The same sentence as in VS Code: the CLI prints exactly what the model would read.
+        filesOut: { mode: outputsMode, caps: filesOutCapsOf(defaults), savedWhere: 'in the CodeAct Sandbox view' },
+        ...(store
+          ? {
+              record: () => {
+                const w = store.beginRun(sessionDigest(sessionKey), sessionDisplayName(sessionKey));
+                writer = w;
+                return {
+                  dir: w.dir,
+                  addFile: (name: string, body: NodeJS.ReadableStream, size: number) => w.addFile(name, body as Readable, size),
+                  finish: (outcome: Parameters<RunWriter['finish']>[0]) => w.finish(outcome),
+                  discard: () => w.discard(),
+                };
+              },
+            }
+          : {}),
+      },
       abort.signal,
     );
     process.stdout.write(report.text + '\n');
+    if (writer && files.length > 0) process.stderr.write(`saved ${files.length} file(s) in ${writer.filesDir}\n`);
     return 0;
   } finally {
     process.off('SIGINT', onSignal);

@@ -2,10 +2,26 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { StreamCapture, type CapturedStream } from './capture';
 import { ToolError, describeError, isToolError } from './errors';
-import { formatResult } from './format';
-import type { RunLimits } from './limits';
+import { formatBytes, formatResult } from './format';
+import { MANIFEST_NAME, parseManifest } from './files/manifest';
+import type { FilesOutCaps, RunLimits } from './limits';
 import type { Logger } from './logger';
-import type { SandboxProvider } from './sandbox';
+import type { CollectedFile, CollectOutcome, OutputSink, Sandbox, SandboxProvider, StagedFile } from './sandbox';
+
+/** How produced files are named for collection: declared up front, or listed by the program. */
+export type OutputsRequest = { mode: 'declared'; names: readonly string[] } | { mode: 'manifest' };
+
+export interface FilesOutRequest {
+  outputs: OutputsRequest;
+  caps: FilesOutCaps;
+  /** Stores one produced file (e.g. the artifact store's run writer). */
+  sink: OutputSink;
+  /** Where the user finds saved files, phrased for the model ("in the CodeAct Sandbox view"). */
+  savedWhere: string;
+}
+
+/** outputs.json is small by nature; a larger one is refused unread. */
+const MANIFEST_MAX_BYTES = 64 * 1024;
 
 export interface ExecuteRequest {
   code: string;
@@ -15,6 +31,10 @@ export interface ExecuteRequest {
   memoryMb?: number;
   /** When set, streams too long for the model are kept whole here (stdout.txt, stderr.txt). */
   spillDir?: string;
+  /** Workspace files placed in the call's directory (already validated against the listing). */
+  files?: readonly StagedFile[];
+  /** Produced files to collect after the run. */
+  filesOut?: FilesOutRequest;
 }
 
 export interface ExecuteReport {
@@ -32,6 +52,9 @@ export interface ExecuteReport {
   /** Files holding the whole stream when it was cut for the model. */
   stdoutFile?: string;
   stderrFile?: string;
+  /** Produced files that were saved. */
+  files: CollectedFile[];
+  startedAt: Date;
 }
 
 type StopReason = 'timeout' | 'cancel' | 'output';
@@ -76,9 +99,11 @@ export async function executeCode(
     let exitCode: number | null;
     let workDir = '';
     let notes: string[] = [];
+    let replaced = false;
     try {
       const exit = await sandbox.run({
         code: request.code,
+        ...(request.files?.length ? { files: request.files } : {}),
         signal: stopper.signal,
         onStdout: (chunk) => {
           stdout.write(chunk);
@@ -92,6 +117,7 @@ export async function executeCode(
       exitCode = exit.exitCode;
       workDir = exit.workDir;
       notes = exit.notes ?? [];
+      replaced = exit.replaced === true;
       if (exit.replaced) {
         log.warn(`sandbox for ${request.sessionKey} was restarted to stop the program`);
         notes.push('The sandbox had to be restarted to stop the program; files written by earlier calls are gone.');
@@ -102,6 +128,13 @@ export async function executeCode(
     }
 
     const reason = stopper.signal.aborted ? (stopper.signal.reason as StopReason) : undefined;
+    let saved: CollectedFile[] = [];
+    // A stopped program's files are still collected: a partial result the user may want.
+    if (request.filesOut && workDir && reason !== 'cancel' && !replaced) {
+      const collected = await collectOutputs(sandbox, workDir, request.filesOut);
+      saved = collected.saved;
+      notes.push(...collected.notes);
+    }
     const facts = {
       stdout: stdout.snapshot(),
       stderr: stderr.snapshot(),
@@ -131,6 +164,8 @@ export async function executeCode(
       stderr: facts.stderr,
       ...(stdout.spillFile ? { stdoutFile: stdout.spillFile } : {}),
       ...(stderr.spillFile ? { stderrFile: stderr.spillFile } : {}),
+      files: saved,
+      startedAt: new Date(started),
     };
   } catch (e) {
     if (isToolError(e)) {
@@ -146,4 +181,52 @@ export async function executeCode(
   } finally {
     signal?.removeEventListener('abort', onCallerAbort);
   }
+}
+
+/** Collects declared files, or the files outputs.json lists, and phrases what happened. */
+async function collectOutputs(sandbox: Sandbox, workDir: string, out: FilesOutRequest): Promise<{ saved: CollectedFile[]; notes: string[] }> {
+  const notes: string[] = [];
+  let names: readonly string[];
+  let caps = out.caps;
+  if (out.outputs.mode === 'declared') {
+    names = out.outputs.names;
+    if (names.length === 0) return { saved: [], notes };
+  } else {
+    let manifest: Buffer | undefined;
+    const read = await sandbox.collect(workDir, [MANIFEST_NAME], { maxFiles: 1, maxFileBytes: MANIFEST_MAX_BYTES, maxTotalBytes: MANIFEST_MAX_BYTES }, async (name, size, body) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of body) chunks.push(chunk as Buffer);
+      manifest = Buffer.concat(chunks);
+      return { name, size };
+    });
+    if (read.refused.length > 0) {
+      notes.push(`${MANIFEST_NAME} was not used (${read.refused[0]!.reason}), so no files were saved.`);
+      return { saved: [], notes };
+    }
+    if (!manifest) return { saved: [], notes };
+    const parsed = parseManifest(manifest, { maxBytes: MANIFEST_MAX_BYTES, maxFiles: caps.maxFiles });
+    if (!parsed.ok) {
+      notes.push(`No files were saved: ${parsed.problems.join(' ')}`);
+      return { saved: [], notes };
+    }
+    names = parsed.names;
+    // The manifest takes a file slot and its bytes count, as any collected file.
+    caps = { ...caps, maxFiles: caps.maxFiles - 1, maxTotalBytes: Math.max(0, caps.maxTotalBytes - manifest.length) };
+    if (names.length === 0) return { saved: [], notes };
+  }
+  const outcome: CollectOutcome = await sandbox.collect(workDir, names, caps, out.sink);
+  if (outcome.saved.length > 0) {
+    const list = outcome.saved.map((f) => `${f.name} (${formatBytes(f.size)})`).join(', ');
+    notes.push(`Saved for the user ${out.savedWhere}: ${list}. The files are not sent to you; describe them or print what you need from them.`);
+  }
+  if (outcome.missing.length > 0) {
+    const which = out.outputs.mode === 'declared' ? 'Declared in outputs but not written by the program' : `Listed in ${MANIFEST_NAME} but not written by the program`;
+    notes.push(`${which}: ${outcome.missing.join(', ')}. Write each file into the working directory under exactly that name.`);
+  }
+  if (outcome.refused.length > 0) {
+    notes.push(
+      `Not saved: ${outcome.refused.map((r) => `${r.name} (${r.reason})`).join('; ')}. Only regular files within the limits are saved, and never in part.`,
+    );
+  }
+  return { saved: outcome.saved, notes };
 }

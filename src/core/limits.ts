@@ -1,3 +1,5 @@
+import { DEFAULT_DENY_GLOBS } from './files/names';
+
 /** Defaults shared by the settings schema, the CLI and the tests: one place, one value. */
 export const DEFAULTS = {
   image: 'python:3.12-slim',
@@ -12,7 +14,24 @@ export const DEFAULTS = {
   maxOutputMb: 64,
   idleMinutes: 15,
   confirmBeforeRun: false,
+  outputsMode: 'declared',
+  filesInMaxFiles: 20,
+  filesInMaxFileMb: 100,
+  filesInMaxTotalMb: 200,
+  filesOutMaxFiles: 20,
+  filesOutMaxFileMb: 50,
+  filesOutMaxTotalMb: 100,
+  denyGlobs: DEFAULT_DENY_GLOBS,
+  attachImages: true,
+  attachImageMaxKb: 1024,
+  artifactsBudgetMb: 1024,
 } as const;
+
+export interface FilesOutCaps {
+  maxFiles: number;
+  maxFileBytes: number;
+  maxTotalBytes: number;
+}
 
 export interface SandboxLimits {
   memoryMb: number;

@@ -1,10 +1,23 @@
+import type { FilesOutCaps } from './limits';
+
 /**
  * What the pipeline needs from a sandbox, whatever runs it. The Docker implementation lives in
  * src/docker; tests of pure logic use fakes.
  */
+/** A workspace file to place in the call's directory under its workspace-relative name. */
+export interface StagedFile {
+  /** Validated workspace-relative name ('/'-separated). */
+  name: string;
+  /** Size checked against the caps; the transfer refuses a file whose length differs. */
+  size: number;
+  /** Opened only when the file is sent, and read as a stream. */
+  open(): NodeJS.ReadableStream;
+}
+
 export interface ProgramRun {
   /** Python source, written as a file in a fresh directory; never part of a command line. */
   code: string;
+  files?: readonly StagedFile[];
   /** Receives output as it arrives; the sandbox must not buffer it whole. */
   onStdout(chunk: Buffer): void;
   onStderr(chunk: Buffer): void;
@@ -23,11 +36,33 @@ export interface ProgramExit {
   notes?: string[];
 }
 
+export interface CollectedFile {
+  name: string;
+  size: number;
+  /** Decided by the host from the bytes, never by the program. */
+  mediaType?: string;
+}
+
+export interface CollectOutcome {
+  saved: CollectedFile[];
+  /** Asked for but not there. */
+  missing: string[];
+  refused: { name: string; reason: string }[];
+}
+
+/** Receives one produced file as a stream of exactly `size` bytes and stores it. */
+export type OutputSink = (name: string, size: number, body: NodeJS.ReadableStream) => Promise<CollectedFile>;
+
 export interface Sandbox {
   /** Stable for the sandbox's life; changes when it is replaced. */
   readonly id: string;
   readonly image: string;
   run(run: ProgramRun): Promise<ProgramExit>;
+  /**
+   * Collects files a finished call wrote, by literal path relative to its directory. Whatever
+   * the program left running is stopped first, so nothing changes the files while they are read.
+   */
+  collect(workDir: string, names: readonly string[], caps: FilesOutCaps, sink: OutputSink): Promise<CollectOutcome>;
 }
 
 export interface SandboxProvider {

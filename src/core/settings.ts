@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULTS, type RunLimits, type SandboxLimits } from './limits';
+import { DEFAULTS, type FilesOutCaps, type RunLimits, type SandboxLimits } from './limits';
 
 /**
  * The extension's settings (section `codeactSandbox`), validated. package.json's
@@ -15,6 +15,17 @@ export const settingsShape = {
   outputBudgetBytes: z.number().int().min(500).max(100000),
   idleMinutes: z.number().int().min(0).max(1440),
   confirmBeforeRun: z.boolean(),
+  outputsMode: z.enum(['declared', 'manifest']),
+  filesInMaxFiles: z.number().int().min(0).max(1000),
+  filesInMaxFileMb: z.number().min(0).max(4096),
+  filesInMaxTotalMb: z.number().min(0).max(16384),
+  filesOutMaxFiles: z.number().int().min(0).max(1000),
+  filesOutMaxFileMb: z.number().min(0).max(4096),
+  filesOutMaxTotalMb: z.number().min(0).max(16384),
+  denyGlobs: z.array(z.string().min(1).max(512)).max(500),
+  attachImages: z.boolean(),
+  attachImageMaxKb: z.number().int().min(0).max(20480),
+  artifactsBudgetMb: z.number().int().min(10).max(1048576),
 } as const;
 
 export type SettingKey = keyof typeof settingsShape;
@@ -55,6 +66,28 @@ export function readSettings(get: (key: SettingKey) => unknown, section = 'codea
 
 export function sandboxLimitsOf(s: Settings): SandboxLimits {
   return { memoryMb: s.memoryMb, cpus: s.cpus, pidsLimit: s.pidsLimit, workAreaMb: s.workAreaMb };
+}
+
+const MB = 1024 * 1024;
+
+export function filesOutCapsOf(s: Settings): FilesOutCaps {
+  return { maxFiles: s.filesOutMaxFiles, maxFileBytes: Math.round(s.filesOutMaxFileMb * MB), maxTotalBytes: Math.round(s.filesOutMaxTotalMb * MB) };
+}
+
+export interface FilesInCaps {
+  denyGlobs: readonly string[];
+  maxFiles: number;
+  maxFileBytes: number;
+  maxTotalBytes: number;
+}
+
+export function filesInCapsOf(s: Settings): FilesInCaps {
+  return {
+    denyGlobs: s.denyGlobs,
+    maxFiles: s.filesInMaxFiles,
+    maxFileBytes: Math.round(s.filesInMaxFileMb * MB),
+    maxTotalBytes: Math.round(s.filesInMaxTotalMb * MB),
+  };
 }
 
 export function runLimitsOf(s: Settings): RunLimits {

@@ -15,6 +15,20 @@ export const toolInputSchema = z
       .describe(
         'A complete Python 3 program. It runs as `python3 program.py` in a fresh working directory; only what it prints comes back.',
       ),
+    files: z
+      .array(z.string().max(1024))
+      .max(1000)
+      .optional()
+      .describe(
+        'Workspace files to copy into the working directory before the program runs, by workspace-relative path (e.g. "data/sales.csv"); the program opens them under the same relative path. Read-only.',
+      ),
+    outputs: z
+      .array(z.string().max(1024))
+      .max(1000)
+      .optional()
+      .describe(
+        'Files the program will write in its working directory, by relative path (e.g. "chart.png"), to be saved for the user. They are not sent back to you. Only used when the user keeps the default "declared" outputs mode.',
+      ),
   })
   .strict();
 
@@ -42,6 +56,9 @@ export function parseToolInput(input: unknown): ToolInput {
     if (issue.code === 'too_small' && issue.path[0] === 'code') return '`code` is empty';
     if (issue.code === 'too_big' && issue.path[0] === 'code') {
       return `\`code\` is longer than ${MAX_CODE_CHARS} characters; write a shorter program`;
+    }
+    if ((issue.path[0] === 'files' || issue.path[0] === 'outputs') && issue.code === 'invalid_type') {
+      return `\`${String(issue.path[0])}\` must be a list of relative path strings like ["data/sales.csv"]`;
     }
     if (issue.code === 'unrecognized_keys') {
       return `unknown parameter(s): ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;

@@ -2,10 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { ToolError } from '../core/errors';
-import type { SandboxLimits } from '../core/limits';
+import type { FilesOutCaps, SandboxLimits } from '../core/limits';
 import type { Logger } from '../core/logger';
-import type { ProgramExit, ProgramRun, Sandbox } from '../core/sandbox';
+import type { CollectOutcome, OutputSink, ProgramExit, ProgramRun, Sandbox } from '../core/sandbox';
 import { archiveOf } from './archive';
+import { collectFiles, runArchive } from './transfer';
 import { engineUnreachable, isUnreachable, statusCode, withDeadline } from './engineErrors';
 import {
   KEEPER_SOURCE,
@@ -29,6 +30,8 @@ const USER = `${SANDBOX_UID}:${SANDBOX_GID}`;
 const API_DEADLINE_MS = 30_000;
 /** After asking the program to die, how long before the whole sandbox is restarted instead. */
 const KILL_GRACE_MS = 3_000;
+/** How long one kill may take to end the program's output before it is tried again. */
+const KILL_RETRY_MS = 500;
 /** After the program's own process exited, how long its leftover children may keep the output open. */
 const ORPHAN_GRACE_MS = 1_000;
 
@@ -221,7 +224,7 @@ export class DockerSandbox implements Sandbox {
     const workDir = `${RUNS_DIR}/${callId}`;
     const notes: string[] = [];
     try {
-      await this.putRunFiles(callId, run.code);
+      await this.putRunFiles(callId, run);
     } catch (e) {
       if (!/no space left/i.test(String((e as Error)?.message))) throw this.translate(e);
       // The work area is full of earlier calls' files: start the sandbox afresh rather than fail.
@@ -229,29 +232,72 @@ export class DockerSandbox implements Sandbox {
       await this.restart().catch((err: unknown) => {
         throw this.translate(err);
       });
-      await this.putRunFiles(callId, run.code).catch((err: unknown) => {
+      await this.putRunFiles(callId, run).catch((err: unknown) => {
+        if (/no space left/i.test(String((err as Error)?.message))) {
+          const mb = Math.ceil(((run.files ?? []).reduce((t, f) => t + f.size, 0) + Buffer.byteLength(run.code)) / (1024 * 1024));
+          throw new ToolError(
+            'invalid_input',
+            `The shared files and the program (${mb} MB) do not fit the sandbox's work area (${this.spec.limits.workAreaMb} MB). Share fewer or smaller files, or ask the user to make the work area larger.`,
+            { cause: err },
+          );
+        }
         throw this.translate(err);
       });
       notes.push(
         `The sandbox's work area (${this.spec.limits.workAreaMb} MB) was full, so it was reset before this run; files written by earlier calls are gone.`,
       );
     }
+    // Stopped while the program was being copied in: do not start it at all.
+    if (run.signal.aborted) return { exitCode: null, workDir, ...(notes.length ? { notes } : {}) };
     const exit = await this.exec(workDir, run);
     return { ...exit, workDir, ...(notes.length ? { notes } : {}) };
   }
 
-  private async putRunFiles(callId: string, code: string): Promise<void> {
+  private async putRunFiles(callId: string, run: ProgramRun): Promise<void> {
     await withDeadline(
-      this.container.putArchive(
-        archiveOf([
-          { type: 'directory', name: `runs/${callId}` },
-          { type: 'file', name: `runs/${callId}/${PROGRAM_NAME}`, content: Buffer.from(code, 'utf8') },
-        ]),
-        { path: WORK_ROOT },
-      ),
-      API_DEADLINE_MS,
+      this.container.putArchive(runArchive(`runs/${callId}`, run.code, run.files ?? []), { path: WORK_ROOT }),
+      // Shared files can be large; the deadline guards a hung engine, not a slow disk.
+      API_DEADLINE_MS + (run.files ?? []).reduce((t, f) => t + f.size, 0) / 10_000,
       'copy the program into the sandbox',
     );
+  }
+
+  /**
+   * Collects produced files by literal path. Runs after the call's program (serialized with
+   * runs), and first stops anything it left running, so no process changes a file while it is
+   * checked and read.
+   */
+  collect(workDir: string, names: readonly string[], caps: FilesOutCaps, sink: OutputSink): Promise<CollectOutcome> {
+    const next = this.queue.then(async () => {
+      await this.killLeftovers();
+      try {
+        return await collectFiles(this.container, workDir, names, caps, sink);
+      } catch (e) {
+        throw this.translate(e);
+      }
+    });
+    this.queue = next.catch(() => {});
+    return next;
+  }
+
+  private async killLeftovers(): Promise<void> {
+    try {
+      const killer = await withDeadline(
+        this.container.exec({ Cmd: ['python3', '-c', KILL_ALL_SOURCE], User: USER, AttachStdout: true, AttachStderr: true }),
+        KILL_GRACE_MS,
+        'create kill exec',
+      );
+      const s = (await withDeadline(killer.start({ hijack: true, stdin: false }), KILL_GRACE_MS, 'start kill exec')) as NodeJS.ReadableStream;
+      await new Promise<void>((resolve) => {
+        s.on('end', resolve);
+        s.on('close', resolve);
+        s.on('error', () => resolve());
+        s.resume();
+      });
+    } catch (e) {
+      // A fork bomb may leave no room for the killer; the stats and tar checks still hold.
+      this.log.warn(`sandbox ${this.name}: could not stop leftover processes before collecting (${String((e as Error)?.message ?? e)})`);
+    }
   }
 
   private translate(e: unknown): Error {
@@ -311,6 +357,8 @@ export class DockerSandbox implements Sandbox {
     };
     const onAbort = () => void stop();
     run.signal.addEventListener('abort', onAbort, { once: true });
+    // An abort that came while the exec was being created and started fired no event: stop now.
+    if (run.signal.aborted) void stop();
     // A program whose children outlive it keeps the output open; once its own process is gone,
     // give them a moment, then stop them so the call returns.
     const watcher = this.watchForOrphans(exec, ended, stop);
@@ -360,15 +408,26 @@ export class DockerSandbox implements Sandbox {
       () => true,
       () => true,
     );
+    // The engine starts an exec's process only after its stream is attached, so a program stopped
+    // right after it was started may not exist yet when the first kill runs: kill again until its
+    // output ends or the grace time is up.
+    const giveUp = Date.now() + KILL_GRACE_MS;
     try {
-      const killer = await withDeadline(
-        this.container.exec({ Cmd: ['python3', '-c', KILL_ALL_SOURCE], User: USER, AttachStdout: true, AttachStderr: true }),
-        KILL_GRACE_MS,
-        'create kill exec',
-      );
-      const s = (await withDeadline(killer.start({ hijack: true, stdin: false }), KILL_GRACE_MS, 'start kill exec')) as NodeJS.ReadableStream;
-      s.resume();
-      if (await Promise.race([streamEnded, delay(KILL_GRACE_MS).then(() => false)])) return false;
+      while (Date.now() < giveUp) {
+        const killer = await withDeadline(
+          this.container.exec({ Cmd: ['python3', '-c', KILL_ALL_SOURCE], User: USER, AttachStdout: true, AttachStderr: true }),
+          Math.max(1, giveUp - Date.now()),
+          'create kill exec',
+        );
+        const s = (await withDeadline(
+          killer.start({ hijack: true, stdin: false }),
+          Math.max(1, giveUp - Date.now()),
+          'start kill exec',
+        )) as NodeJS.ReadableStream;
+        s.resume();
+        const wait = Math.max(0, Math.min(KILL_RETRY_MS, giveUp - Date.now()));
+        if (await Promise.race([streamEnded, delay(wait).then(() => false)])) return false;
+      }
     } catch (e) {
       this.log.warn(`sandbox ${this.name}: could not stop the program from inside (${String((e as Error)?.message ?? e)})`);
     }

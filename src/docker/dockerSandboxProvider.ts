@@ -75,6 +75,7 @@ export class DockerSandboxProvider implements SandboxProvider {
     return {
       id: sandbox.id,
       image: sandbox.image,
+      collect: (workDir, names, caps, sink) => sandbox.collect(workDir, names, caps, sink),
       run: async (run: ProgramRun): Promise<ProgramExit> => {
         try {
           return await sandbox.run(run);

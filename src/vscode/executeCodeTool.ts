@@ -1,13 +1,17 @@
+import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { Readable } from 'node:stream';
 import * as vscode from 'vscode';
 import { ToolError, describeError, isToolError } from '../core/errors';
-import { executeCode } from '../core/executeCode';
 import type { Logger } from '../core/logger';
-import type { SandboxProvider } from '../core/sandbox';
+import type { CollectedFile, SandboxProvider } from '../core/sandbox';
 import { sessionDisplayName, sessionKeyFromToken, sessionDigest } from '../core/session';
-import { runLimitsOf } from '../core/settings';
+import { filesInCapsOf, filesOutCapsOf, runLimitsOf } from '../core/settings';
+import { executeToolCall } from '../core/toolCall';
+import type { ArtifactStore, RunWriter } from '../storage/artifactStore';
 import { parseToolInput, type ToolInput } from '../core/toolInput';
 import type { SettingsReader } from './config';
+import { workspaceSource } from './workspaceFiles';
 
 /**
  * The execute_code language-model tool: validates its own input, keys the sandbox by the chat
@@ -21,7 +25,7 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     private readonly log: Logger,
     /** Used when a call comes from outside a chat (no session in the token). */
     private readonly windowKey: string,
-    private readonly spillRoot: string,
+    private readonly store: ArtifactStore,
   ) {}
 
   sessionKeyOf(token: unknown): string {
@@ -66,25 +70,37 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     const abort = new AbortController();
     const subscription = token.onCancellationRequested(() => abort.abort());
     if (token.isCancellationRequested) abort.abort();
+    let writer: RunWriter | undefined;
     try {
-      const runId = `${new Date().toISOString().replace(/[:.]/g, '-')}-${Math.random().toString(16).slice(2, 8)}`;
-      const report = await executeCode(
+      const { report, files } = await executeToolCall(
         this.provider,
         this.log,
+        input,
         {
-          code: input.code,
           sessionKey,
+          limits: runLimitsOf(settings),
           memoryMb: settings.memoryMb,
-          spillDir: path.join(this.spillRoot, sessionDigest(sessionKey), runId),
+          filesIn: { source: workspaceSource(), caps: filesInCapsOf(settings) },
+          filesOut: { mode: settings.outputsMode, caps: filesOutCapsOf(settings), savedWhere: 'in the CodeAct Sandbox view' },
+          record: () => {
+            const w = this.store.beginRun(sessionDigest(sessionKey), sessionDisplayName(sessionKey));
+            writer = w;
+            return {
+              dir: w.dir,
+              addFile: (name, body, size) => w.addFile(name, body as Readable, size),
+              finish: (outcome) => w.finish(outcome),
+              discard: () => w.discard(),
+            };
+          },
         },
-        runLimitsOf(settings),
         abort.signal,
       );
-      if (report.stdoutFile || report.stderrFile) {
-        this.log.info(`full output of the run kept in ${[report.stdoutFile, report.stderrFile].filter(Boolean).join(' and ')}`);
-      }
+      const pruned = this.store.prune(settings.artifactsBudgetMb * 1024 * 1024);
+      if (pruned.deletedRuns > 0) this.log.info(`deleted the ${pruned.deletedRuns} oldest run(s) to stay within the storage budget`);
       if (report.cancelled) throw new vscode.CancellationError();
-      return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(report.text)]);
+      const parts: (vscode.LanguageModelTextPart | vscode.LanguageModelDataPart)[] = [new vscode.LanguageModelTextPart(report.text)];
+      if (settings.attachImages && writer) parts.push(...this.imageParts(writer.filesDir, files, settings.attachImageMaxKb * 1024));
+      return new vscode.LanguageModelToolResult(parts);
     } catch (e) {
       if (e instanceof vscode.CancellationError) throw e;
       if (isToolError(e) && e.code === 'cancelled') throw new vscode.CancellationError();
@@ -92,6 +108,24 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     } finally {
       subscription.dispose();
     }
+  }
+
+  /**
+   * Images the program produced, for a multimodal model to look at. The type was decided by the
+   * host from the bytes (magic numbers) when the file was stored; the program's word is not taken.
+   */
+  private imageParts(filesDir: string, files: readonly CollectedFile[], maxBytes: number): vscode.LanguageModelDataPart[] {
+    const parts: vscode.LanguageModelDataPart[] = [];
+    for (const f of files) {
+      if (!f.mediaType?.startsWith('image/') || f.size > maxBytes) continue;
+      try {
+        const bytes = fs.readFileSync(path.join(filesDir, ...f.name.split('/')));
+        parts.push(vscode.LanguageModelDataPart.image(bytes, f.mediaType));
+      } catch (e) {
+        this.log.warn(`could not attach ${f.name}: ${describeError(e)}`);
+      }
+    }
+    return parts;
   }
 
   private toModelError(e: unknown): Error {

@@ -6,7 +6,10 @@ import { removeOrphanedSandboxes } from '../docker/cleanup';
 import { createDockerClient } from '../docker/connection';
 import { DockerSandboxProvider } from '../docker/dockerSandboxProvider';
 import { currentOwner } from '../docker/labels';
-import { pruneRunFolders } from '../storage/prune';
+import { ArtifactStore } from '../storage/artifactStore';
+import { checkManifestCaps } from '../core/files/manifest';
+import { isToolError } from '../core/errors';
+import { registerArtifactView, type ArtifactNode } from './artifactTree';
 import { VERSION } from '../version';
 import { SettingsReader } from './config';
 import { ExecuteCodeTool } from './executeCodeTool';
@@ -20,6 +23,17 @@ export interface CodeactApi {
   sessionKeyOf(token: unknown): string;
   /** Invalid setting values reported so far. */
   settingsProblems(): string[];
+  /** Where runs and produced files are kept. */
+  artifactsRoot: string;
+  /** The artifact tree as rendered: label, description and children of every item. */
+  treeSnapshot(): TreeSnapshot[];
+}
+
+export interface TreeSnapshot {
+  label: string;
+  description?: string;
+  resourceUri?: string;
+  children: TreeSnapshot[];
 }
 
 let provider: DockerSandboxProvider | undefined;
@@ -66,10 +80,21 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
     const active = provider;
     context.subscriptions.push({ dispose: () => void active.dispose() });
 
-    const spillRoot = path.join(context.globalStorageUri.fsPath, 'outputs');
-    // A careful user's disk is not a log sink: keep the full output of the latest runs only.
-    pruneRunFolders(spillRoot, 50);
-    const tool = new ExecuteCodeTool(provider, settings, logger, `window:${vscode.env.sessionId}`, spillRoot);
+    // Per workspace when there is one, so each project's runs stay with it; never inside the
+    // workspace itself: these files were written by model-written code.
+    const store = new ArtifactStore(path.join((context.storageUri ?? context.globalStorageUri).fsPath, 'runs'));
+    store.prune(initial.artifactsBudgetMb * 1024 * 1024);
+    const tree = registerArtifactView(store, context.subscriptions);
+    if (initial.outputsMode === 'manifest') {
+      try {
+        checkManifestCaps(initial.filesOutMaxFiles);
+      } catch (e) {
+        const message = isToolError(e) ? e.modelMessage : describeError(e);
+        logger.error(message);
+        void vscode.window.showErrorMessage(`CodeAct Sandbox: ${message}`);
+      }
+    }
+    const tool = new ExecuteCodeTool(provider, settings, logger, `window:${vscode.env.sessionId}`, store);
     context.subscriptions.push(vscode.lm.registerTool(TOOL_NAME, tool));
 
     context.subscriptions.push(
@@ -95,6 +120,21 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         [...active.active.entries()].map(([sessionKey, s]) => ({ sessionKey, containerId: s.id, image: s.image })),
       sessionKeyOf: (token) => tool.sessionKeyOf(token),
       settingsProblems: () => settings.problems,
+      artifactsRoot: store.root,
+      treeSnapshot: () => {
+        const walk = (node?: ArtifactNode): TreeSnapshot[] =>
+          tree.getChildren(node).map((child) => {
+            const item = tree.getTreeItem(child);
+            const label = typeof item.label === 'string' ? item.label : (item.label?.label ?? '');
+            return {
+              label,
+              ...(typeof item.description === 'string' ? { description: item.description } : {}),
+              ...(item.resourceUri ? { resourceUri: item.resourceUri.toString() } : {}),
+              children: walk(child),
+            };
+          });
+        return walk();
+      },
     };
   } catch (e) {
     // Shown to the user, then rethrown so VS Code marks the activation as failed.

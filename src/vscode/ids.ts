@@ -2,7 +2,20 @@
 export const TOOL_NAME = 'execute_code';
 export const CONFIG_SECTION = 'codeactSandbox';
 export const OUTPUT_CHANNEL = 'CodeAct Sandbox';
+export const VIEW_CONTAINER = 'codeactSandbox';
+export const VIEW = {
+  artifacts: 'codeactSandbox.artifacts',
+} as const;
 export const COMMAND = {
   showLog: 'codeactSandbox.showLog',
   removeSandboxes: 'codeactSandbox.removeSandboxes',
+  refresh: 'codeactSandbox.refresh',
+  openFile: 'codeactSandbox.openFile',
+  showRun: 'codeactSandbox.showRun',
+  saveFile: 'codeactSandbox.saveFile',
+  revealFile: 'codeactSandbox.revealFile',
+  copyPath: 'codeactSandbox.copyPath',
+  deleteRun: 'codeactSandbox.deleteRun',
+  deleteSession: 'codeactSandbox.deleteSession',
+  clearAll: 'codeactSandbox.clearAll',
 } as const;

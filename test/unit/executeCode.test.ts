@@ -13,6 +13,9 @@ function fakeProvider(body: (run: ProgramRun) => Promise<number | null>): Sandbo
     async run(run): Promise<ProgramExit> {
       return { exitCode: await body(run), workDir: '/sandbox/runs/0001' };
     },
+    async collect() {
+      return { saved: [], missing: [], refused: [] };
+    },
   };
   return {
     keys,

@@ -25,21 +25,27 @@ describe('tool input (unit)', () => {
     assert.deepEqual(tools[0].inputSchema, toolInputJsonSchema());
   });
 
-  it('the generated schema requires a non-empty code string and nothing else', () => {
-    assert.deepEqual(toolInputJsonSchema(), {
-      type: 'object',
-      properties: {
-        code: {
-          type: 'string',
-          minLength: 1,
-          maxLength: MAX_CODE_CHARS,
-          description:
-            'A complete Python 3 program. It runs as `python3 program.py` in a fresh working directory; only what it prints comes back.',
-        },
-      },
-      required: ['code'],
-      additionalProperties: false,
+  it('the generated schema requires a non-empty code string; files and outputs are optional lists', () => {
+    const schema = toolInputJsonSchema() as { properties: Record<string, Record<string, unknown>>; required: string[]; additionalProperties: boolean };
+    assert.deepEqual(Object.keys(schema.properties), ['code', 'files', 'outputs']);
+    assert.deepEqual(schema.required, ['code']);
+    assert.equal(schema.additionalProperties, false);
+    assert.deepEqual(
+      { ...schema.properties.code, description: undefined },
+      { type: 'string', minLength: 1, maxLength: MAX_CODE_CHARS, description: undefined },
+    );
+    for (const list of ['files', 'outputs']) {
+      assert.deepEqual({ ...schema.properties[list], description: undefined }, { type: 'array', items: { type: 'string', maxLength: 1024 }, maxItems: 1000, description: undefined });
+    }
+  });
+
+  it('accepts files and outputs, and names a wrong type', () => {
+    assert.deepEqual(parseToolInput({ code: 'print(1)', files: ['data/a.csv'], outputs: ['chart.png'] }), {
+      code: 'print(1)',
+      files: ['data/a.csv'],
+      outputs: ['chart.png'],
     });
+    assert.match(modelMessageOf(() => parseToolInput({ code: 'print(1)', files: 'data/a.csv' })), /`files` must be a list of relative path strings like \["data\/sales.csv"\]/);
   });
 
   it('accepts a program', () => {

@@ -123,6 +123,43 @@ describe('execute_code in the extension host (host)', function () {
     );
     await h.setting('image', h.IMAGE);
   });
+  it('shares a workspace file, saves the declared chart, shows it in the tree and hands the image to the model', async function () {
+    const code = [
+      'import csv, struct, zlib',
+      'total = sum(int(r["amount"]) for r in csv.DictReader(open("sales.csv")))',
+      'raw = b"".join(b"\\0" + b"\\x20\\x80\\xff" * 8 for _ in range(8))',
+      'c = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))',
+      'png = b"\\x89PNG\\r\\n\\x1a\\n" + c(b"IHDR", struct.pack(">IIBBBBB", 8, 8, 8, 2, 0, 0, 0)) + c(b"IDAT", zlib.compress(raw)) + c(b"IEND", b"")',
+      'open("chart.png", "wb").write(png)',
+      'print("total", total)',
+    ].join('\n');
+    const result = await vscode.lm.invokeTool('execute_code', { input: { code, files: ['sales.csv'], outputs: ['chart.png'] }, toolInvocationToken: undefined });
+    const text = h.textOf(result);
+    const m = /^stdout:\ntotal 42\n\nSaved for the user in the CodeAct Sandbox view: chart\.png \((\d+) B\)\. The files are not sent to you; describe them or print what you need from them\.$/.exec(text);
+    assert.ok(m, text);
+    const images = result.content.filter((p) => p instanceof vscode.LanguageModelDataPart);
+    assert.equal(images.length, 1);
+    assert.equal(images[0].mimeType, 'image/png');
+    assert.equal(images[0].data.length, Number(m[1]));
+    assert.deepEqual([...images[0].data.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+
+    const tree = api.treeSnapshot();
+    const session = tree.find((s) => s.label === 'this window');
+    assert.ok(session, JSON.stringify(tree));
+    const run = session.children[0];
+    assert.match(run.label, /^\d{1,2}:\d{2}:\d{2}.* import csv, struct, zlib$/);
+    assert.equal(run.description, 'ok · 1 file');
+    assert.deepEqual(run.children.map((f) => [f.label, f.description]), [['chart.png', `${m[1]} B`]]);
+    assert.ok(run.children[0].resourceUri.startsWith('file://'), run.children[0].resourceUri);
+    await vscode.commands.executeCommand('codeactSandbox.artifacts.focus');
+    await h.snapshot('artifact-tree');
+  });
+
+  it('refuses a file that is not in the workspace with near misses', async function () {
+    await assert.rejects(vscode.lm.invokeTool('execute_code', { input: { code: 'print(1)', files: ['sale.csv'] }, toolInvocationToken: undefined }),
+      /"sale\.csv" is not in the workspace\. Similar names in the workspace: "sales\.csv"\./);
+  });
+
   // Session isolation needs tokens the host issued itself (a made-up token is refused with
   // "Tool called for unknown chat session"), so it is proven through agent mode in agent.test.js.
 });

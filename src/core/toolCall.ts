@@ -1,0 +1,136 @@
+import { ToolError } from './errors';
+import { executeCode, type ExecuteReport, type FilesOutRequest } from './executeCode';
+import { selectFilesIn, type WorkspaceSource } from './files/filesIn';
+import { checkManifestCaps, MANIFEST_EXAMPLE, MANIFEST_NAME } from './files/manifest';
+import { validateOutputNames } from './files/names';
+import type { FilesOutCaps, RunLimits } from './limits';
+import type { Logger } from './logger';
+import type { CollectedFile, SandboxProvider } from './sandbox';
+import type { FilesInCaps } from './settings';
+import type { ToolInput } from './toolInput';
+
+export type OutputsMode = 'declared' | 'manifest';
+
+/** What a run leaves on disk (implemented by the artifact store's run writer). */
+export interface RunRecorder {
+  /** The run's own folder: full streams of a cut output are kept here. */
+  readonly dir: string;
+  addFile(name: string, body: NodeJS.ReadableStream, size: number): Promise<CollectedFile>;
+  finish(outcome: RunOutcomeRecord): unknown;
+  discard(): void;
+}
+
+export interface RunOutcomeRecord {
+  startedAt: string;
+  durationMs: number;
+  image: string;
+  exitCode: number | null;
+  timedOut: boolean;
+  cancelled: boolean;
+  program: string;
+  resultText: string;
+  filesIn: string[];
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+}
+
+export interface ToolCallOptions {
+  sessionKey: string;
+  limits: RunLimits;
+  memoryMb: number;
+  /** The workspace (undefined when none is open) and the caps on sharing from it. */
+  filesIn: { source: WorkspaceSource | undefined; caps: FilesInCaps };
+  filesOut: { mode: OutputsMode; caps: FilesOutCaps; savedWhere: string };
+  /** Starts the run's record; without one, nothing is kept and no files can be saved. */
+  record?: () => RunRecorder;
+}
+
+export interface ToolCallResult {
+  report: ExecuteReport;
+  files: CollectedFile[];
+}
+
+/**
+ * One execute_code call end to end: check the requested workspace files and declared outputs
+ * (before anything runs or is read), run the program, collect what it produced, and keep a record.
+ * Everything the model asked for that cannot be done is refused up front with one message.
+ */
+export async function executeToolCall(
+  provider: SandboxProvider,
+  log: Logger,
+  input: ToolInput,
+  options: ToolCallOptions,
+  signal?: AbortSignal,
+): Promise<ToolCallResult> {
+  const programBytes = Buffer.byteLength(input.code, 'utf8');
+  const requested = input.files ?? [];
+  let files: Awaited<ReturnType<typeof selectFilesIn>> = [];
+  if (requested.length > 0) {
+    const { source, caps } = options.filesIn;
+    if (!source) {
+      throw new ToolError('invalid_input', 'No workspace folder is open, so no files can be shared. Call execute_code without `files`, or ask the user to open the folder that holds the data.');
+    }
+    if (caps.maxFiles === 0) {
+      throw new ToolError('invalid_input', 'The user has turned off sharing workspace files with the sandbox. Call execute_code without `files`.');
+    }
+    files = await selectFilesIn(requested, source, { ...caps, programBytes });
+  }
+
+  const out = options.filesOut;
+  let filesOut: Omit<FilesOutRequest, 'sink'> | undefined;
+  if (out.mode === 'manifest') {
+    if (input.outputs && input.outputs.length > 0) {
+      throw new ToolError(
+        'invalid_input',
+        `The user chose manifest mode for produced files: do not pass \`outputs\`. Have the program write ${MANIFEST_NAME} listing the files it produced, as ${MANIFEST_EXAMPLE}.`,
+      );
+    }
+    checkManifestCaps(out.caps.maxFiles);
+    filesOut = { outputs: { mode: 'manifest' }, caps: out.caps, savedWhere: out.savedWhere };
+  } else if (input.outputs && input.outputs.length > 0) {
+    if (out.caps.maxFiles === 0) {
+      throw new ToolError('invalid_input', 'The user has turned off saving files from the sandbox. Call execute_code without `outputs` and print the results instead.');
+    }
+    const names = validateOutputNames(input.outputs, { maxFiles: out.caps.maxFiles });
+    filesOut = { outputs: { mode: 'declared', names }, caps: out.caps, savedWhere: out.savedWhere };
+  }
+
+  const recorder = options.record?.();
+  if (!recorder && filesOut?.outputs.mode === 'declared') {
+    throw new ToolError('invalid_input', 'Produced files cannot be saved here. Call execute_code without `outputs` and print the results instead.');
+  }
+  let report: ExecuteReport;
+  try {
+    report = await executeCode(
+      provider,
+      log,
+      {
+        code: input.code,
+        sessionKey: options.sessionKey,
+        memoryMb: options.memoryMb,
+        ...(recorder ? { spillDir: recorder.dir } : {}),
+        ...(files.length ? { files } : {}),
+        ...(filesOut && recorder ? { filesOut: { ...filesOut, sink: (name, size, body) => recorder.addFile(name, body, size) } } : {}),
+      },
+      options.limits,
+      signal,
+    );
+  } catch (e) {
+    recorder?.discard();
+    throw e;
+  }
+  recorder?.finish({
+    startedAt: report.startedAt.toISOString(),
+    durationMs: report.durationMs,
+    image: report.image,
+    exitCode: report.exitCode,
+    timedOut: report.timedOut,
+    cancelled: report.cancelled,
+    program: input.code,
+    resultText: report.text,
+    filesIn: files.map((f) => f.name),
+    stdoutTruncated: report.stdoutFile !== undefined,
+    stderrTruncated: report.stderrFile !== undefined,
+  });
+  return { report, files: report.files };
+}

@@ -1,0 +1,182 @@
+import * as path from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type Dockerode from 'dockerode';
+import { extract, pack } from 'tar-stream';
+import type { CollectedFile, CollectOutcome, OutputSink, StagedFile } from '../core/sandbox';
+import type { FilesOutCaps } from '../core/limits';
+import { statusCode } from './engineErrors';
+import { PROGRAM_NAME, SANDBOX_GID, SANDBOX_UID } from './guest';
+
+const owner = { uid: SANDBOX_UID, gid: SANDBOX_GID, uname: 'nobody', gname: 'nogroup' };
+
+/**
+ * The tar stream that lays out one call: its fresh directory, the program, and the shared
+ * workspace files under their workspace-relative names. Files are streamed from disk one after
+ * the other as the engine reads, so a large file is never held in memory.
+ */
+export function runArchive(runDir: string, code: string, files: readonly StagedFile[]): Readable {
+  const p = pack();
+  const mtime = new Date();
+  const dirs = new Set<string>();
+  for (const f of files) {
+    for (let d = path.posix.dirname(f.name); d !== '.'; d = path.posix.dirname(d)) dirs.add(d);
+  }
+  p.entry({ ...owner, name: runDir, type: 'directory', mode: 0o700, mtime });
+  // Parents before children: sorting by depth is enough.
+  for (const d of [...dirs].sort((a, b) => a.split('/').length - b.split('/').length || a.localeCompare(b))) {
+    p.entry({ ...owner, name: `${runDir}/${d}`, type: 'directory', mode: 0o700, mtime });
+  }
+  const program = Buffer.from(code, 'utf8');
+  p.entry({ ...owner, name: `${runDir}/${PROGRAM_NAME}`, type: 'file', mode: 0o600, size: program.length, mtime }, program);
+
+  void (async () => {
+    for (const f of files) {
+      // Shared files are read-only for the program: they are the user's data, not scratch space.
+      const entry = p.entry({ ...owner, name: `${runDir}/${f.name}`, type: 'file', mode: 0o444, size: f.size, mtime });
+      // tar-stream fails the entry when the file's length differs from the size checked against
+      // the caps: a file that grew after the check is refused, not sent.
+      await pipeline(f.open(), entry);
+    }
+    p.finalize();
+  })().catch((e: unknown) => p.destroy(e instanceof Error ? e : new Error(String(e))));
+  return p as unknown as Readable;
+}
+
+/** Go's os.FileMode type bits, as Docker reports them in a path stat. */
+const MODE = { dir: 2 ** 31, symlink: 2 ** 27, device: 2 ** 26, pipe: 2 ** 25, socket: 2 ** 24, charDevice: 2 ** 21, irregular: 2 ** 19 };
+const NOT_REGULAR = MODE.dir | MODE.symlink | MODE.device | MODE.pipe | MODE.socket | MODE.charDevice | MODE.irregular;
+
+interface PathStat {
+  name: string;
+  size: number;
+  mode: number;
+  linkTarget: string;
+}
+
+async function statPath(container: Dockerode.Container, p: string): Promise<PathStat | undefined> {
+  try {
+    const res = (await container.infoArchive({ path: p })) as { headers: Record<string, string | undefined>; resume?: () => void };
+    res.resume?.();
+    const raw = res.headers['x-docker-container-path-stat'];
+    if (!raw) throw new Error('the engine sent no path stat');
+    return JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as PathStat;
+  } catch (e) {
+    if (statusCode(e) === 404) return undefined;
+    throw e;
+  }
+}
+
+function whatItIs(stat: PathStat): string | undefined {
+  // Bitwise on a uint32 mode: >>> 0 keeps the top bit (directories) positive.
+  const type = (stat.mode & NOT_REGULAR) >>> 0;
+  if (type === 0) return undefined;
+  if (stat.linkTarget || type & MODE.symlink) return 'a symbolic link';
+  if (type & MODE.dir) return 'a folder';
+  return 'not a regular file';
+}
+
+/**
+ * Collects the named files from a finished call's directory by literal path; nothing in the
+ * sandbox is ever listed. A name whose path passes through a symbolic link, or that is itself
+ * a link, a folder, a device or anything but a regular file, is refused; so is a file over the
+ * caps, whole (never truncated). What passes is streamed to `sink`.
+ */
+export async function collectFiles(
+  container: Dockerode.Container,
+  runDir: string,
+  names: readonly string[],
+  caps: FilesOutCaps,
+  sink: OutputSink,
+): Promise<CollectOutcome> {
+  const outcome: CollectOutcome = { saved: [], missing: [], refused: [] };
+  let total = 0;
+  for (const name of names) {
+    if (outcome.saved.length >= caps.maxFiles) {
+      outcome.refused.push({ name, reason: `over the limit of ${caps.maxFiles} files per call` });
+      continue;
+    }
+    const segments = name.split('/');
+    let problem: string | undefined;
+    let missing = false;
+    for (let i = 1; i < segments.length && !problem && !missing; i++) {
+      const dir = segments.slice(0, i).join('/');
+      const stat = await statPath(container, `${runDir}/${dir}`);
+      if (!stat) missing = true;
+      else if (stat.linkTarget || ((stat.mode & MODE.symlink) >>> 0) !== 0) problem = `its folder ${dir} is a symbolic link`;
+      else if (((stat.mode & MODE.dir) >>> 0) === 0) problem = `${dir} is not a folder`;
+    }
+    const stat = missing || problem ? undefined : await statPath(container, `${runDir}/${name}`);
+    if (!problem && !stat) {
+      outcome.missing.push(name);
+      continue;
+    }
+    problem ??= whatItIs(stat!);
+    if (!problem && stat!.size > caps.maxFileBytes) problem = `${formatSize(stat!.size)}, over the limit of ${formatSize(caps.maxFileBytes)} per file`;
+    if (!problem && total + stat!.size > caps.maxTotalBytes) {
+      problem = `${formatSize(stat!.size)}, over what is left of the limit of ${formatSize(caps.maxTotalBytes)} per call`;
+    }
+    if (problem) {
+      outcome.refused.push({ name, reason: problem });
+      continue;
+    }
+    const result = await fetchRegularFile(container, `${runDir}/${name}`, name, Math.min(caps.maxFileBytes, caps.maxTotalBytes - total), sink);
+    if ('reason' in result) outcome.refused.push({ name, reason: result.reason });
+    else {
+      total += result.size;
+      outcome.saved.push(result);
+    }
+  }
+  return outcome;
+}
+
+/** Reads a single-file archive; the tar header is checked again, since it is what is really sent. */
+async function fetchRegularFile(
+  container: Dockerode.Container,
+  fullPath: string,
+  name: string,
+  maxBytes: number,
+  sink: OutputSink,
+): Promise<CollectedFile | { reason: string }> {
+  const archive = (await container.getArchive({ path: fullPath })) as unknown as Readable;
+  const ex = extract();
+  let outcome: CollectedFile | { reason: string } | undefined;
+  ex.on('entry', (header, body, next) => {
+    if (outcome) {
+      body.resume();
+      body.on('end', next);
+      return;
+    }
+    const size = header.size ?? 0;
+    if (header.type !== 'file') {
+      outcome = { reason: header.type === 'link' ? 'a hard link' : header.type === 'symlink' ? 'a symbolic link' : 'not a regular file' };
+    } else if (header.name !== path.posix.basename(name)) {
+      outcome = { reason: 'not the file that was asked for' };
+    } else if (size > maxBytes) {
+      outcome = { reason: `${formatSize(size)}, over the limit` };
+    }
+    if (outcome) {
+      body.resume();
+      body.on('end', next);
+      return;
+    }
+    sink(name, size, body as unknown as NodeJS.ReadableStream).then(
+      (saved) => {
+        outcome = saved;
+        next();
+      },
+      (e: unknown) => {
+        body.resume();
+        next(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+  await pipeline(archive, ex);
+  return outcome ?? { reason: 'the engine sent no file' };
+}
+
+function formatSize(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / (1024 * 1024)).toFixed(1)} MB`;
+}

@@ -1,0 +1,58 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { WorkspaceSource } from '../core/files/filesIn';
+
+/** A listing never walks forever: a workspace this large is not a data folder. */
+const MAX_LISTED = 50_000;
+/** Folders no one means to share, skipped to keep the walk short (the deny-list still applies). */
+const SKIPPED_DIRS = new Set(['.git', 'node_modules', '.venv', '__pycache__']);
+
+/**
+ * A folder on disk as the file store (the CLI's --workspace): the listing is its regular files
+ * (symbolic links to files are listed, but only shared when they lead to a file inside the
+ * folder).
+ */
+export function folderSource(root: string): WorkspaceSource {
+  const realRoot = fs.realpathSync(root);
+  return {
+    async list() {
+      const names: string[] = [];
+      const walk = (dir: string, prefix: string) => {
+        for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+          if (names.length >= MAX_LISTED) return;
+          const rel = prefix ? `${prefix}/${entry.name}` : entry.name;
+          if (entry.isDirectory()) {
+            if (!SKIPPED_DIRS.has(entry.name)) walk(path.join(dir, entry.name), rel);
+          } else if (entry.isFile() || entry.isSymbolicLink()) {
+            names.push(rel);
+          }
+        }
+      };
+      walk(realRoot, '');
+      return names;
+    },
+    async open(name) {
+      return openInside(realRoot, path.join(realRoot, ...name.split('/')));
+    },
+  };
+}
+
+/** Stat a listed file for sharing: a regular file whose real path stays inside `realRoot`. */
+export async function openInside(
+  realRoot: string,
+  file: string,
+): Promise<{ size: number; open(): NodeJS.ReadableStream } | { refused: string }> {
+  let real: string;
+  try {
+    real = await fs.promises.realpath(file);
+  } catch {
+    return { refused: 'no longer exists.' };
+  }
+  const rel = path.relative(realRoot, real);
+  if (rel.startsWith('..') || path.isAbsolute(rel)) {
+    return { refused: 'is a link to a file outside the workspace and cannot be shared.' };
+  }
+  const stat = await fs.promises.stat(real);
+  if (!stat.isFile()) return { refused: 'is not a regular file and cannot be shared.' };
+  return { size: stat.size, open: () => fs.createReadStream(real) };
+}
