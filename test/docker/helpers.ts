@@ -61,6 +61,7 @@ export interface ProviderOverrides {
   spec?: () => SandboxSpec;
   owner?: Owner;
   imageSettingHint?: string;
+  idleMs?: number;
 }
 
 /** A provider like the CLI's (owner kind 'cli', no idle timer); the caller disposes it. */
@@ -72,7 +73,7 @@ export function newProvider(o: ProviderOverrides = {}): DockerSandboxProvider {
     spec: o.spec ?? (() => spec),
     imageSettingHint: o.imageSettingHint ?? IMAGE_HINT,
     log,
-    idleMs: 0,
+    idleMs: o.idleMs ?? 0,
   });
 }
 

@@ -11,6 +11,7 @@ import {
   SENTENCES,
   TEST_LIMITS,
   TEST_VERSION,
+  delay,
   docker,
   exists,
   inspect,
@@ -127,5 +128,22 @@ describe('sandbox lifecycle (integration)', function () {
     assert.equal(error.modelMessage, SENTENCES.imageUnavailable(image, hint));
     assert.ok(elapsed < 20_000, `took ${elapsed} ms`);
     assert.equal(provider.active.size, 0);
+  });
+
+  it('removes an idle sandbox after the idle time, and the next call creates a new one', async function () {
+    this.timeout(30_000);
+    const provider = sandboxes.makeProvider({ idleMs: 1500 });
+    const key = uniqueSessionKey('idle');
+    const first = await run(provider, key, "print('one')");
+    assert.equal(first.text, 'stdout:\none');
+    await delay(800);
+    assert.equal(await exists(first.sandboxId), true, 'still there before the idle time');
+    const deadline = Date.now() + 10_000;
+    while ((await exists(first.sandboxId)) && Date.now() < deadline) await delay(250);
+    assert.equal(await exists(first.sandboxId), false, 'removed once idle');
+    assert.equal(provider.active.size, 0);
+    const second = await run(provider, key, "print('two')");
+    assert.equal(second.text, 'stdout:\ntwo');
+    assert.notEqual(second.sandboxId, first.sandboxId);
   });
 });
