@@ -5,6 +5,10 @@
 // and a require() of dist/extension.js with a stub `vscode`) by scripts/smoke-bundle.mjs.
 import * as esbuild from 'esbuild';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+const require = createRequire(import.meta.url);
 
 const pkg = JSON.parse(fs.readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
 const watch = process.argv.includes('--watch');
@@ -19,7 +23,12 @@ const common = {
   minify: !watch,
   logLevel: 'warning',
   external: ['vscode', 'cpu-features', '*.node'],
-  define: { __CODEACT_VERSION__: JSON.stringify(pkg.version) },
+  define: {
+    __CODEACT_VERSION__: JSON.stringify(pkg.version),
+    // The sandbox's warm runner (Python) travels inside the bundle; src/docker/runner.ts reads
+    // resources/runner.py itself when run from the sources.
+    __CODEACT_RUNNER_SOURCE__: JSON.stringify(fs.readFileSync(new URL('./resources/runner.py', import.meta.url), 'utf8')),
+  },
 };
 
 const builds = [
@@ -27,9 +36,30 @@ const builds = [
   { ...common, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.js', },
 ];
 
+// The Dev Container backend runs the Dev Containers CLI (@devcontainers/cli) as a child process.
+// Its npm package ships a prebuilt single-file bundle with no dependencies; node_modules are not
+// in the .vsix, so that bundle is copied next to ours, in the package's own layout (the CLI finds
+// its scripts/ two levels above its script), with its licence notices.
+function copyDevcontainersCli() {
+  const from = path.dirname(require.resolve('@devcontainers/cli/package.json'));
+  const to = 'dist/devcontainers-cli';
+  fs.rmSync(to, { recursive: true, force: true });
+  for (const file of ['dist/spec-node/devContainersSpecCLI.js', 'scripts/updateUID.Dockerfile', 'package.json', 'LICENSE.txt', 'ThirdPartyNotices.txt']) {
+    const src = path.join(from, file);
+    if (!fs.existsSync(src)) {
+      if (file.endsWith('.js')) throw new Error(`@devcontainers/cli lacks ${file}: its layout changed, update esbuild.mjs`);
+      continue;
+    }
+    fs.mkdirSync(path.dirname(path.join(to, file)), { recursive: true });
+    fs.copyFileSync(src, path.join(to, file));
+  }
+}
+
 if (watch) {
+  copyDevcontainersCli();
   for (const b of builds) await (await esbuild.context(b)).watch();
 } else {
   await Promise.all(builds.map((b) => esbuild.build(b)));
   fs.chmodSync('dist/cli.js', 0o755);
+  copyDevcontainersCli();
 }

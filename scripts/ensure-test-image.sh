@@ -6,13 +6,15 @@
 #   scripts/ensure-test-image.sh            # codeact-sandbox/python:bookworm   (~80 s, ~160 MB)
 #   scripts/ensure-test-image.sh --data     # also codeact-sandbox/python-data:bookworm with
 #                                           # numpy, pandas, matplotlib (~150 s, ~1.3 GB)
+#   scripts/ensure-test-image.sh --bench    # also codeact-sandbox/python-bench:bookworm: the data
+#                                           # stack plus python3-ipykernel (npm run bench)
 set -euo pipefail
 log() { echo "[ensure-test-image] $*" >&2; }
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=${DEBIAN_SUITE:-bookworm}
 
-build() { # name extra-packages
-  local name=$1 include=$2
+build() { # name extra-packages [packages installed afterwards with apt inside the root]
+  local name=$1 include=$2 later=${3:-}
   if docker image inspect "$name" >/dev/null 2>&1; then log "$name exists"; return; fi
   if ! command -v debootstrap >/dev/null 2>&1; then
     log "installing debootstrap"
@@ -25,6 +27,19 @@ build() { # name extra-packages
   debootstrap --variant=minbase --include="$include" "$SUITE" "$root" "$MIRROR" >"$root.log" 2>&1 \
     || { tail -30 "$root.log" >&2; rm -f "$root.log"; return 1; }
   rm -f "$root.log"
+  if [ -n "$later" ]; then
+    # Some packages (python3-zmq for ipykernel) do not configure inside debootstrap's second
+    # stage; apt in the finished root, with /proc and /dev, installs them normally.
+    log "installing $later"
+    mount -t proc proc "$root/proc"
+    mount --bind /dev "$root/dev"
+    local status=0
+    chroot "$root" sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ${later//,/ }" \
+      >"$root.log" 2>&1 || status=$?
+    umount "$root/dev" "$root/proc"
+    if [ "$status" -ne 0 ]; then tail -30 "$root.log" >&2; rm -f "$root.log"; return 1; fi
+    rm -f "$root.log"
+  fi
   # Smaller image: no apt lists or package caches.
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
   log "importing $name"
@@ -36,6 +51,10 @@ build() { # name extra-packages
 }
 
 build codeact-sandbox/python:bookworm python3
-if [ "${1:-}" = "--data" ]; then
-  build codeact-sandbox/python-data:bookworm python3,python3-numpy,python3-pandas,python3-matplotlib
-fi
+for arg in "$@"; do
+  case "$arg" in
+    --data) build codeact-sandbox/python-data:bookworm python3,python3-numpy,python3-pandas,python3-matplotlib ;;
+    --bench) build codeact-sandbox/python-bench:bookworm python3,python3-numpy,python3-pandas,python3-matplotlib python3-ipykernel,python3-jupyter-client ;;
+    *) log "unknown option $arg"; exit 2 ;;
+  esac
+done

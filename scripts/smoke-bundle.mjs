@@ -8,6 +8,10 @@ import assert from 'node:assert/strict';
 const usage = execFileSync(process.execPath, ['dist/cli.js', '--help'], { encoding: 'utf8' });
 assert.match(usage, /codeact-sandbox run \[options\] PROGRAM\.py/);
 
+// The Dev Containers CLI copied next to the bundle runs on its own (no node_modules).
+const dcVersion = execFileSync(process.execPath, ['dist/devcontainers-cli/dist/spec-node/devContainersSpecCLI.js', '--version'], { encoding: 'utf8' }).trim();
+assert.match(dcVersion, /^\d+\.\d+\.\d+$/);
+
 const require = createRequire(import.meta.url);
 const originalLoad = Module._load;
 Module._load = function (request, ...rest) {
@@ -18,4 +22,4 @@ const ext = require('../dist/extension.js');
 Module._load = originalLoad;
 assert.equal(typeof ext.activate, 'function');
 assert.equal(typeof ext.deactivate, 'function');
-console.log('bundle smoke test passed: dist/cli.js and dist/extension.js load');
+console.log(`bundle smoke test passed: dist/cli.js and dist/extension.js load, the Dev Containers CLI ${dcVersion} runs`);

@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import type { Readable } from 'node:stream';
 import { ToolError, describeError } from './core/errors';
 import { DEFAULTS } from './core/limits';
+import { preloadModuleSchema } from './core/runnerProtocol';
 import { consoleLogger } from './core/logger';
 import { sessionDigest, sessionDisplayName } from './core/session';
 import { filesInCapsOf, filesOutCapsOf, readSettings } from './core/settings';
@@ -18,7 +19,9 @@ import { ArtifactStore, type RunWriter } from './storage/artifactStore';
 import { folderSource } from './storage/workspaceFolder';
 import { parseToolInput } from './core/toolInput';
 import { removeCliSandboxes } from './docker/cleanup';
-import { createDockerClient } from './docker/connection';
+import { BACKEND_SETTINGS, chooseBackend, type BackendSetting } from './docker/backend';
+import { createDockerClient, resolveEngine, type EngineTarget } from './docker/connection';
+import { ensureDevcontainerImage } from './docker/devcontainer';
 import { DockerSandboxProvider } from './docker/dockerSandboxProvider';
 import { currentOwner } from './docker/labels';
 import { VERSION } from './version';
@@ -41,7 +44,18 @@ run options:
   --output NAME        a file the program writes, to be saved (repeatable; declared mode)
   --outputs MODE       declared (default) or manifest (the program writes outputs.json)
   --artifacts DIR      where runs and saved files are kept (needed to save files)
+  --backend B          docker (the --image), devcontainer (built from the --workspace's
+                       .devcontainer/devcontainer.json) or auto (devcontainer when it has one)
+  --rebuild            build the Dev Container image even when it is up to date
+  --no-warm            start every program with docker exec (no warm runner in the sandbox)
+  --preload MOD        a module the warm runner imports up front (repeatable; default
+                       ${DEFAULTS.preloadModules.join(', ')}; --preload '' for none)
   --verbose            log engine activity to stderr
+
+engine options (run and cleanup; default: DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH):
+  --docker-host URL       unix:///path, npipe:////./pipe/name, tcp://HOST:PORT, ssh://USER@HOST
+  --docker-cert-path DIR  folder with ca.pem, cert.pem, key.pem (TLS for tcp://)
+  --docker-tls-verify     verify the engine's certificate (on when --docker-cert-path is given)
 `;
 
 class UsageError extends Error {}
@@ -52,8 +66,11 @@ interface Parsed {
   positional: string[];
 }
 
-const VALUE_FLAGS = new Set(['image', 'session', 'timeout', 'memory', 'cpus', 'pids', 'work-area', 'output-budget', 'workspace', 'file', 'output', 'outputs', 'artifacts']);
-const BOOLEAN_FLAGS = new Set(['verbose', 'help']);
+const VALUE_FLAGS = new Set([
+  'image', 'session', 'timeout', 'memory', 'cpus', 'pids', 'work-area', 'output-budget', 'workspace', 'file', 'output', 'outputs', 'artifacts',
+  'backend', 'docker-host', 'docker-cert-path', 'preload',
+]);
+const BOOLEAN_FLAGS = new Set(['verbose', 'help', 'docker-tls-verify', 'rebuild', 'no-warm']);
 
 function parse(argv: string[]): Parsed {
   const [command = 'help', ...rest] = argv;
@@ -118,6 +135,10 @@ async function run(p: Parsed): Promise<number> {
     workAreaMb: number(p, 'work-area', DEFAULTS.workAreaMb, 16, 1_048_576),
   };
   const outputBudgetBytes = number(p, 'output-budget', DEFAULTS.outputBudgetBytes, 200, 10_000_000);
+  const preload = (p.flags.get('preload') ?? [...DEFAULTS.preloadModules]).filter((m) => m !== '');
+  const badModule = preload.find((m) => !preloadModuleSchema.safeParse(m).success);
+  if (badModule !== undefined) throw new UsageError(`--preload ${badModule} is not a Python module name`);
+  const warm = { warmRunner: !p.flags.has('no-warm'), preloadModules: preload };
   const workspace = one(p, 'workspace');
   const outputsMode = one(p, 'outputs') ?? 'declared';
   if (outputsMode !== 'declared' && outputsMode !== 'manifest') throw new UsageError('--outputs must be declared or manifest');
@@ -131,6 +152,10 @@ async function run(p: Parsed): Promise<number> {
   if (workspace !== undefined && !fs.statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
     throw new UsageError(`--workspace ${workspace} is not a folder`);
   }
+  const backendSetting = (one(p, 'backend') ?? 'docker') as BackendSetting;
+  if (!BACKEND_SETTINGS.includes(backendSetting)) throw new UsageError(`--backend must be ${BACKEND_SETTINGS.join(', ')}`);
+  if (backendSetting === 'devcontainer' && workspace === undefined) throw new UsageError('--backend devcontainer needs --workspace DIR');
+  const engine = engineFrom(p);
   const input = parseToolInput({
     code: await readProgram(p.positional[0]!),
     ...(fileNames.length ? { files: fileNames } : {}),
@@ -138,10 +163,27 @@ async function run(p: Parsed): Promise<number> {
   });
 
   const sessionKey = `cli:${session ?? `once-${randomBytes(6).toString('hex')}`}`;
+  // The CLI's user named the folder themselves: that is the trust decision.
+  const choice = await chooseBackend({ setting: backendSetting, workspaceFolder: workspace, trusted: true, settingHint: '--backend' });
+  log.info(`backend ${choice.reason}; engine ${engine.description}`);
+  const docker = createDockerClient(engine);
   const provider = new DockerSandboxProvider({
-    docker: createDockerClient(),
+    docker,
     owner: currentOwner('cli', VERSION),
-    spec: () => ({ image, limits }),
+    spec: async (signal) => {
+      if (choice.backend === 'docker') return { image, limits, ...warm };
+      const built = await ensureDevcontainerImage({
+        docker,
+        engine,
+        workspaceFolder: workspace!,
+        log,
+        signal,
+        force: p.flags.has('rebuild'),
+        logHint: 'the build output printed below (all of it with --verbose)',
+      });
+      log.info(`Dev Container image ${built.image} ${built.built ? 'built' : 'up to date'}`);
+      return { image: built.image, limits, ...warm };
+    },
     imageSettingHint: 'a different --image',
     log,
     idleMs: 0,
@@ -197,10 +239,22 @@ async function run(p: Parsed): Promise<number> {
   }
 }
 
+/** --docker-host / --docker-cert-path / --docker-tls-verify over DOCKER_HOST / DOCKER_CERT_PATH / DOCKER_TLS_VERIFY. */
+function engineFrom(p: Parsed): EngineTarget {
+  const host = one(p, 'docker-host');
+  const certPath = one(p, 'docker-cert-path');
+  return resolveEngine({
+    ...(host !== undefined ? { host } : {}),
+    ...(certPath !== undefined ? { certPath: path.resolve(certPath) } : {}),
+    ...(p.flags.has('docker-tls-verify') ? { tlsVerify: true } : {}),
+    hint: 'the --docker-host / --docker-cert-path options',
+  });
+}
+
 async function cleanup(p: Parsed): Promise<number> {
   const session = one(p, 'session');
   const log = consoleLogger(p.flags.has('verbose'));
-  const n = await removeCliSandboxes(createDockerClient(), log, session === undefined ? undefined : sessionDigest(`cli:${session}`));
+  const n = await removeCliSandboxes(createDockerClient(engineFrom(p)), log, session === undefined ? undefined : sessionDigest(`cli:${session}`));
   process.stdout.write(`removed ${n} sandbox${n === 1 ? '' : 'es'}\n`);
   return 0;
 }
@@ -223,8 +277,10 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (e instanceof ToolError) {
       process.stderr.write(`${e.modelMessage}\n`);
+      // A failed build's cause holds the tail of its output: the CLI's user needs it.
+      if (e.code === 'build_failed' && e.cause instanceof Error) process.stderr.write(`${e.cause.message}\n`);
       if (process.env.CODEACT_DEBUG) process.stderr.write(`${describeError(e)}\n`);
-      return e.code === 'invalid_input' ? 2 : 1;
+      return e.code === 'invalid_input' || e.code === 'invalid_settings' ? 2 : 1;
     }
     process.stderr.write(`codeact-sandbox: ${describeError(e)}\n`);
     return 1;

@@ -8,6 +8,8 @@ export type ToolErrorCode =
   | 'invalid_settings'
   | 'engine_unreachable'
   | 'image_unavailable'
+  /** The sandbox image had to be built (Dev Container backend) and the build failed. */
+  | 'build_failed'
   | 'sandbox_failed'
   | 'cancelled';
 

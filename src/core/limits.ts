@@ -25,6 +25,10 @@ export const DEFAULTS = {
   attachImages: true,
   attachImageMaxKb: 1024,
   artifactsBudgetMb: 1024,
+  /** Programs are forked from a warm interpreter inside the sandbox instead of started by `docker exec`. */
+  warmRunner: true,
+  /** Imported by that interpreter before the first program; modules the image lacks are skipped. */
+  preloadModules: ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'],
 } as const;
 
 export interface FilesOutCaps {

@@ -71,4 +71,9 @@ export interface SandboxProvider {
    * never from model input.
    */
   acquire(sessionKey: string, signal: AbortSignal): Promise<Sandbox>;
+  /**
+   * Optional: start creating the session's sandbox now (e.g. when its chat is about to call the
+   * tool), so the first call finds it warm. Never throws; failures surface at the call.
+   */
+  prewarm?(sessionKey: string): void;
 }

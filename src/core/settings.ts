@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULTS, type FilesOutCaps, type RunLimits, type SandboxLimits } from './limits';
+import { preloadModuleSchema } from './runnerProtocol';
 
 /**
  * The extension's settings (section `codeactSandbox`), validated. package.json's
@@ -26,6 +27,8 @@ export const settingsShape = {
   attachImages: z.boolean(),
   attachImageMaxKb: z.number().int().min(0).max(20480),
   artifactsBudgetMb: z.number().int().min(10).max(1048576),
+  warmRunner: z.boolean(),
+  preloadModules: z.array(preloadModuleSchema).max(100),
 } as const;
 
 export type SettingKey = keyof typeof settingsShape;

@@ -1,6 +1,7 @@
 import type Dockerode from 'dockerode';
 import type { Logger } from '../core/logger';
 import { removeQuietly } from './dockerSandbox';
+import { WORK_ROOT } from './guest';
 import { LABEL, type Owner } from './labels';
 
 function processIsAlive(pid: number): boolean {
@@ -27,7 +28,7 @@ export async function removeOrphanedSandboxes(docker: Dockerode, me: Owner, log:
   for (const c of containers) {
     const pid = Number(c.Labels[LABEL.ownerPid]);
     if (!Number.isInteger(pid) || pid === me.pid || processIsAlive(pid)) continue;
-    const volume = c.Mounts?.find((m) => m.Type === 'volume')?.Name;
+    const volume = c.Mounts?.find((m) => m.Destination === WORK_ROOT)?.Name;
     log.info(`removing sandbox ${c.Names?.[0] ?? c.Id} left by a window that is gone (pid ${pid})`);
     await removeQuietly(docker, c.Id, volume, log);
     removed++;
@@ -49,7 +50,7 @@ export async function removeCliSandboxes(docker: Dockerode, log: Logger, session
   const label = [`${LABEL.managed}`, `${LABEL.ownerKind}=cli`, ...(sessionDigest ? [`${LABEL.session}=${sessionDigest}`] : [])];
   const containers = await docker.listContainers({ all: true, filters: { label } });
   for (const c of containers) {
-    await removeQuietly(docker, c.Id, c.Mounts?.find((m) => m.Type === 'volume')?.Name, log);
+    await removeQuietly(docker, c.Id, c.Mounts?.find((m) => m.Destination === WORK_ROOT)?.Name, log);
   }
   const { Volumes } = await docker.listVolumes({ filters: { label, dangling: ['true'] } });
   for (const v of Volumes ?? []) await removeQuietly(docker, undefined, v.Name, log);

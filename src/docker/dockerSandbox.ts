@@ -19,10 +19,22 @@ import {
   sandboxEnv,
 } from './guest';
 import { LABEL, ownerLabels, type Owner } from './labels';
+import { RunnerChannel, runnerCommand, type RunnerOutcome } from './runner';
+import { DEFAULTS } from '../core/limits';
+import { MAX_DATA_PAYLOAD } from '../core/runnerProtocol';
 
 export interface SandboxSpec {
   image: string;
   limits: SandboxLimits;
+  /** PID 1 is the warm runner and programs are forked from it (default true); false: `docker exec` only. */
+  warmRunner?: boolean;
+  /** Modules the runner imports before the first program (those the image lacks are skipped). */
+  preloadModules?: readonly string[];
+}
+
+/** The container's command: the warm runner, or the plain keeper. */
+function commandOf(spec: SandboxSpec): string[] {
+  return spec.warmRunner === false ? ['python3', '-c', KEEPER_SOURCE] : runnerCommand(spec.preloadModules ?? DEFAULTS.preloadModules);
 }
 
 const USER = `${SANDBOX_UID}:${SANDBOX_GID}`;
@@ -34,9 +46,22 @@ const KILL_GRACE_MS = 3_000;
 const KILL_RETRY_MS = 500;
 /** After the program's own process exited, how long its leftover children may keep the output open. */
 const ORPHAN_GRACE_MS = 1_000;
+/**
+ * How long a call waits for a runner that is still starting (importing its preload modules)
+ * before it uses docker exec instead. Short: a fresh `python3` costs less than waiting for a
+ * preload it may not need, and the runner goes on warming for the next call.
+ */
+const RUNNER_READY_WAIT_MS = 300;
+/** How long a runner whose channel failed has to answer a new hello before the sandbox is restarted. */
+const RUNNER_REPAIR_WAIT_MS = 5_000;
 
-/** The container's hardening, in one place so every backend and every test sees the same thing. */
-export function hardenedHostConfig(volumeName: string, limits: SandboxLimits): Dockerode.HostConfig {
+/**
+ * The container's hardening, in one place so every backend and every test sees the same thing.
+ * `imageVolumes` are the VOLUME paths the image declares (Dev Container images may): Docker would
+ * give each a writable anonymous volume on the host's disk, outside the size-bounded work area,
+ * so each is covered by an empty read-only tmpfs instead.
+ */
+export function hardenedHostConfig(volumeName: string, limits: SandboxLimits, imageVolumes: readonly string[] = []): Dockerode.HostConfig {
   return {
     NetworkMode: 'none',
     ReadonlyRootfs: true,
@@ -48,7 +73,10 @@ export function hardenedHostConfig(volumeName: string, limits: SandboxLimits): D
     NanoCpus: Math.round(limits.cpus * 1e9),
     PidsLimit: limits.pidsLimit,
     // The work area is a size-bounded tmpfs volume owned by the sandbox user: no host path is mounted.
-    Mounts: [{ Type: 'volume', Source: volumeName, Target: WORK_ROOT, ReadOnly: false }],
+    Mounts: [
+      { Type: 'volume', Source: volumeName, Target: WORK_ROOT, ReadOnly: false },
+      ...imageVolumes.map((Target) => ({ Type: 'tmpfs' as const, Source: '', Target, ReadOnly: true, TmpfsOptions: { SizeBytes: 1024 * 1024, Mode: 0o755 } })),
+    ],
     IpcMode: 'private',
     ShmSize: 64 * 1024 * 1024,
     Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],
@@ -65,6 +93,8 @@ export function hardenedHostConfig(volumeName: string, limits: SandboxLimits): D
 export class DockerSandbox implements Sandbox {
   private queue: Promise<unknown> = Promise.resolve();
   private runCount = 0;
+  private warmRuns = 0;
+  private runner: RunnerChannel | undefined;
   private busyCount = 0;
   lastUsed = Date.now();
 
@@ -111,19 +141,28 @@ export class DockerSandbox implements Sandbox {
         API_DEADLINE_MS,
         'create volume',
       );
+      const imageVolumes = await declaredVolumes(docker, spec.image);
       const container = await withDeadline(
         docker.createContainer({
           name,
           Image: spec.image,
           // Reset any entrypoint the image declares: PID 1 is our keeper, nothing else.
           Entrypoint: [''],
-          Cmd: ['python3', '-c', KEEPER_SOURCE],
+          // Nor does a HEALTHCHECK of the image run commands in the sandbox.
+          Healthcheck: { Test: ['NONE'] },
+          Cmd: commandOf(spec),
+          // The runner's channel is PID 1's stdin and stdout (the attach stream). It is never
+          // logged: programs' output passes through it.
+          ...(spec.warmRunner === false ? {} : { OpenStdin: true, StdinOnce: false }),
           User: USER,
           WorkingDir: WORK_ROOT,
           Env: sandboxEnv(),
           Labels: labels,
           NetworkDisabled: true,
-          HostConfig: hardenedHostConfig(name, spec.limits),
+          HostConfig: {
+            ...hardenedHostConfig(name, spec.limits, imageVolumes),
+            ...(spec.warmRunner === false ? {} : { LogConfig: { Type: 'none', Config: {} } }),
+          },
         }),
         API_DEADLINE_MS,
         'create container',
@@ -165,10 +204,12 @@ export class DockerSandbox implements Sandbox {
         h.Memory === spec.limits.memoryMb * 1024 * 1024 &&
         h.NanoCpus === Math.round(spec.limits.cpus * 1e9) &&
         h.PidsLimit === spec.limits.pidsLimit &&
+        JSON.stringify(info.Config.Cmd) === JSON.stringify(commandOf(spec)) &&
         volume !== undefined;
       if (!matches) return undefined;
       const sandbox = new DockerSandbox(docker, info.Id, info.Name.replace(/^\//, ''), volume, spec, log);
       if (!info.State.Running) await sandbox.start();
+      else await sandbox.connectRunner();
       return sandbox;
     } catch (e) {
       log.warn(`could not re-attach to ${containerId}: ${String((e as Error)?.message ?? e)}`);
@@ -182,7 +223,11 @@ export class DockerSandbox implements Sandbox {
 
   /** Starts the container and lays out the work area (a tmpfs: empty after every start). */
   private async start(): Promise<void> {
+    // Attached before the start, so nothing the runner says is missed.
+    await this.openRunner();
     await withDeadline(this.container.start(), API_DEADLINE_MS, 'start container');
+    // The runner preloads while the work area is laid out and the first program is copied in.
+    this.runner?.greet();
     await withDeadline(
       this.container.putArchive(
         archiveOf([
@@ -223,8 +268,18 @@ export class DockerSandbox implements Sandbox {
     const callId = `${String(++this.runCount).padStart(4, '0')}-${randomBytes(3).toString('hex')}`;
     const workDir = `${RUNS_DIR}/${callId}`;
     const notes: string[] = [];
+    // The fast path: the warm runner writes the program itself when no files are shared (one
+    // round trip instead of an archive upload) and runs it in a child forked from a warm interpreter.
+    const runner = await this.runnerReady(run.signal, notes);
+    let laidOut = false;
+    if (runner && !run.files?.length) {
+      const warm = await this.runWarm(runner, workDir, run, Buffer.from(run.code, 'utf8'));
+      if ('exit' in warm) return { ...warm.exit, workDir, ...(notes.length || warm.exit.notes ? { notes: [...notes, ...(warm.exit.notes ?? [])] } : {}) };
+      laidOut = warm.written;
+    }
+    if (run.signal.aborted) return { exitCode: null, workDir, ...(notes.length ? { notes } : {}) };
     try {
-      await this.putRunFiles(callId, run);
+      if (!laidOut) await this.putRunFiles(callId, run);
     } catch (e) {
       if (!/no space left/i.test(String((e as Error)?.message))) throw this.translate(e);
       // The work area is full of earlier calls' files: start the sandbox afresh rather than fail.
@@ -249,8 +304,9 @@ export class DockerSandbox implements Sandbox {
     }
     // Stopped while the program was being copied in: do not start it at all.
     if (run.signal.aborted) return { exitCode: null, workDir, ...(notes.length ? { notes } : {}) };
-    const exit = await this.exec(workDir, run);
-    return { ...exit, workDir, ...(notes.length ? { notes } : {}) };
+    const exit = laidOut ? await this.plainExec(workDir, run) : await this.exec(workDir, run);
+    const allNotes = [...notes, ...(exit.notes ?? [])];
+    return { ...exit, workDir, ...(allNotes.length ? { notes: allNotes } : {}) };
   }
 
   private async putRunFiles(callId: string, run: ProgramRun): Promise<void> {
@@ -310,7 +366,130 @@ export class DockerSandbox implements Sandbox {
     return e instanceof Error ? e : new Error(String(e));
   }
 
+  /** Runs a program already in its directory: by the runner when it is ready, else by `docker exec`. */
   private async exec(workDir: string, run: ProgramRun): Promise<Omit<ProgramExit, 'workDir'>> {
+    const runner = this.runner?.state === 'ready' ? this.runner : undefined;
+    if (runner) {
+      const warm = await this.runWarm(runner, workDir, run);
+      if ('exit' in warm) return warm.exit;
+      if (run.signal.aborted) return { exitCode: null };
+    }
+    return this.plainExec(workDir, run);
+  }
+
+  /**
+   * Opens the channel to the runner (PID 1 of a warm sandbox). Without one, or when the runner
+   * says it cannot work in this image, programs are started by `docker exec`.
+   */
+  private async openRunner(): Promise<void> {
+    this.runner?.close();
+    this.runner = undefined;
+    if (this.spec.warmRunner === false) return;
+    try {
+      this.runner = await withDeadline(RunnerChannel.open(this.docker, this.container, this.name, this.log), API_DEADLINE_MS, 'attach to the runner');
+    } catch (e) {
+      this.log.warn(`sandbox ${this.name}: cannot attach to the runner (${String((e as Error)?.message ?? e)}); programs run by docker exec`);
+    }
+  }
+
+  /** Resolves once programs are forked from the warm runner; false when they will run by docker exec. */
+  warmedUp(timeoutMs = RUNNER_READY_WAIT_MS): Promise<boolean> {
+    const runner = this.runner;
+    return runner ? runner.whenReady(timeoutMs, new AbortController().signal) : Promise.resolve(false);
+  }
+
+  /** For a sandbox found running (CLI --session): attach to its runner and greet it. */
+  async connectRunner(): Promise<void> {
+    await this.openRunner();
+    this.runner?.greet();
+  }
+
+  /**
+   * The runner when it can take a program now: waits for a starting runner (it preloads), and
+   * repairs a channel that failed: attaches again, and when the runner does not answer, restarts
+   * the sandbox (the note says so).
+   */
+  private async runnerReady(signal: AbortSignal, notes: string[]): Promise<RunnerChannel | undefined> {
+    // No channel at all (attaching failed): docker exec, as without the runner.
+    if (this.spec.warmRunner === false || !this.runner) return undefined;
+    if (this.runner.state === 'broken') {
+      // A stopped container is the provider's to replace (as a failed docker exec would say).
+      if (!(await this.isAlive())) throw Object.assign(new Error('sandbox container is not running'), { sandboxGone: true });
+      this.log.info(`sandbox ${this.name}: reconnecting to the runner (${this.runner?.reason ?? 'not connected'})`);
+      await this.connectRunner();
+      const fresh = this.runner as RunnerChannel | undefined;
+      if (!fresh || !(await fresh.whenReady(RUNNER_REPAIR_WAIT_MS, signal))) {
+        if (signal.aborted || fresh?.state === 'unusable') return undefined;
+        this.log.warn(`sandbox ${this.name}: the runner does not answer; restarting the sandbox`);
+        try {
+          await this.restart();
+        } catch (e) {
+          throw this.translate(e);
+        }
+        notes.push("The sandbox's runner stopped answering, so the sandbox was restarted; files written by earlier calls are gone.");
+      }
+    }
+    const runner = this.runner;
+    if (!runner) return undefined;
+    // Just restarted for the runner's sake: give it the time to come up.
+    const wait = notes.length ? RUNNER_REPAIR_WAIT_MS : RUNNER_READY_WAIT_MS;
+    return (await runner.whenReady(wait, signal)) ? runner : undefined;
+  }
+
+  /**
+   * One program through the runner. `code` set: the runner writes program.py itself. The result
+   * is the program's exit, or (when the runner did not start it) whether program.py is in place
+   * for the plain path. A channel that fails while the program runs ends in a restart.
+   */
+  private async runWarm(
+    runner: RunnerChannel,
+    workDir: string,
+    run: ProgramRun,
+    code?: Buffer,
+  ): Promise<{ exit: Omit<ProgramExit, 'workDir'> } | { written: boolean }> {
+    const outcome: RunnerOutcome = await runner.run(
+      ++this.warmRuns,
+      // The host stops a flood first (executeCode's maxOutputBytes); this is the runner's own backstop.
+      { dir: workDir, ...(code ? { code } : {}), maxOutputBytes: DEFAULTS.maxOutputMb * 1024 * 1024 + MAX_DATA_PAYLOAD, orphanGraceMs: ORPHAN_GRACE_MS },
+      { onStdout: (c) => run.onStdout(c), onStderr: (c) => run.onStderr(c) },
+      run.signal,
+      KILL_GRACE_MS,
+    );
+    switch (outcome.kind) {
+      case 'exit':
+        if (outcome.orphans) this.log.info(`sandbox ${this.name}: program exited but left processes holding its output; they were stopped`);
+        return { exit: { exitCode: run.signal.aborted ? null : outcome.exitCode } };
+      case 'declined':
+        this.log.info(`sandbox ${this.name}: the runner left ${workDir} to docker exec (${outcome.reason})`);
+        return { written: code ? outcome.written : true };
+      case 'failed':
+        if (!outcome.started) {
+          this.log.warn(`sandbox ${this.name}: the runner failed before the program started (${outcome.error.message}); using docker exec`);
+          return { written: !code };
+        }
+    }
+    // The program started and the channel failed: the container died (its PID 1 is the runner),
+    // or the runner cannot be trusted any more. Either way nothing more of the run can be had.
+    const state = await withDeadline(this.container.inspect(), API_DEADLINE_MS, 'inspect container').then(
+      (info) => info.State,
+      () => undefined,
+    );
+    if (!state?.Running) {
+      // Not run again (it may have done half its work): the next call replaces the sandbox.
+      this.log.warn(`sandbox ${this.name}: stopped while the program ran (${state?.OOMKilled ? 'out of memory' : 'killed'})`);
+      if (state?.OOMKilled) return { exit: { exitCode: 137 } };
+      return { exit: { exitCode: null, notes: ['The sandbox stopped while the program ran (it was stopped from outside); the next call gets a new one.'] } };
+    }
+    this.log.warn(`sandbox ${this.name}: the runner failed while the program ran (${outcome.error.message}); restarting the sandbox`);
+    try {
+      await this.restart();
+    } catch (e) {
+      throw this.translate(e);
+    }
+    return { exit: { exitCode: null, replaced: true } };
+  }
+
+  private async plainExec(workDir: string, run: ProgramRun): Promise<Omit<ProgramExit, 'workDir'>> {
     let exec: Dockerode.Exec;
     let stream: NodeJS.ReadWriteStream;
     try {
@@ -448,6 +627,7 @@ export class DockerSandbox implements Sandbox {
   }
 
   async remove(): Promise<void> {
+    this.runner?.close();
     await removeQuietly(this.docker, this.id, this.volumeName, this.log);
   }
 
@@ -462,11 +642,23 @@ export class DockerSandbox implements Sandbox {
   }
 }
 
+/** The VOLUME paths an image declares, except our work area (which our own volume covers). */
+async function declaredVolumes(docker: Dockerode, image: string): Promise<string[]> {
+  try {
+    const info = await withDeadline(docker.getImage(image).inspect(), API_DEADLINE_MS, 'inspect image');
+    const declared = Object.keys(info.Config?.Volumes ?? {});
+    return declared.filter((v) => v !== WORK_ROOT && !v.startsWith(`${WORK_ROOT}/`)).sort();
+  } catch {
+    return []; // createContainer says what is wrong with the image
+  }
+}
+
 export async function removeQuietly(docker: Dockerode, containerId: string | undefined, volumeName: string | undefined, log: Logger) {
   if (containerId) {
     await docker
       .getContainer(containerId)
-      .remove({ force: true })
+      // v: also the anonymous volumes of the image's VOLUME paths (never a named one such as the work area).
+      .remove({ force: true, v: true })
       .catch((e: unknown) => {
         if (statusCode(e) !== 404) log.warn(`could not remove container ${containerId}: ${String((e as Error)?.message ?? e)}`);
       });

@@ -4,6 +4,7 @@ import type { Logger } from '../core/logger';
 import type { ProgramExit, ProgramRun, Sandbox, SandboxProvider } from '../core/sandbox';
 import { sessionDigest } from '../core/session';
 import { DockerSandbox, removeQuietly, type SandboxSpec } from './dockerSandbox';
+import { engineOf } from './connection';
 import { engineUnreachable, isUnreachable, withDeadline } from './engineErrors';
 import { ensureImage, type PullProgress } from './image';
 import { LABEL, type Owner } from './labels';
@@ -11,8 +12,11 @@ import { LABEL, type Owner } from './labels';
 export interface ProviderOptions {
   docker: Dockerode;
   owner: Owner;
-  /** Read at every acquire, so a changed setting applies to the next call. */
-  spec: () => SandboxSpec;
+  /**
+   * Read at every acquire, so a changed setting applies to the next call. May be async (the
+   * Dev Container backend builds or finds its image here); a ToolError it throws fails the call.
+   */
+  spec: (signal: AbortSignal) => SandboxSpec | Promise<SandboxSpec>;
   /** How to name the image setting in a model-facing error ("the setting codeactSandbox.image"). */
   imageSettingHint: string;
   log: Logger;
@@ -51,7 +55,7 @@ export class DockerSandboxProvider implements SandboxProvider {
 
   async acquire(sessionKey: string, signal: AbortSignal): Promise<Sandbox> {
     if (this.disposed) throw new ToolError('sandbox_failed', 'The sandbox service is shutting down.');
-    const spec = this.options.spec();
+    const spec = await this.options.spec(signal);
     const existing = this.sandboxes.get(sessionKey);
     if (existing && sameSpec(existing.spec, spec)) return this.retrying(sessionKey, existing);
     if (existing && !existing.busy) {
@@ -65,6 +69,14 @@ export class DockerSandboxProvider implements SandboxProvider {
       this.creating.set(sessionKey, pending);
     }
     return this.retrying(sessionKey, await pending);
+  }
+
+  prewarm(sessionKey: string): void {
+    if (this.disposed || this.sandboxes.has(sessionKey) || this.creating.has(sessionKey)) return;
+    this.acquire(sessionKey, new AbortController().signal).then(
+      () => this.options.log.info(`sandbox for ${sessionKey} created ahead of its first call`),
+      (e: unknown) => this.options.log.info(`creating the sandbox ahead of time failed (the call will retry): ${String((e as Error)?.message ?? e)}`),
+    );
   }
 
   /**
@@ -84,7 +96,11 @@ export class DockerSandboxProvider implements SandboxProvider {
           this.options.log.warn(`sandbox ${sandbox.name} is gone; creating a new one`);
           if (this.sandboxes.get(sessionKey) === sandbox) this.sandboxes.delete(sessionKey);
           await sandbox.remove();
-          const fresh = await this.acquire(sessionKey, run.signal);
+          await this.acquire(sessionKey, run.signal);
+          // Once: the new sandbox's own failure is the call's failure (a program that kills its
+          // sandbox must not make a loop of replacements).
+          const fresh = this.sandboxes.get(sessionKey);
+          if (!fresh) throw e;
           const exit = await fresh.run(run);
           return {
             ...exit,
@@ -100,7 +116,7 @@ export class DockerSandboxProvider implements SandboxProvider {
     try {
       await withDeadline(docker.ping(), 10_000, 'Docker engine ping');
     } catch (e) {
-      throw engineUnreachable(e);
+      throw engineUnreachable(e, engineOf(docker));
     }
     const digest = sessionDigest(sessionKey);
     if (this.options.adoptExisting) {
@@ -119,7 +135,7 @@ export class DockerSandboxProvider implements SandboxProvider {
         .inspect()
         .then(() => true)
         .catch((e: unknown) => {
-          if (isUnreachable(e)) throw engineUnreachable(e);
+          if (isUnreachable(e)) throw engineUnreachable(e, engineOf(docker));
           return false;
         });
       if (!present) await this.options.onPull(spec.image, (progress, pullSignal) => pull(progress, anySignal(signal, pullSignal)));
@@ -188,7 +204,12 @@ export class DockerSandboxProvider implements SandboxProvider {
 }
 
 function sameSpec(a: SandboxSpec, b: SandboxSpec): boolean {
-  return a.image === b.image && JSON.stringify(a.limits) === JSON.stringify(b.limits);
+  return (
+    a.image === b.image &&
+    JSON.stringify(a.limits) === JSON.stringify(b.limits) &&
+    (a.warmRunner !== false) === (b.warmRunner !== false) &&
+    JSON.stringify(a.preloadModules ?? null) === JSON.stringify(b.preloadModules ?? null)
+  );
 }
 
 function anySignal(a: AbortSignal, b: AbortSignal): AbortSignal {

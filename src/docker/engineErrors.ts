@@ -1,4 +1,5 @@
 import { ToolError } from '../core/errors';
+import type { EngineTarget } from './connection';
 
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED',
@@ -15,10 +16,56 @@ const UNREACHABLE_CODES = new Set([
   'DEADLINE',
 ]);
 
+/** Node's and OpenSSL's names for a TLS handshake or certificate failure. */
+const TLS_CODE = /^(ERR_SSL_|ERR_TLS_|ERR_OSSL_|UNABLE_TO_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|HOSTNAME_MISMATCH$|EPROTO$)/;
+const TLS_MESSAGE = /certificate|ssl3?_|tlsv1|ssl routines|alert (bad|unknown|handshake)|wrong version number/i;
+
+/** The error and its causes, outermost first. */
+function chain(e: unknown): { code?: unknown; message?: unknown; level?: unknown; statusCode?: unknown }[] {
+  const out: { code?: unknown; message?: unknown; level?: unknown }[] = [];
+  let current: unknown = e;
+  for (let i = 0; i < 5 && current !== null && typeof current === 'object'; i++) {
+    out.push(current as { code?: unknown; message?: unknown });
+    current = (current as { cause?: unknown }).cause;
+  }
+  return out;
+}
+
+export type TransportFailure =
+  /** The engine's or our certificate was not accepted. */
+  | 'tls_certificate'
+  /** TLS on one side only: a TLS client talking to a plain endpoint, or the reverse. */
+  | 'tls_mismatch'
+  /** The SSH host key is unknown or differs from known_hosts. */
+  | 'ssh_host_key'
+  /** The SSH server accepted none of our keys. */
+  | 'ssh_auth'
+  /** Any other SSH-level failure (timeout, the remote has no docker CLI, ...). */
+  | 'ssh';
+
+/** What kind of transport failure this is, when it is one of the TLS or SSH kinds. */
+export function transportFailure(e: unknown): TransportFailure | undefined {
+  for (const link of chain(e)) {
+    const code = typeof link.code === 'string' ? link.code : '';
+    const message = typeof link.message === 'string' ? link.message : '';
+    if (/HTTP request to an HTTPS server/i.test(message) || /wrong version number|ERR_SSL_WRONG_VERSION_NUMBER|packet length too long/i.test(`${code} ${message}`)) {
+      return 'tls_mismatch';
+    }
+    if (TLS_CODE.test(code) || (code === '' && TLS_MESSAGE.test(message))) return 'tls_certificate';
+    if ((typeof link.level === 'string' && link.level.startsWith('client-')) || link.level === 'handshake' || link.level === 'protocol') {
+      if (/host denied|verification failed/i.test(message)) return 'ssh_host_key';
+      if (link.level === 'client-authentication') return 'ssh_auth';
+      return 'ssh';
+    }
+  }
+  return undefined;
+}
+
 /** True when the error says the engine could not be talked to at all (as opposed to refusing a request). */
 export function isUnreachable(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && UNREACHABLE_CODES.has(code);
+  if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return true;
+  return transportFailure(e) !== undefined;
 }
 
 export function statusCode(e: unknown): number | undefined {
@@ -26,12 +73,37 @@ export function statusCode(e: unknown): number | undefined {
   return typeof s === 'number' ? s : undefined;
 }
 
-export function engineUnreachable(cause: unknown): ToolError {
-  return new ToolError(
-    'engine_unreachable',
-    'Docker is not reachable, so the program was not run. Ask the user to start Docker (Docker Desktop or the docker service) or to check the Docker connection settings, then try again.',
-    { cause },
-  );
+/**
+ * The model-facing error for an engine that cannot be used. With the target known (the client
+ * came from createDockerClient) the sentence names it by its display name, which holds no path
+ * and no secret; TLS and SSH failures get their own sentence so the user knows what to fix.
+ */
+export function engineUnreachable(cause: unknown, engine?: EngineTarget): ToolError {
+  const at = engine ? `The Docker engine at ${engine.displayName}` : 'The Docker engine';
+  const remote = engine?.protocol === 'tcp' || engine?.protocol === 'ssh';
+  let sentence: string;
+  switch (transportFailure(cause)) {
+    case 'tls_certificate':
+      sentence = `${at} refused the TLS connection (certificate problem), so the program was not run. Ask the user to check the Docker TLS certificates (DOCKER_CERT_PATH or the certificate folder setting: ca.pem, cert.pem and key.pem must belong to this engine's CA).`;
+      break;
+    case 'tls_mismatch':
+      sentence = `${at} and this client disagree about TLS (one side uses it, the other does not), so the program was not run. Ask the user to check DOCKER_TLS_VERIFY, DOCKER_CERT_PATH or the Docker connection settings.`;
+      break;
+    case 'ssh_host_key':
+      sentence = `${at} could not be reached because its SSH host key is not in the user's known_hosts file or does not match it, so the program was not run. Ask the user to connect once with ssh to check and accept the host key.`;
+      break;
+    case 'ssh_auth':
+      sentence = `${at} could not be reached because the SSH server accepted none of the user's keys, so the program was not run. Ask the user to load the right key into the SSH agent (or ~/.ssh) for that host.`;
+      break;
+    case 'ssh':
+      sentence = `${at} could not be reached over SSH, so the program was not run. Ask the user to check that ssh to that host works and that the docker command runs there for that user.`;
+      break;
+    default:
+      sentence = remote
+        ? `${at} is not reachable, so the program was not run. Ask the user to check that the engine runs and that the Docker connection settings (DOCKER_HOST or the engine setting) are right, then try again.`
+        : 'Docker is not reachable, so the program was not run. Ask the user to start Docker (Docker Desktop or the docker service) or to check the Docker connection settings, then try again.';
+  }
+  return new ToolError('engine_unreachable', sentence, { cause });
 }
 
 /** Rejects with code DEADLINE when `promise` takes longer than `ms` (a hung engine must not hang the chat). */

@@ -54,5 +54,6 @@ export async function openInside(
   }
   const stat = await fs.promises.stat(real);
   if (!stat.isFile()) return { refused: 'is not a regular file and cannot be shared.' };
-  return { size: stat.size, open: () => fs.createReadStream(real) };
+  // 1 MiB reads: with the default 64 KiB, sending a large file into the sandbox is a third slower than `docker cp`.
+  return { size: stat.size, open: () => fs.createReadStream(real, { highWaterMark: 1024 * 1024 }) };
 }

@@ -38,6 +38,9 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     const s = this.settings.read();
     // prepareInvocation gets no token; the chat session arrives as chatSessionResource (newer builds).
     const key = sessionKeyFromToken(options as unknown) ?? this.windowKey;
+    // The chat is about to run a program: create its sandbox now, while the user reads the
+    // confirmation (if any) and the invocation is set up, so the first call finds it warm.
+    this.provider.prewarm?.(key);
     const where = `sandbox \`${s.image}\`, ${sessionDisplayName(key)}`;
     const code = typeof (options.input as { code?: unknown })?.code === 'string' ? (options.input as ToolInput).code : '';
     const prepared: vscode.PreparedToolInvocation = {

@@ -51,7 +51,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
       owner,
       spec: () => {
         const s = settings.read();
-        return { image: s.image, limits: sandboxLimitsOf(s) };
+        return { image: s.image, limits: sandboxLimitsOf(s), warmRunner: s.warmRunner, preloadModules: s.preloadModules };
       },
       imageSettingHint: `the ${CONFIG_SECTION}.image setting`,
       log: logger,

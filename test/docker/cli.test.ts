@@ -36,7 +36,10 @@ describe('the CLI (integration)', function () {
       format: 'cjs',
       logLevel: 'warning',
       external: ['vscode', 'cpu-features', '*.node'],
-      define: { __CODEACT_VERSION__: JSON.stringify(TEST_VERSION) },
+      define: {
+        __CODEACT_VERSION__: JSON.stringify(TEST_VERSION),
+        __CODEACT_RUNNER_SOURCE__: JSON.stringify(fs.readFileSync(path.join(__dirname, '../../resources/runner.py'), 'utf8')),
+      },
     });
   });
   after(function () {

@@ -120,11 +120,13 @@ describe('limits and stopping (integration)', function () {
     assert.equal(r.exitCode, 0);
     assert.equal(r.outputLimited, false);
 
-    // Holding the flood would cost at least 50 MB in both measures.
+    // Holding the flood would cost at least 50 MB in both measures (71-78 MB of rss when a patch
+    // kept every chunk). What is measured without it is garbage the collector has not reached yet
+    // (up to 31 MB of rss, 12 MB of buffers seen under load), hence the bounds between the two.
     const mb = (n: number) => `${(n / 1048576).toFixed(1)} MB`;
-    assert.ok(peakRss - before.rss < 40 * 1024 * 1024, `rss grew by ${mb(peakRss - before.rss)}`);
+    assert.ok(peakRss - before.rss < 45 * 1024 * 1024, `rss grew by ${mb(peakRss - before.rss)}`);
     const live = after.arrayBuffers - before.arrayBuffers;
-    assert.ok(live < 10 * 1024 * 1024, `buffers still held after the run: ${mb(live)}`);
+    assert.ok(live < 25 * 1024 * 1024, `buffers still held after the run: ${mb(live)}`);
   });
 
   it('cancels a sleeping program quickly and leaves no process of it behind', async function () {

@@ -1,0 +1,253 @@
+/**
+ * `npm run bench`: the warm runner against the alternatives, side by side, in one run on this
+ * machine. Medians over repeated runs with min and max (the machine's noise), a table on stdout
+ * and test-results/bench/bench.json. Not a test: nothing here fails on a number.
+ *
+ * Needs the bench image (scripts/ensure-test-image.sh --bench: the data stack and python3-ipykernel);
+ * `npm run bench` makes sure of it and of the engine first. BENCH_IMAGE and BENCH_N override.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { executeCode } from '../src/core/executeCode';
+import { DEFAULTS, type SandboxLimits } from '../src/core/limits';
+import { silentLogger } from '../src/core/logger';
+import type { StagedFile } from '../src/core/sandbox';
+import { createDockerClient } from '../src/docker/connection';
+import { DockerSandboxProvider } from '../src/docker/dockerSandboxProvider';
+import { SANDBOX_GID, SANDBOX_UID, sandboxEnv } from '../src/docker/guest';
+import { currentOwner } from '../src/docker/labels';
+
+const execFileP = promisify(execFile);
+const IMAGE = process.env.BENCH_IMAGE ?? 'codeact-sandbox/python-bench:bookworm';
+const N = Number(process.env.BENCH_N ?? 30);
+const LIMITS: SandboxLimits = { memoryMb: 2048, cpus: 2, pidsLimit: 256, workAreaMb: 1024 };
+const VERSION = `0.0.0-bench.${process.pid}`;
+const RUN_LIMITS = { timeoutMs: 120_000, outputBudgetBytes: DEFAULTS.outputBudgetBytes, maxOutputBytes: DEFAULTS.maxOutputMb * 1024 * 1024 };
+
+const PRINT1 = 'print(1)';
+const PANDAS = 'import pandas as pd\nprint(pd.DataFrame({"a": range(1000), "b": range(1000)}).sum())';
+const SHARE_MB = 100;
+
+interface Stat {
+  n: number;
+  min: number;
+  median: number;
+  max: number;
+}
+
+function stat(ms: number[]): Stat {
+  const s = [...ms].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  const median = s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+  return { n: s.length, min: s[0]!, median, max: s[s.length - 1]! };
+}
+
+async function time(fn: () => Promise<unknown>): Promise<number> {
+  const t = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - t) / 1e6;
+}
+
+async function repeat(n: number, fn: () => Promise<unknown>, warmup = 2): Promise<Stat> {
+  for (let i = 0; i < warmup; i++) await fn();
+  const ms: number[] = [];
+  for (let i = 0; i < n; i++) ms.push(await time(fn));
+  return stat(ms);
+}
+
+async function docker(...args: string[]): Promise<string> {
+  const { stdout } = await execFileP('docker', args, { maxBuffer: 64 * 1024 * 1024 });
+  return stdout;
+}
+
+function expectText(text: string, want: RegExp, what: string): void {
+  if (!want.test(text)) throw new Error(`${what}: unexpected result ${JSON.stringify(text.slice(0, 300))}`);
+}
+
+/** Runs a Python script inside the container (as the sandbox user) and parses the JSON it prints. */
+async function inside<T>(container: string, script: string): Promise<T> {
+  const out = await docker('exec', '-u', `${SANDBOX_UID}:${SANDBOX_GID}`, '-w', '/sandbox/tmp', container, 'python3', '-c', script);
+  return JSON.parse(out.trim().split('\n').pop()!) as T;
+}
+
+const FLOOR_SCRIPT = (code: string, n: number) => `
+import json, subprocess, sys, time
+code = ${JSON.stringify(code)}
+ms = []
+for i in range(${n} + 2):
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL)
+    if i >= 2:
+        ms.append((time.perf_counter() - t) * 1000)
+print(json.dumps(ms))
+`;
+
+const JUPYTER_SCRIPT = (n: number) => `
+import json, time
+from jupyter_client.manager import start_new_kernel
+t = time.perf_counter()
+km, kc = start_new_kernel(kernel_name="python3")
+startup = (time.perf_counter() - t) * 1000
+def rt(code):
+    t = time.perf_counter()
+    reply = kc.execute_interactive(code, timeout=60, output_hook=lambda m: None)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    return (time.perf_counter() - t) * 1000
+for _ in range(2):
+    rt(${JSON.stringify(PRINT1)})
+    rt(${JSON.stringify(PANDAS)})
+print1 = [rt(${JSON.stringify(PRINT1)}) for _ in range(${n})]
+pandas = [rt(${JSON.stringify(PANDAS)}) for _ in range(${n})]
+kc.stop_channels()
+km.shutdown_kernel(now=True)
+print(json.dumps({"startup": startup, "print1": print1, "pandas": pandas}))
+`;
+
+function dockerRunArgs(code: string): string[] {
+  return [
+    'run', '--rm', '--network', 'none', '--read-only', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges',
+    '--user', `${SANDBOX_UID}:${SANDBOX_GID}`, '--tmpfs', `/sandbox:uid=${SANDBOX_UID},gid=${SANDBOX_GID},mode=0700`,
+    '--memory', `${LIMITS.memoryMb}m`, '--pids-limit', String(LIMITS.pidsLimit), '--workdir', '/sandbox', '--log-driver', 'none',
+    ...sandboxEnv().flatMap((e) => ['-e', e]), '--entrypoint', '', IMAGE, 'python3', '-c', code,
+  ];
+}
+
+async function main(): Promise<void> {
+  const dockerClient = createDockerClient();
+  const info = (await docker('version', '--format', '{{.Server.Version}}')).trim();
+  const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? '', memGb: Math.round(os.totalmem() / 2 ** 30), kernel: os.release(), docker: info };
+  console.log(`bench: image ${IMAGE}, ${N} runs each, ${machine.cpus} CPUs (${machine.cpuModel}), Docker ${info}, kernel ${machine.kernel}\n`);
+
+  const makeProvider = (warmRunner: boolean) =>
+    new DockerSandboxProvider({
+      docker: dockerClient,
+      owner: currentOwner('cli', VERSION),
+      spec: () => ({ image: IMAGE, limits: LIMITS, warmRunner, preloadModules: [...DEFAULTS.preloadModules] }),
+      imageSettingHint: 'BENCH_IMAGE',
+      log: silentLogger,
+      idleMs: 0,
+    });
+  const warm = makeProvider(true);
+  const plain = makeProvider(false);
+  const results: Record<string, Stat> = {};
+  const notes: Record<string, unknown> = {};
+  const share = path.join(os.tmpdir(), `codeact-bench-${randomBytes(4).toString('hex')}.bin`);
+  try {
+    const call = (provider: DockerSandboxProvider, key: string, code: string, files?: StagedFile[]) =>
+      executeCode(provider, silentLogger, { code, sessionKey: key, ...(files ? { files } : {}) }, RUN_LIMITS);
+    const wKey = `bench:warm:${process.pid}`;
+    const pKey = `bench:plain:${process.pid}`;
+    const first = await call(warm, wKey, PRINT1);
+    await call(plain, pKey, PRINT1);
+    const sandbox = warm.active.get(wKey)!;
+    if (!(await sandbox.warmedUp(60_000))) throw new Error('the warm runner did not come up in the bench image');
+    const container = first.sandboxId;
+
+    process.stdout.write('print(1) ... ');
+    results['print1.pipeline.warm'] = await repeat(N, async () => expectText((await call(warm, wKey, PRINT1)).text, /^stdout:\n1$/, 'warm print(1)'));
+    results['print1.pipeline.plainExec'] = await repeat(N, async () => expectText((await call(plain, pKey, PRINT1)).text, /^stdout:\n1$/, 'plain print(1)'));
+    results['print1.dockerExecCli'] = await repeat(N, () => docker('exec', '-u', `${SANDBOX_UID}:${SANDBOX_GID}`, container, 'python3', '-c', PRINT1));
+    results['print1.bareInterpreter'] = stat(await inside<number[]>(container, FLOOR_SCRIPT(PRINT1, N)));
+    console.log('done');
+
+    process.stdout.write('pandas program ... ');
+    const pandasOut = /^stdout:\na\s+499500\nb\s+499500\ndtype: int64$/;
+    results['pandas.pipeline.warm'] = await repeat(N, async () => expectText((await call(warm, wKey, PANDAS)).text, pandasOut, 'warm pandas'));
+    results['pandas.dockerExecCli'] = await repeat(Math.max(5, N / 3), () => docker('exec', '-u', `${SANDBOX_UID}:${SANDBOX_GID}`, container, 'python3', '-c', PANDAS));
+    results['pandas.bareInterpreter'] = stat(await inside<number[]>(container, FLOOR_SCRIPT(PANDAS, Math.max(5, N / 3))));
+    console.log('done');
+
+    process.stdout.write('Jupyter kernel round trip ... ');
+    const jup = await inside<{ startup: number; print1: number[]; pandas: number[] }>(container, JUPYTER_SCRIPT(N));
+    results['print1.jupyterKernel'] = stat(jup.print1);
+    results['pandas.jupyterKernel'] = stat(jup.pandas);
+    notes.jupyterKernelStartupMs = Math.round(jup.startup);
+    console.log('done');
+
+    process.stdout.write('first call of a new session ... ');
+    const firsts: number[] = [];
+    const firstsPandas: number[] = [];
+    const colds: number[] = [];
+    const FIRST_N = Math.max(3, Math.round(N / 6));
+    for (let i = 0; i < FIRST_N; i++) {
+      // Pre-warmed as the extension does when a chat is about to call the tool: the sandbox is
+      // created (and its runner preloads) while the model is still writing the program.
+      for (const [list, code, re] of [
+        [firsts, PRINT1, /^stdout:\n1$/],
+        [firstsPandas, PANDAS, pandasOut],
+      ] as const) {
+        const key = `bench:first:${process.pid}:${i}:${code.length}`;
+        warm.prewarm(key);
+        for (let t = 0; t < 600 && !warm.active.get(key); t++) await new Promise((r) => setTimeout(r, 50));
+        if (!(await warm.active.get(key)!.warmedUp(60_000))) throw new Error('prewarmed runner not ready');
+        list.push(await time(async () => expectText((await call(warm, key, code)).text, re, 'first call')));
+        await warm.release(key);
+      }
+      const coldKey = `bench:cold:${process.pid}:${i}`;
+      colds.push(await time(async () => expectText((await call(warm, coldKey, PRINT1)).text, /^stdout:\n1$/, 'cold first call')));
+      await warm.release(coldKey);
+    }
+    results['first.print1.pipeline.prewarmed'] = stat(firsts);
+    results['first.pandas.pipeline.prewarmed'] = stat(firstsPandas);
+    results['first.print1.pipeline.cold'] = stat(colds);
+    results['first.print1.dockerRun'] = await repeat(FIRST_N, () => docker(...dockerRunArgs(PRINT1)), 1);
+    results['first.pandas.dockerRun'] = await repeat(FIRST_N, () => docker(...dockerRunArgs(PANDAS)), 1);
+    console.log('done');
+
+    process.stdout.write(`sharing a ${SHARE_MB} MB file ... `);
+    fs.writeFileSync(share, randomBytes(SHARE_MB * 1024 * 1024));
+    // Opened as the workspace reader opens shared files (src/storage/workspaceFolder.ts).
+    const staged: StagedFile = { name: 'data.bin', size: SHARE_MB * 1024 * 1024, open: () => fs.createReadStream(share, { highWaterMark: 1024 * 1024 }) };
+    const shareCode = 'import os\nprint(os.path.getsize("data.bin"))\nos.remove("data.bin")';
+    const SHARE_N = Math.max(3, Math.round(N / 6));
+    results['share.pipeline'] = await repeat(
+      SHARE_N,
+      async () => expectText((await call(warm, wKey, shareCode, [staged])).text, new RegExp(`^stdout:\\n${SHARE_MB * 1024 * 1024}$`), 'share'),
+      1,
+    );
+    results['share.dockerCp'] = await repeat(SHARE_N, () => docker('cp', share, `${container}:/sandbox/tmp/data.bin`), 1);
+    console.log('done\n');
+  } finally {
+    fs.rmSync(share, { force: true });
+    await Promise.all([warm.dispose(), plain.dispose()]);
+  }
+
+  const r = (k: string) => results[k]!.median;
+  const mbps = (k: string) => SHARE_MB / (r(k) / 1000);
+  const ratios = {
+    'warm print(1) / bare interpreter (target <= 2)': r('print1.pipeline.warm') / r('print1.bareInterpreter'),
+    'warm print(1) / docker exec CLI (target < 1)': r('print1.pipeline.warm') / r('print1.dockerExecCli'),
+    'warm pandas program / docker exec CLI (target <= 0.1)': r('pandas.pipeline.warm') / r('pandas.dockerExecCli'),
+    'first call, prewarmed, print(1) / docker run (target <= 0.3)': r('first.print1.pipeline.prewarmed') / r('first.print1.dockerRun'),
+    'first call, prewarmed, pandas / docker run (target <= 0.3)': r('first.pandas.pipeline.prewarmed') / r('first.pandas.dockerRun'),
+    'first call, cold, print(1) / docker run (no target)': r('first.print1.pipeline.cold') / r('first.print1.dockerRun'),
+    [`${SHARE_MB} MB share throughput / docker cp (target >= 0.8)`]: mbps('share.pipeline') / mbps('share.dockerCp'),
+  };
+  const rows = Object.entries(results).map(([k, s]) => [k, s.n, s.min, s.median, s.max] as const);
+  const w = Math.max(...rows.map((x) => x[0].length));
+  console.log(`${'measurement'.padEnd(w)}    n      min   median      max  (ms)`);
+  for (const [k, n, min, med, max] of rows) {
+    console.log(`${k.padEnd(w)} ${String(n).padStart(4)} ${min.toFixed(1).padStart(8)} ${med.toFixed(1).padStart(8)} ${max.toFixed(1).padStart(8)}`);
+  }
+  console.log(`\nshare throughput: pipeline ${mbps('share.pipeline').toFixed(0)} MB/s, docker cp ${mbps('share.dockerCp').toFixed(0)} MB/s (medians)`);
+  console.log(`Jupyter kernel start-up (once): ${notes.jupyterKernelStartupMs} ms\n`);
+  const rw = Math.max(...Object.keys(ratios).map((k) => k.length));
+  for (const [k, v] of Object.entries(ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
+  const out = path.join('test-results', 'bench');
+  fs.mkdirSync(out, { recursive: true });
+  const file = path.join(out, 'bench.json');
+  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, ratios, notes }, null, 2) + '\n');
+  console.log(`\nwritten to ${file}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,338 @@
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { Writable } from 'node:stream';
+import type Dockerode from 'dockerode';
+import type { Logger } from '../core/logger';
+import {
+  FrameDecoder,
+  HOST_KIND,
+  ProtocolError,
+  RUNNER_KIND,
+  RUNNER_PROTOCOL_VERSION,
+  declinedReplySchema,
+  encodeFrame,
+  encodeRunRequest,
+  exitReplySchema,
+  helloReplySchema,
+  parseReply,
+  runnerConfig,
+  startedReplySchema,
+  type Frame,
+  type HelloReply,
+  type RunRequest,
+} from '../core/runnerProtocol';
+
+declare const __CODEACT_RUNNER_SOURCE__: string | undefined;
+
+let cachedSource: string | undefined;
+
+/**
+ * The runner's Python source (resources/runner.py). Bundles carry it inline (esbuild defines
+ * __CODEACT_RUNNER_SOURCE__); from the sources (tsx, tests) it is read next to the repository.
+ */
+export function runnerSource(): string {
+  if (cachedSource !== undefined) return cachedSource;
+  if (typeof __CODEACT_RUNNER_SOURCE__ === 'string') return (cachedSource = __CODEACT_RUNNER_SOURCE__);
+  const candidates = [path.resolve(__dirname, '../../resources/runner.py'), path.resolve(__dirname, '../resources/runner.py')];
+  for (const file of candidates) {
+    if (fs.existsSync(file)) return (cachedSource = fs.readFileSync(file, 'utf8'));
+  }
+  throw new Error(`the sandbox runner (resources/runner.py) was not found next to ${__dirname}`);
+}
+
+/** PID 1 of a warm sandbox: the runner, which also does the keeper's work (reaping orphans). */
+export function runnerCommand(preloadModules: readonly string[]): string[] {
+  return ['python3', '-c', runnerSource(), runnerConfig(preloadModules)];
+}
+
+/** The runner answers a run request at once (it forks); no answer in this long means it is stuck. */
+const START_DEADLINE_MS = 5_000;
+/** Hellos are repeated this often until answered (one may be lost with a host that died mid-frame). */
+const HELLO_RETRY_MS = 1_000;
+/** Lines of the runner's own stderr kept for the log, and their length. */
+const LOG_LINE_MAX = 500;
+
+export type RunnerState = 'connecting' | 'ready' | 'unusable' | 'broken';
+
+export type RunnerOutcome =
+  | { kind: 'exit'; exitCode: number | null; killed: boolean; limited: boolean; orphans: boolean }
+  /** The program was not started; `written` says whether program.py is in its directory. */
+  | { kind: 'declined'; reason: string; written: boolean }
+  /** The channel failed; `started` says whether the program may have run. */
+  | { kind: 'failed'; started: boolean; error: Error };
+
+interface ActiveRun {
+  id: number;
+  onFrame(frame: Frame): void;
+  onBroken(error: Error): void;
+}
+
+/**
+ * The host's end of the channel to a sandbox's runner: the container's attach stream (PID 1's
+ * stdin and stdout; its stderr goes to the log). Everything it receives is validated: a frame
+ * that is malformed, too large or of the wrong shape breaks the channel for good, and the caller
+ * falls back to `docker exec`.
+ */
+export class RunnerChannel {
+  private stream: NodeJS.ReadWriteStream | undefined;
+  private readonly decoder = new FrameDecoder();
+  private stateValue: RunnerState = 'connecting';
+  private hello: HelloReply | undefined;
+  private nonce = '';
+  private helloTimer: NodeJS.Timeout | undefined;
+  private readyWaiters = new Set<() => void>();
+  private active: ActiveRun | undefined;
+  private stderrLine = '';
+  private brokenReason: string | undefined;
+
+  private constructor(
+    private readonly label: string,
+    private readonly log: Logger,
+  ) {}
+
+  /** Attaches to the container's stdio; works before it starts (nothing said at start is lost). */
+  static async open(docker: Dockerode, container: Dockerode.Container, label: string, log: Logger): Promise<RunnerChannel> {
+    const channel = new RunnerChannel(label, log);
+    const stream = (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as NodeJS.ReadWriteStream;
+    channel.stream = stream;
+    const sink = (deliver: (chunk: Buffer) => void) =>
+      new Writable({
+        write(chunk: Buffer, _enc, done) {
+          deliver(chunk);
+          done();
+        },
+      });
+    docker.modem.demuxStream(stream, sink((c) => channel.onStdout(c)), sink((c) => channel.onStderr(c)));
+    stream.on('end', () => channel.fail(new Error('the runner channel closed')));
+    stream.on('close', () => channel.fail(new Error('the runner channel closed')));
+    stream.on('error', (e: Error) => channel.fail(e));
+    return channel;
+  }
+
+  get state(): RunnerState {
+    return this.stateValue;
+  }
+
+  get info(): HelloReply | undefined {
+    return this.hello;
+  }
+
+  /** Starts the handshake: hellos until one is answered with our nonce. */
+  greet(): void {
+    if (this.stateValue !== 'connecting' || this.helloTimer) return;
+    this.nonce = randomBytes(8).toString('hex');
+    const send = () => {
+      if (this.stateValue !== 'connecting') return;
+      this.write(encodeFrame(HOST_KIND.hello, 0, Buffer.from(`nonce=${this.nonce}`, 'ascii')));
+      this.helloTimer = setTimeout(send, HELLO_RETRY_MS);
+      this.helloTimer.unref?.();
+    };
+    send();
+  }
+
+  /** Resolves true once the runner is ready, false when it cannot be (or the wait is over). */
+  whenReady(timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+    if (this.stateValue !== 'connecting') return Promise.resolve(this.stateValue === 'ready');
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.readyWaiters.delete(done);
+        resolve(this.stateValue === 'ready');
+      };
+      const timer = setTimeout(done, timeoutMs);
+      signal.addEventListener('abort', done, { once: true });
+      this.readyWaiters.add(done);
+    });
+  }
+
+  /**
+   * Runs one program. Output arrives through the callbacks as it is printed. Aborting kills the
+   * program's process group (and whatever it left) inside the sandbox; when the runner does not
+   * confirm within `killGraceMs`, the outcome is `failed` with `started: true`.
+   */
+  run(
+    id: number,
+    request: RunRequest,
+    io: { onStdout(chunk: Buffer): void; onStderr(chunk: Buffer): void },
+    signal: AbortSignal,
+    killGraceMs: number,
+  ): Promise<RunnerOutcome> {
+    if (this.stateValue !== 'ready') return Promise.resolve({ kind: 'declined', reason: `runner ${this.stateValue}`, written: false });
+    if (this.active) return Promise.resolve({ kind: 'declined', reason: 'runner busy', written: false });
+    return new Promise<RunnerOutcome>((resolve) => {
+      let started = false;
+      let killTimer: NodeJS.Timeout | undefined;
+      const finish = (outcome: RunnerOutcome) => {
+        clearTimeout(startTimer);
+        clearTimeout(killTimer);
+        signal.removeEventListener('abort', onAbort);
+        if (this.active === active) this.active = undefined;
+        resolve(outcome);
+      };
+      const onAbort = () => {
+        this.write(encodeFrame(HOST_KIND.kill, id));
+        killTimer = setTimeout(() => {
+          this.log.warn(`sandbox ${this.label}: the runner did not confirm the kill of run ${id}`);
+          this.breakChannel(`run ${id} was not confirmed killed`);
+          finish({ kind: 'failed', started: true, error: new Error('the runner did not confirm the kill') });
+        }, killGraceMs);
+      };
+      const startTimer = setTimeout(() => {
+        // Whatever it is doing, it must not start this program later: ask it to kill it, then give up on it.
+        this.write(encodeFrame(HOST_KIND.kill, id));
+        this.breakChannel(`run ${id} was not started within ${START_DEADLINE_MS} ms`);
+        finish({ kind: 'failed', started: false, error: new Error('the runner did not start the program') });
+      }, START_DEADLINE_MS);
+      const active: ActiveRun = {
+        id,
+        onFrame: (frame) => {
+          switch (frame.kind) {
+            case RUNNER_KIND.started:
+              parseReply(startedReplySchema, frame.payload, 'started');
+              started = true;
+              clearTimeout(startTimer);
+              return;
+            case RUNNER_KIND.stdout:
+              if (!started) throw new ProtocolError('output before the program started');
+              io.onStdout(frame.payload);
+              return;
+            case RUNNER_KIND.stderr:
+              if (!started) throw new ProtocolError('output before the program started');
+              io.onStderr(frame.payload);
+              return;
+            case RUNNER_KIND.exit: {
+              if (!started) throw new ProtocolError('exit before the program started');
+              const x = parseReply(exitReplySchema, frame.payload, 'exit');
+              finish({ kind: 'exit', exitCode: x.exitCode, killed: x.killed, limited: x.limited, orphans: x.orphans });
+              return;
+            }
+            case RUNNER_KIND.declined: {
+              if (started) throw new ProtocolError('declined after the program started');
+              const d = parseReply(declinedReplySchema, frame.payload, 'declined');
+              finish({ kind: 'declined', reason: d.reason, written: d.written });
+              return;
+            }
+            default:
+              throw new ProtocolError(`unexpected ${frame.kind} frame during a run`);
+          }
+        },
+        onBroken: (error) => finish({ kind: 'failed', started, error }),
+      };
+      this.active = active;
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.write(encodeFrame(HOST_KIND.run, id, encodeRunRequest(request)));
+      if (signal.aborted) onAbort();
+    });
+  }
+
+  /** Detaches. The runner goes on (it is the container's PID 1) and a later host may attach again. */
+  close(): void {
+    this.breakChannel('closed');
+  }
+
+  private write(frame: Buffer): void {
+    const s = this.stream;
+    if (!s) return;
+    try {
+      s.write(frame);
+    } catch (e) {
+      this.fail(e instanceof Error ? e : new Error(String(e)));
+    }
+  }
+
+  private onStdout(chunk: Buffer): void {
+    if (this.stateValue === 'broken' || this.stateValue === 'unusable') return;
+    let frames: Frame[];
+    try {
+      frames = this.decoder.push(chunk);
+    } catch (e) {
+      this.fail(e as Error);
+      return;
+    }
+    for (const frame of frames) {
+      try {
+        this.dispatch(frame);
+      } catch (e) {
+        this.fail(e instanceof Error ? e : new Error(String(e)));
+        return;
+      }
+    }
+  }
+
+  private dispatch(frame: Frame): void {
+    if (frame.kind === RUNNER_KIND.hello) {
+      const hello = parseReply(helloReplySchema, frame.payload, 'hello');
+      if (hello.nonce !== this.nonce || this.stateValue !== 'connecting') return; // an answer to an older hello
+      clearTimeout(this.helloTimer);
+      this.hello = hello;
+      if (!hello.usable || hello.v !== RUNNER_PROTOCOL_VERSION) {
+        this.log.warn(`sandbox ${this.label}: runner not usable (${hello.reason ?? `protocol ${hello.v}`}); programs run by docker exec`);
+        // Nothing it says is trusted from now on (an unusable runner is not shielded from programs).
+        this.setState('unusable');
+        this.detach();
+        return;
+      }
+      this.log.info(
+        `sandbox ${this.label}: runner ready (Python ${hello.python}; preloaded ${hello.preloaded.join(', ') || 'nothing'}` +
+          `${hello.missing.length ? `; not in the image: ${hello.missing.join(', ')}` : ''}` +
+          `${hello.dirty.length ? `; not preloaded, not transparent: ${hello.dirty.join(', ')}` : ''})`,
+      );
+      this.setState('ready');
+      return;
+    }
+    const active = this.active;
+    // Frames of a run given up on (the runner is told to kill it) are dropped; nothing else may come.
+    if (!active || frame.id !== active.id) {
+      if (frame.kind === RUNNER_KIND.hello || frame.id === 0) throw new ProtocolError(`unexpected ${frame.kind} frame`);
+      return;
+    }
+    active.onFrame(frame);
+  }
+
+  private onStderr(chunk: Buffer): void {
+    this.stderrLine += chunk.toString('utf8');
+    let at: number;
+    while ((at = this.stderrLine.indexOf('\n')) >= 0) {
+      this.log.info(`sandbox ${this.label} runner: ${this.stderrLine.slice(0, Math.min(at, LOG_LINE_MAX))}`);
+      this.stderrLine = this.stderrLine.slice(at + 1);
+    }
+    if (this.stderrLine.length > LOG_LINE_MAX) this.stderrLine = this.stderrLine.slice(-LOG_LINE_MAX);
+  }
+
+  private breakChannel(reason: string): void {
+    if (this.stateValue === 'broken') return;
+    this.brokenReason ??= reason;
+    this.setState('broken');
+    this.detach();
+  }
+
+  private detach(): void {
+    clearTimeout(this.helloTimer);
+    const s = this.stream as (NodeJS.ReadWriteStream & { destroy?: () => void }) | undefined;
+    this.stream = undefined;
+    s?.destroy?.();
+  }
+
+  private fail(error: Error): void {
+    if (this.stateValue === 'broken') return;
+    if (this.stateValue !== 'unusable' && !/channel closed/.test(error.message)) {
+      this.log.warn(`sandbox ${this.label}: runner channel failed: ${error.message}`);
+    }
+    const active = this.active;
+    this.active = undefined;
+    this.breakChannel(error.message);
+    active?.onBroken(error);
+  }
+
+  private setState(state: RunnerState): void {
+    this.stateValue = state;
+    for (const w of [...this.readyWaiters]) w();
+  }
+
+  /** Why the channel was given up, for the log. */
+  get reason(): string | undefined {
+    return this.brokenReason;
+  }
+}

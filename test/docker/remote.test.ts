@@ -1,0 +1,266 @@
+/**
+ * A remote engine for real: a second dockerd on 127.0.0.1 with TLS and client-certificate
+ * verification (test/docker/fixtures/tlsEngine.ts). The test image is copied into it through the
+ * API; every run goes through TCP + TLS, nothing through a shared filesystem.
+ */
+import * as assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as esbuild from 'esbuild';
+import { ToolError } from '../../src/core/errors';
+import { createDockerClient, resolveEngine } from '../../src/docker/connection';
+import { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
+import { SSHD, startSshServer, type SshServer } from './fixtures/sshServer';
+import { copyImage, startTlsEngine, type TlsEngine } from './fixtures/tlsEngine';
+import { IMAGE, IMAGE_HINT, TEST_LIMITS, TEST_VERSION, docker, log, owner, run, uniqueSessionKey, useDocker } from './helpers';
+
+const certificateProblem = (url: string) =>
+  `The Docker engine at ${url} refused the TLS connection (certificate problem), so the program was not run. Ask the user to check the Docker TLS certificates (DOCKER_CERT_PATH or the certificate folder setting: ca.pem, cert.pem and key.pem must belong to this engine's CA).`;
+
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+const RUNNER = path.join(__dirname, '../../resources/runner.py');
+
+/** The CLI bundled as esbuild.mjs bundles it (cpu-features and .node files left out), into `dir`. */
+async function bundleCli(dir: string): Promise<string> {
+  const cli = path.join(dir, 'cli.js');
+  await esbuild.build({
+    entryPoints: [path.join(__dirname, '../../src/cli.ts')],
+    outfile: cli,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    logLevel: 'warning',
+    external: ['vscode', 'cpu-features', '*.node'],
+    define: {
+      __CODEACT_VERSION__: JSON.stringify(TEST_VERSION),
+      // Bundles carry the sandbox runner inline, as esbuild.mjs makes them.
+      ...(fs.existsSync(RUNNER) ? { __CODEACT_RUNNER_SOURCE__: JSON.stringify(fs.readFileSync(RUNNER, 'utf8')) } : {}),
+    },
+  });
+  return cli;
+}
+
+function runCliIn(dir: string, cli: string, args: string[], env: NodeJS.ProcessEnv, stdin = ''): Promise<CliResult> {
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const clean = { ...process.env };
+    for (const k of ['DOCKER_HOST', 'DOCKER_TLS_VERIFY', 'DOCKER_CERT_PATH', 'DOCKER_CONTEXT', 'SSH_AUTH_SOCK']) delete clean[k];
+    const child = spawn(process.execPath, [cli, ...args], { cwd: dir, env: { ...clean, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => err.push(c));
+    child.on('error', reject);
+    child.on('close', (code) =>
+      resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), ms: Date.now() - started }),
+    );
+    child.stdin.end(stdin);
+  });
+}
+
+describe('remote Docker engines over TLS (integration)', function () {
+  this.timeout(180_000);
+  useDocker();
+  let engine: TlsEngine;
+  let dir: string;
+  let cli: string;
+  const providers: DockerSandboxProvider[] = [];
+
+  before(async function () {
+    this.timeout(300_000);
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-remote-test-'));
+    // With the Dev Containers CLI copied next to the bundle the way esbuild.mjs lays it out in
+    // dist/, so the bundle's own lookup is what is tested.
+    [engine, cli] = await Promise.all([startTlsEngine(), bundleCli(dir)]);
+    const pkg = path.dirname(require.resolve('@devcontainers/cli/package.json'));
+    const script = path.join(dir, 'devcontainers-cli', 'dist', 'spec-node', 'devContainersSpecCLI.js');
+    fs.mkdirSync(path.dirname(script), { recursive: true });
+    fs.copyFileSync(path.join(pkg, 'dist', 'spec-node', 'devContainersSpecCLI.js'), script);
+    // Only through the API: GET /images/{name}/get from the first engine into POST /images/load.
+    await copyImage(docker, engine.docker, IMAGE);
+  });
+
+  after(async function () {
+    this.timeout(120_000);
+    await Promise.all(providers.map((p) => p.dispose()));
+    await engine?.stop();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  function providerFor(certPath: string | undefined, tlsVerify?: boolean): DockerSandboxProvider {
+    const target = resolveEngine({ host: engine.url, ...(certPath ? { certPath } : {}), ...(tlsVerify !== undefined ? { tlsVerify } : {}) }, {});
+    const p = new DockerSandboxProvider({
+      docker: createDockerClient(target),
+      owner,
+      spec: () => ({ image: IMAGE, limits: TEST_LIMITS }),
+      imageSettingHint: IMAGE_HINT,
+      log,
+      idleMs: 0,
+    });
+    providers.push(p);
+    return p;
+  }
+
+  const runCli = (args: string[], env: NodeJS.ProcessEnv, stdin = '') => runCliIn(dir, cli, args, env, stdin);
+
+  it('runs a program through the TLS endpoint and returns exactly its output', async function () {
+    const provider = providerFor(engine.clientCerts);
+    const report = await run(provider, uniqueSessionKey('tls-hello'), "print('hello over TLS')\n");
+    assert.equal(report.text, 'stdout:\nhello over TLS');
+    // The sandbox lives in the second engine, not in the first.
+    const [sandbox] = [...provider.active.values()];
+    assert.equal((await engine.docker.getContainer(sandbox!.id).inspect()).HostConfig.NetworkMode, 'none');
+    await assert.rejects(docker.getContainer(sandbox!.id).inspect(), (e: { statusCode?: number }) => e.statusCode === 404);
+  });
+
+  it('refuses a client certificate of another CA, quickly and with a clear sentence', async function () {
+    for (const certs of [engine.rogueClientCerts, engine.wrongCaCerts]) {
+      const started = Date.now();
+      await assert.rejects(run(providerFor(certs), uniqueSessionKey('tls-rogue'), 'print(1)\n'), (e: unknown) => {
+        assert.ok(e instanceof ToolError, String(e));
+        assert.equal(e.code, 'engine_unreachable');
+        assert.equal(e.modelMessage, certificateProblem(engine.url));
+        return true;
+      });
+      assert.ok(Date.now() - started < 5_000, `took ${Date.now() - started} ms`);
+    }
+  });
+
+  it('says that TLS is missing when plain HTTP is used against the TLS port', async function () {
+    await assert.rejects(run(providerFor(undefined), uniqueSessionKey('tls-plain'), 'print(1)\n'), (e: unknown) => {
+      assert.ok(e instanceof ToolError);
+      assert.equal(e.code, 'engine_unreachable');
+      assert.match(e.modelMessage, new RegExp(`^The Docker engine at ${engine.url.replace(/[.]/g, '\\.')} and this client disagree about TLS`));
+      return true;
+    });
+  });
+
+  it('the CLI honours DOCKER_HOST, DOCKER_CERT_PATH and DOCKER_TLS_VERIFY, and --docker-* over them', async function () {
+    const env = { DOCKER_HOST: engine.url, DOCKER_CERT_PATH: engine.clientCerts, DOCKER_TLS_VERIFY: '1' };
+    const viaEnv = await runCli(['run', '--image', IMAGE, '-'], env, "print('hello from the CLI over TLS')\n");
+    assert.equal(viaEnv.stderr, '');
+    assert.equal(viaEnv.stdout, 'stdout:\nhello from the CLI over TLS\n');
+    assert.equal(viaEnv.code, 0);
+
+    // The options win over an environment that points elsewhere.
+    const viaFlags = await runCli(
+      ['run', '--image', IMAGE, '--docker-host', engine.url, '--docker-cert-path', engine.clientCerts, '--docker-tls-verify', '-'],
+      { DOCKER_HOST: 'unix:///nonexistent.sock' },
+      'print(6 * 7)\n',
+    );
+    assert.equal(viaFlags.stderr, '');
+    assert.equal(viaFlags.stdout, 'stdout:\n42\n');
+
+    const rogue = await runCli(['run', '--image', IMAGE, '-'], { ...env, DOCKER_CERT_PATH: engine.rogueClientCerts }, 'print(1)\n');
+    assert.equal(rogue.code, 1);
+    assert.equal(rogue.stdout, '');
+    assert.equal(rogue.stderr, `${certificateProblem(engine.url)}\n`);
+    assert.ok(rogue.ms < 10_000, `took ${rogue.ms} ms`);
+
+    const missing = await runCli(['run', '--image', IMAGE, '-'], { ...env, DOCKER_CERT_PATH: path.join(dir, 'no-such-folder') }, 'print(1)\n');
+    assert.equal(missing.code, 2);
+    assert.equal(
+      missing.stderr,
+      `The TLS certificates for the Docker engine at ${engine.url} could not be read, so the program was not run. Ask the user to check the certificate folder (DOCKER_CERT_PATH, default ~/.docker): it must contain ca.pem, cert.pem and key.pem.\n`,
+    );
+  });
+
+  it('builds a Dev Container image on the TLS engine (the build context crosses the API) and runs from it', async function () {
+    const ws = path.join(dir, 'workspace');
+    fs.mkdirSync(path.join(ws, '.devcontainer'), { recursive: true });
+    fs.writeFileSync(path.join(ws, '.devcontainer', 'devcontainer.json'), '{ "build": { "dockerfile": "Dockerfile" } }\n');
+    // COPY only: the second engine has no bridge network for RUN steps.
+    fs.writeFileSync(path.join(ws, '.devcontainer', 'Dockerfile'), `FROM ${IMAGE}\nCOPY marker.txt /opt/marker.txt\n`);
+    fs.writeFileSync(path.join(ws, '.devcontainer', 'marker.txt'), 'built remotely\n');
+    const env = { DOCKER_HOST: engine.url, DOCKER_CERT_PATH: engine.clientCerts, DOCKER_TLS_VERIFY: '1' };
+    const r = await runCli(['run', '--backend', 'devcontainer', '--workspace', ws, '-'], env, "print(open('/opt/marker.txt').read().strip())\n");
+    assert.equal(r.stderr, '');
+    assert.equal(r.stdout, 'stdout:\nbuilt remotely\n');
+    const images = await engine.docker.listImages({ filters: { reference: ['codeact-devcontainer/*'] } });
+    assert.equal(images.length, 1);
+    // Built there, not on the first engine.
+    assert.deepEqual(await docker.listImages({ filters: { reference: [images[0]!.RepoTags![0]!] } }), []);
+  });
+});
+
+describe('remote Docker engines over SSH (integration)', function () {
+  this.timeout(120_000);
+  useDocker();
+  let server: SshServer;
+  let dir: string;
+  let cli: string;
+  const providers: DockerSandboxProvider[] = [];
+
+  before(async function () {
+    if (!fs.existsSync(SSHD) || process.getuid?.() !== 0) {
+      // scripts/test.sh installs openssh-server; a machine without it (or not root) cannot host the server.
+      process.stderr.write(`      (skipped: needs ${SSHD} and root; scripts/ensure-sshd.sh installs it)\n`);
+      this.skip();
+    }
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-ssh-test-'));
+    [server, cli] = await Promise.all([startSshServer(), bundleCli(dir)]);
+  });
+
+  after(async function () {
+    await Promise.all(providers.map((p) => p.dispose()));
+    await server?.stop();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  function providerFor(files: { knownHosts: string; identity: string }): DockerSandboxProvider {
+    const target = resolveEngine({ host: server.url }, {});
+    const p = new DockerSandboxProvider({
+      docker: createDockerClient(target, { env: { HOME: server.home }, knownHostsFiles: [files.knownHosts], identityFiles: [files.identity] }),
+      owner,
+      spec: () => ({ image: IMAGE, limits: TEST_LIMITS }),
+      imageSettingHint: IMAGE_HINT,
+      log,
+      idleMs: 0,
+    });
+    providers.push(p);
+    return p;
+  }
+
+  it('runs a program through ssh:// (docker system dial-stdio) and returns exactly its output', async function () {
+    const provider = providerFor(server);
+    const report = await run(provider, uniqueSessionKey('ssh-hello'), "print('hello over SSH')\n");
+    assert.equal(report.text, 'stdout:\nhello over SSH');
+  });
+
+  it('refuses an unknown host key and a key the server does not accept, with sentences that say so', async function () {
+    const display = `ssh://${server.user}@127.0.0.1:${server.port}`;
+    await assert.rejects(run(providerFor({ knownHosts: server.wrongKnownHosts, identity: server.identity }), uniqueSessionKey('ssh-mitm'), 'print(1)\n'), (e: unknown) => {
+      assert.ok(e instanceof ToolError, String(e));
+      assert.equal(e.code, 'engine_unreachable');
+      assert.equal(
+        e.modelMessage,
+        `The Docker engine at ${display} could not be reached because its SSH host key is not in the user's known_hosts file or does not match it, so the program was not run. Ask the user to connect once with ssh to check and accept the host key.`,
+      );
+      return true;
+    });
+    await assert.rejects(run(providerFor({ knownHosts: server.knownHosts, identity: server.strangerIdentity }), uniqueSessionKey('ssh-stranger'), 'print(1)\n'), (e: unknown) => {
+      assert.ok(e instanceof ToolError, String(e));
+      assert.equal(
+        e.modelMessage,
+        `The Docker engine at ${display} could not be reached because the SSH server accepted none of the user's keys, so the program was not run. Ask the user to load the right key into the SSH agent (or ~/.ssh) for that host.`,
+      );
+      return true;
+    });
+  });
+
+  it('the bundled CLI reaches an ssh:// DOCKER_HOST (ssh2 in pure JS, no native modules)', async function () {
+    const r = await runCliIn(dir, cli, ['run', '--image', IMAGE, '-'], { DOCKER_HOST: server.url, HOME: server.home, CODEACT_DEBUG: '1' }, "print('hello from the CLI over SSH')\n");
+    assert.equal(r.stderr, '');
+    assert.equal(r.stdout, 'stdout:\nhello from the CLI over SSH\n');
+    assert.equal(r.code, 0);
+  });
+});

@@ -1,0 +1,160 @@
+import * as assert from 'node:assert/strict';
+import {
+  FRAME_HEADER_BYTES,
+  FrameDecoder,
+  MAX_DATA_PAYLOAD,
+  MAX_JSON_PAYLOAD,
+  ProtocolError,
+  declinedReplySchema,
+  encodeFrame,
+  encodeRunRequest,
+  exitReplySchema,
+  helloReplySchema,
+  parseReply,
+  preloadModuleSchema,
+  runnerConfig,
+} from '../../src/core/runnerProtocol';
+
+const json = (v: unknown) => Buffer.from(JSON.stringify(v));
+const exit = { t: 'exit', exitCode: 3, signal: null, killed: false, limited: false, orphans: false };
+
+describe('runner protocol (unit)', () => {
+  describe('frames', () => {
+    it('round-trips frames split at every byte boundary', () => {
+      const frames = [
+        encodeFrame('O', 7, Buffer.from('hello\n')),
+        encodeFrame('E', 7, Buffer.alloc(0)),
+        encodeFrame('X', 7, json(exit)),
+        encodeFrame('H', 0, json({ t: 'hello' })),
+      ];
+      const all = Buffer.concat(frames);
+      for (let cut = 0; cut <= all.length; cut++) {
+        const d = new FrameDecoder();
+        const got = [...d.push(all.subarray(0, cut)), ...d.push(all.subarray(cut))];
+        assert.deepEqual(
+          got.map((f) => [f.kind, f.id, f.payload.toString()]),
+          [
+            ['O', 7, 'hello\n'],
+            ['E', 7, ''],
+            ['X', 7, JSON.stringify(exit)],
+            ['H', 0, JSON.stringify({ t: 'hello' })],
+          ],
+          `cut at ${cut}`,
+        );
+        assert.equal(d.pendingBytes, 0);
+      }
+    });
+
+    it('decodes byte by byte without holding more than one frame', () => {
+      const payload = Buffer.alloc(MAX_DATA_PAYLOAD, 0x61);
+      const all = Buffer.concat([encodeFrame('O', 1, payload), encodeFrame('O', 1, payload)]);
+      const d = new FrameDecoder();
+      let frames = 0;
+      let maxPending = 0;
+      for (let i = 0; i < all.length; i += 997) {
+        frames += d.push(all.subarray(i, i + 997)).length;
+        maxPending = Math.max(maxPending, d.pendingBytes);
+      }
+      assert.equal(frames, 2);
+      assert.ok(maxPending < FRAME_HEADER_BYTES + MAX_DATA_PAYLOAD + 997, `held ${maxPending} bytes`);
+    });
+
+    it('accepts the largest payload of each kind and refuses one byte more', () => {
+      assert.equal(new FrameDecoder().push(encodeFrame('O', 1, Buffer.alloc(MAX_DATA_PAYLOAD))).length, 1);
+      assert.equal(new FrameDecoder().push(encodeFrame('X', 1, Buffer.alloc(MAX_JSON_PAYLOAD))).length, 1);
+      // The length is checked from the header alone: nothing of the body needs to arrive.
+      const big = encodeFrame('O', 1, Buffer.alloc(MAX_DATA_PAYLOAD + 1)).subarray(0, FRAME_HEADER_BYTES);
+      assert.throws(() => new FrameDecoder().push(big), /65537-byte payload over the 65536-byte limit of kind O/);
+      const bigJson = encodeFrame('H', 0, Buffer.alloc(MAX_JSON_PAYLOAD + 1)).subarray(0, FRAME_HEADER_BYTES);
+      assert.throws(() => new FrameDecoder().push(bigJson), ProtocolError);
+      const huge = Buffer.from(encodeFrame('E', 1).subarray(0, FRAME_HEADER_BYTES));
+      huge.writeUInt32BE(0xffffffff, 8);
+      assert.throws(() => new FrameDecoder().push(huge), /4294967295-byte payload/);
+    });
+
+    it('refuses bad magic, unknown kinds, host kinds and reserved flags, and stays failed', () => {
+      const good = encodeFrame('O', 1, Buffer.from('x'));
+      const cases: [Buffer, RegExp][] = [
+        [Buffer.concat([Buffer.from('XX'), good.subarray(2)]), /bad magic/],
+        [Buffer.from(good).fill(0x5a, 2, 3), /unknown kind 0x5a/],
+        [Buffer.from(good).fill(0x72, 2, 3), /unknown kind 0x72/], // 'r' is a request, never a reply
+        [Buffer.from(good).fill(1, 3, 4), /reserved flags/],
+        [Buffer.from('stdout:\nhello world\n'), /bad magic/],
+      ];
+      for (const [bytes, message] of cases) {
+        const d = new FrameDecoder();
+        assert.throws(() => d.push(bytes), message);
+        // A channel that lied once is not read again, even good frames.
+        assert.throws(() => d.push(good), message);
+      }
+    });
+
+    it('a program printing protocol frames cannot make them frames: they are inside an O payload', () => {
+      const forged = encodeFrame('X', 9, json({ ...exit, exitCode: 0 }));
+      const d = new FrameDecoder();
+      const frames = d.push(encodeFrame('O', 9, forged));
+      assert.equal(frames.length, 1);
+      assert.equal(frames[0]!.kind, 'O');
+      assert.deepEqual(frames[0]!.payload, forged);
+    });
+
+    it('encodes only what the header can say', () => {
+      assert.throws(() => encodeFrame('rr', 1), /one character/);
+      assert.throws(() => encodeFrame('r', -1), /out of range/);
+      assert.throws(() => encodeFrame('r', 2 ** 32), /out of range/);
+      assert.deepEqual([...encodeFrame('k', 258).subarray(0, FRAME_HEADER_BYTES)], [0x43, 0x58, 0x6b, 0, 0, 0, 1, 2, 0, 0, 0, 0]);
+    });
+  });
+
+  describe('replies', () => {
+    const hello = { t: 'hello', v: 1, nonce: 'ab', pid: 1, python: '3.11.2', usable: true, preloaded: ['numpy'], missing: [], dirty: [] };
+
+    it('parses valid replies', () => {
+      assert.deepEqual(parseReply(helloReplySchema, json(hello), 'hello'), hello);
+      assert.deepEqual(parseReply(exitReplySchema, json(exit), 'exit'), exit);
+      assert.deepEqual(parseReply(declinedReplySchema, json({ t: 'declined', reason: 'shadows json', written: true }), 'declined'), {
+        t: 'declined',
+        reason: 'shadows json',
+        written: true,
+      });
+    });
+
+    it('refuses replies of the wrong shape', () => {
+      const bad: [unknown, string][] = [
+        [{ ...exit, exitCode: 256 }, 'exit code out of range'],
+        [{ ...exit, exitCode: -1 }, 'negative exit code'],
+        [{ ...exit, exitCode: '0' }, 'exit code as a string'],
+        [{ ...exit, extra: 1 }, 'unknown field'],
+        [{ ...exit, t: 'hello' }, 'wrong type tag'],
+        [{ t: 'exit' }, 'missing fields'],
+        [[exit], 'an array'],
+      ];
+      for (const [value, why] of bad) assert.throws(() => parseReply(exitReplySchema, json(value), 'exit'), ProtocolError, why);
+      assert.throws(() => parseReply(exitReplySchema, Buffer.from('{"t":"exit",'), 'exit'), /not JSON/);
+      assert.throws(() => parseReply(helloReplySchema, json({ ...hello, reason: 'x'.repeat(2001) }), 'hello'), ProtocolError);
+    });
+  });
+
+  describe('requests and config', () => {
+    it('writes a run request the runner parses without imports', () => {
+      const r = encodeRunRequest({ dir: '/sandbox/runs/0001-abcdef', code: Buffer.from('print(1)\n\nprint(2)'), maxOutputBytes: 64, orphanGraceMs: 1000 });
+      assert.equal(r.toString(), 'dir=/sandbox/runs/0001-abcdef\nmax=64\ngrace=1000\ncode=1\n\nprint(1)\n\nprint(2)');
+      const noCode = encodeRunRequest({ dir: '/sandbox/runs/12345-000000', maxOutputBytes: 0, orphanGraceMs: 0 });
+      assert.equal(noCode.toString(), 'dir=/sandbox/runs/12345-000000\nmax=0\ngrace=0\ncode=0\n\n');
+    });
+
+    it('refuses directories outside the runs folder and bad limits', () => {
+      for (const dir of ['/sandbox/runs/../etc', '/etc', '/sandbox/runs/0001-abcdef\ncode=1', '/sandbox/runs/01-abcdef', '/sandbox/runs/0001-ABCDEF']) {
+        assert.throws(() => encodeRunRequest({ dir, maxOutputBytes: 1, orphanGraceMs: 1 }), /not a run directory/, dir);
+      }
+      assert.throws(() => encodeRunRequest({ dir: '/sandbox/runs/0001-abcdef', maxOutputBytes: 1.5, orphanGraceMs: 1 }), /non-negative integers/);
+    });
+
+    it('passes only module names to the runner', () => {
+      assert.equal(runnerConfig(['numpy', 'matplotlib.pyplot', 'numpy']), 'preload=numpy,matplotlib.pyplot');
+      assert.equal(runnerConfig(['os;import evil', 'a,b', '../x', '', 'x=1']), 'preload=');
+      assert.equal(preloadModuleSchema.safeParse('pandas').success, true);
+      assert.equal(preloadModuleSchema.safeParse('pandas; x').success, false);
+    });
+  });
+});
