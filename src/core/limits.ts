@@ -29,6 +29,13 @@ export const DEFAULTS = {
   warmRunner: true,
   /** Imported by that interpreter before the first program; modules the image lacks are skipped. */
   preloadModules: ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'],
+  /** docker: the image setting; devcontainer: built from the workspace; auto: devcontainer when there is one. */
+  backend: 'auto',
+  /** Empty: DOCKER_HOST, else the local engine. */
+  dockerHost: '',
+  dockerCertPath: '',
+  dockerTlsVerify: false,
+  devcontainerBuildTimeoutMinutes: 15,
 } as const;
 
 export interface FilesOutCaps {

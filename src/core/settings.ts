@@ -29,6 +29,11 @@ export const settingsShape = {
   artifactsBudgetMb: z.number().int().min(10).max(1048576),
   warmRunner: z.boolean(),
   preloadModules: z.array(preloadModuleSchema).max(100),
+  backend: z.enum(['docker', 'devcontainer', 'auto']),
+  dockerHost: z.string().trim().max(2048),
+  dockerCertPath: z.string().trim().max(4096),
+  dockerTlsVerify: z.boolean(),
+  devcontainerBuildTimeoutMinutes: z.number().int().min(1).max(240),
 } as const;
 
 export type SettingKey = keyof typeof settingsShape;

@@ -48,6 +48,11 @@ export class DockerSandboxProvider implements SandboxProvider {
     }
   }
 
+  /** The engine this provider creates sandboxes on. */
+  get docker(): Dockerode {
+    return this.options.docker;
+  }
+
   /** Sandboxes currently held, by session key (for status displays and tests). */
   get active(): ReadonlyMap<string, DockerSandbox> {
     return this.sandboxes;

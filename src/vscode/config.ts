@@ -1,11 +1,14 @@
 import * as vscode from 'vscode';
 import type { Logger } from '../core/logger';
-import { readSettings, type Settings } from '../core/settings';
+import { readSettings, type SettingKey, type Settings } from '../core/settings';
+import { isExplicit, settingValue } from '../core/trust';
 import { CONFIG_SECTION } from './ids';
 
 /**
- * Settings are read at every call, so a change applies to the next call. Invalid values are
- * reported once per distinct problem (a warning and the log) and replaced by defaults.
+ * Settings are read at every call, so a change applies to the next call. In an untrusted
+ * workspace, restricted settings (engine, image, backend, deny-list, ...) take only the user's
+ * own value. Invalid values are reported once per distinct problem (a warning and the log) and
+ * replaced by defaults.
  */
 export class SettingsReader {
   private reported = new Set<string>();
@@ -19,7 +22,8 @@ export class SettingsReader {
 
   read(): Settings {
     const config = vscode.workspace.getConfiguration(CONFIG_SECTION);
-    const { settings, problems } = readSettings((key) => config.get(key), CONFIG_SECTION);
+    const trusted = vscode.workspace.isTrusted;
+    const { settings, problems } = readSettings((key) => settingValue(key, config.inspect(key), trusted), CONFIG_SECTION);
     for (const problem of problems) {
       if (this.reported.has(problem)) continue;
       this.reported.add(problem);
@@ -27,5 +31,10 @@ export class SettingsReader {
       void vscode.window.showWarningMessage(`CodeAct Sandbox: ${problem}`);
     }
     return settings;
+  }
+
+  /** Whether the user (or a trusted workspace) set this setting, as opposed to its default. */
+  isExplicit(key: SettingKey): boolean {
+    return isExplicit(key, vscode.workspace.getConfiguration(CONFIG_SECTION).inspect(key), vscode.workspace.isTrusted);
   }
 }

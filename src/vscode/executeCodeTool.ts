@@ -26,6 +26,8 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     /** Used when a call comes from outside a chat (no session in the token). */
     private readonly windowKey: string,
     private readonly store: ArtifactStore,
+    /** The image the sandbox runs now (a Dev Container build's tag), when known. */
+    private readonly currentImage: () => string | undefined = () => undefined,
   ) {}
 
   sessionKeyOf(token: unknown): string {
@@ -41,7 +43,7 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     // The chat is about to run a program: create its sandbox now, while the user reads the
     // confirmation (if any) and the invocation is set up, so the first call finds it warm.
     this.provider.prewarm?.(key);
-    const where = `sandbox \`${s.image}\`, ${sessionDisplayName(key)}`;
+    const where = `sandbox \`${this.currentImage() ?? s.image}\`, ${sessionDisplayName(key)}`;
     const code = typeof (options.input as { code?: unknown })?.code === 'string' ? (options.input as ToolInput).code : '';
     const prepared: vscode.PreparedToolInvocation = {
       invocationMessage: `Running Python in the ${where}`,

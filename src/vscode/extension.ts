@@ -1,20 +1,16 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { describeError } from '../core/errors';
-import { sandboxLimitsOf } from '../core/settings';
-import { removeOrphanedSandboxes } from '../docker/cleanup';
-import { createDockerClient } from '../docker/connection';
-import { DockerSandboxProvider } from '../docker/dockerSandboxProvider';
+import { describeError, isToolError } from '../core/errors';
+import { checkManifestCaps } from '../core/files/manifest';
 import { currentOwner } from '../docker/labels';
 import { ArtifactStore } from '../storage/artifactStore';
-import { checkManifestCaps } from '../core/files/manifest';
-import { isToolError } from '../core/errors';
-import { registerArtifactView, type ArtifactNode } from './artifactTree';
 import { VERSION } from '../version';
+import { registerArtifactView, type ArtifactNode } from './artifactTree';
 import { SettingsReader } from './config';
 import { ExecuteCodeTool } from './executeCodeTool';
-import { COMMAND, CONFIG_SECTION, TOOL_NAME } from './ids';
+import { COMMAND, TOOL_NAME } from './ids';
 import { createLog } from './log';
+import { SandboxService } from './sandboxService';
 
 /** What the extension hands to other extensions and to its own tests. */
 export interface CodeactApi {
@@ -27,6 +23,8 @@ export interface CodeactApi {
   artifactsRoot: string;
   /** The artifact tree as rendered: label, description and children of every item. */
   treeSnapshot(): TreeSnapshot[];
+  /** The backend, image and engine of the latest sandbox (as the status bar shows them). */
+  backend(): { backend?: string; reason?: string; image?: string; engine?: string };
 }
 
 export interface TreeSnapshot {
@@ -36,49 +34,17 @@ export interface TreeSnapshot {
   children: TreeSnapshot[];
 }
 
-let provider: DockerSandboxProvider | undefined;
+let service: SandboxService | undefined;
 
 export function activate(context: vscode.ExtensionContext): CodeactApi {
   const { channel, logger } = createLog();
   context.subscriptions.push(channel);
   try {
     const settings = new SettingsReader(logger);
-    const docker = createDockerClient();
-    const owner = currentOwner('vscode', VERSION);
     const initial = settings.read();
-    provider = new DockerSandboxProvider({
-      docker,
-      owner,
-      spec: () => {
-        const s = settings.read();
-        return { image: s.image, limits: sandboxLimitsOf(s), warmRunner: s.warmRunner, preloadModules: s.preloadModules };
-      },
-      imageSettingHint: `the ${CONFIG_SECTION}.image setting`,
-      log: logger,
-      idleMs: initial.idleMinutes * 60_000,
-      onPull: (image, pull) =>
-        Promise.resolve(
-          vscode.window.withProgress(
-            { location: vscode.ProgressLocation.Notification, title: `CodeAct Sandbox: pulling ${image}`, cancellable: true },
-            async (progress, token) => {
-              const abort = new AbortController();
-              const sub = token.onCancellationRequested(() => abort.abort());
-              let last = 0;
-              try {
-                await pull((message, fraction) => {
-                  const increment = fraction === undefined ? undefined : Math.max(0, fraction * 100 - last);
-                  if (fraction !== undefined) last = fraction * 100;
-                  progress.report({ message, ...(increment !== undefined ? { increment } : {}) });
-                }, abort.signal);
-              } finally {
-                sub.dispose();
-              }
-            },
-          ),
-        ),
-    });
-    const active = provider;
-    context.subscriptions.push({ dispose: () => void active.dispose() });
+    const sandboxes = new SandboxService(settings, logger, currentOwner('vscode', VERSION), context.workspaceState);
+    service = sandboxes;
+    context.subscriptions.push({ dispose: () => void sandboxes.dispose() });
 
     // Per workspace when there is one, so each project's runs stay with it; never inside the
     // workspace itself: these files were written by model-written code.
@@ -94,33 +60,45 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         void vscode.window.showErrorMessage(`CodeAct Sandbox: ${message}`);
       }
     }
-    const tool = new ExecuteCodeTool(provider, settings, logger, `window:${vscode.env.sessionId}`, store);
+    const tool = new ExecuteCodeTool(sandboxes, settings, logger, `window:${vscode.env.sessionId}`, store, () => sandboxes.describe().image);
     context.subscriptions.push(vscode.lm.registerTool(TOOL_NAME, tool));
 
     context.subscriptions.push(
       vscode.commands.registerCommand(COMMAND.showLog, () => channel.show()),
       vscode.commands.registerCommand(COMMAND.removeSandboxes, async () => {
-        const n = await active.removeAll().catch((e: unknown) => {
+        const n = await sandboxes.removeAll().catch((e: unknown) => {
           logger.error(describeError(e));
           return 0;
         });
         void vscode.window.showInformationMessage(`CodeAct Sandbox: removed ${n} sandbox${n === 1 ? '' : 'es'}.`);
       }),
+      vscode.commands.registerCommand(COMMAND.rebuildDevcontainer, async () => {
+        try {
+          await sandboxes.rebuildDevcontainer();
+          void vscode.window.showInformationMessage('CodeAct Sandbox: the Dev Container image was rebuilt; the next call uses it.');
+        } catch (e) {
+          logger.error(`rebuild failed: ${describeError(e)}`);
+          void vscode.window.showErrorMessage(`CodeAct Sandbox: ${isToolError(e) ? e.modelMessage : describeError(e)}`);
+        }
+      }),
     );
 
     // Containers left by a window that crashed: removed in the background, never blocking activation.
-    void removeOrphanedSandboxes(docker, owner, logger).then(
-      (n) => n > 0 && logger.info(`removed ${n} sandbox(es) left by earlier windows`),
-      (e: unknown) => logger.info(`orphan cleanup skipped: ${describeError(e)}`),
-    );
-    logger.info(`CodeAct Sandbox ${VERSION} active; image ${initial.image}`);
+    void Promise.resolve()
+      .then(() => sandboxes.removeOrphans())
+      .then(
+        (n) => n > 0 && logger.info(`removed ${n} sandbox(es) left by earlier windows`),
+        (e: unknown) => logger.info(`orphan cleanup skipped: ${describeError(e)}`),
+      );
+    logger.info(`CodeAct Sandbox ${VERSION} active; image ${initial.image}, backend ${initial.backend}`);
 
     return {
       sandboxes: () =>
-        [...active.active.entries()].map(([sessionKey, s]) => ({ sessionKey, containerId: s.id, image: s.image })),
+        [...sandboxes.active.entries()].map(([sessionKey, s]) => ({ sessionKey, containerId: s.id, image: s.image })),
       sessionKeyOf: (token) => tool.sessionKeyOf(token),
       settingsProblems: () => settings.problems,
       artifactsRoot: store.root,
+      backend: () => sandboxes.describe(),
       treeSnapshot: () => {
         const walk = (node?: ArtifactNode): TreeSnapshot[] =>
           tree.getChildren(node).map((child) => {
@@ -145,7 +123,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
 }
 
 export async function deactivate(): Promise<void> {
-  const p = provider;
-  provider = undefined;
-  await p?.dispose();
+  const s = service;
+  service = undefined;
+  await s?.dispose();
 }

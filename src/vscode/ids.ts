@@ -18,4 +18,5 @@ export const COMMAND = {
   deleteRun: 'codeactSandbox.deleteRun',
   deleteSession: 'codeactSandbox.deleteSession',
   clearAll: 'codeactSandbox.clearAll',
+  rebuildDevcontainer: 'codeactSandbox.rebuildDevcontainer',
 } as const;

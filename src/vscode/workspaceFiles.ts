@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import { Readable } from 'node:stream';
 import * as vscode from 'vscode';
 import type { WorkspaceSource } from '../core/files/filesIn';
 import { openInside } from '../storage/workspaceFolder';
@@ -9,14 +10,17 @@ const MAX_LISTED = 50_000;
 /**
  * The open workspace as the file store. The listing comes from `workspace.findFiles`, which
  * honours `files.exclude`; with several folders, names are qualified by the folder's name.
+ * Local folders are read from disk (links must stay inside the folder); a remote workspace
+ * (the extension runs next to the user's Docker engine while VS Code is attached elsewhere) is
+ * read through `workspace.fs`, where links are not followed at all.
  */
 export function workspaceSource(): WorkspaceSource | undefined {
-  const folders = vscode.workspace.workspaceFolders?.filter((f) => f.uri.scheme === 'file') ?? [];
+  const folders = vscode.workspace.workspaceFolders ?? [];
   if (folders.length === 0) return undefined;
   const multi = folders.length > 1;
   const nameOf = (uri: vscode.Uri): string | undefined => {
     const folder = vscode.workspace.getWorkspaceFolder(uri);
-    if (!folder || !folders.includes(folder)) return undefined;
+    if (!folder) return undefined;
     const rel = vscode.workspace.asRelativePath(uri, false).replace(/\\/g, '/');
     return multi ? `${folder.name}/${rel}` : rel;
   };
@@ -35,8 +39,21 @@ export function workspaceSource(): WorkspaceSource | undefined {
         folder = match;
         rel = rest.join('/');
       }
-      const root = fs.realpathSync(folder.uri.fsPath);
-      return openInside(root, vscode.Uri.joinPath(folder.uri, ...rel.split('/')).fsPath);
+      const uri = vscode.Uri.joinPath(folder.uri, ...rel.split('/'));
+      if (folder.uri.scheme === 'file') return openInside(fs.realpathSync(folder.uri.fsPath), uri.fsPath);
+      const stat = await vscode.workspace.fs.stat(uri);
+      if (stat.type & vscode.FileType.SymbolicLink) return { refused: 'is a link, and links are not followed in a remote workspace.' };
+      if (!(stat.type & vscode.FileType.File)) return { refused: 'is not a regular file and cannot be shared.' };
+      // workspace.fs has no streaming read: the file is held once, then streamed into the archive.
+      return {
+        size: stat.size,
+        open: () =>
+          Readable.from(
+            (async function* () {
+              yield Buffer.from(await vscode.workspace.fs.readFile(uri));
+            })(),
+          ),
+      };
     },
   };
 }

@@ -38,6 +38,25 @@ const args = electron
 const result = spawnSync(process.execPath, args, { stdio: 'inherit', env: { ...process.env, CODEACT_TEST_IMAGE: image } });
 let code = result.status ?? 3;
 
+// A second window in Restricted Mode, whose workspace settings try to choose image and engine.
+if (!electron) {
+  const untrusted = spawnSync(
+    process.execPath,
+    [
+      path.join(root, 'test/host/runner/run.mjs'),
+      '--ext', root,
+      '--tests', path.join(root, 'test/host/suite/index.js'),
+      '--workspace', path.join(root, 'test/host/untrusted-workspace'),
+      '--settings', settingsFile,
+      '--artifacts', artifacts,
+      '--timeout', '300',
+      '--untrusted',
+    ],
+    { stdio: 'inherit', env: { ...process.env, CODEACT_TEST_IMAGE: image, CODEACT_HOST_SUITE: 'untrusted' } },
+  );
+  code = code || (untrusted.status ?? 3);
+}
+
 // The window is gone now: no sandbox of a dead VS Code process may be left on the engine.
 const rows = execFileSync('docker', ['ps', '-a', '--filter', 'label=dev.codeact-sandbox.owner-kind=vscode',
   '--format', '{{.ID}} {{.Label "dev.codeact-sandbox.owner-pid"}}'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);

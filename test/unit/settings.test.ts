@@ -2,6 +2,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { DEFAULTS } from '../../src/core/limits';
 import { SETTING_KEYS, readSettings, settingsShape } from '../../src/core/settings';
+import { RESTRICTED_SETTINGS } from '../../src/core/trust';
 import { COMMAND, CONFIG_SECTION, TOOL_NAME } from '../../src/vscode/ids';
 
 const manifest = JSON.parse(fs.readFileSync('package.json', 'utf8'));
@@ -26,6 +27,14 @@ describe('settings (unit)', () => {
     assert.equal(manifest.contributes.languageModelTools[0].name, TOOL_NAME);
     const commands = manifest.contributes.commands.map((c: { command: string }) => c.command).sort();
     assert.deepEqual(commands, Object.values(COMMAND).sort());
+  });
+
+  it('package.json restricts exactly the settings the code treats as restricted in untrusted workspaces', () => {
+    assert.deepEqual(
+      [...manifest.capabilities.untrustedWorkspaces.restrictedConfigurations].sort(),
+      RESTRICTED_SETTINGS.map((k) => `${CONFIG_SECTION}.${k}`).sort(),
+    );
+    for (const k of RESTRICTED_SETTINGS) assert.ok((SETTING_KEYS as readonly string[]).includes(k), k);
   });
 
   it('unset values take defaults without complaint', () => {

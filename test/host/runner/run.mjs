@@ -25,7 +25,8 @@ const repoRoot = path.resolve(here, '..', '..', '..');
 const USAGE = `usage: node test/host/runner/run.mjs --ext <extensionDevelopmentPath> [--ext <another> ...]
          --tests <extensionTestsPath> --workspace <folder>
          [--timeout <seconds, default 300>] [--settings <settings.json to merge>]
-         [--seed-storage <json of browser storage keys>] [--artifacts <dir>] [--keep] [--verbose]`;
+         [--seed-storage <json of browser storage keys>] [--artifacts <dir>] [--keep] [--verbose]
+         [--untrusted]   open the workspace in Restricted Mode (Workspace Trust on, folder not trusted)`;
 
 // ---------------------------------------------------------------------------------------------
 // Command line
@@ -43,6 +44,7 @@ function parseCli(argv) {
       'seed-storage': { type: 'string' },
       artifacts: { type: 'string' },
       keep: { type: 'boolean', default: false },
+      untrusted: { type: 'boolean', default: false },
       verbose: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
@@ -66,6 +68,7 @@ function parseCli(argv) {
     seedStorage: values['seed-storage'] && existing('--seed-storage', values['seed-storage']),
     artifacts: path.resolve(values.artifacts || path.join(repoRoot, 'test-results', 'host')),
     keep: values.keep,
+    untrusted: values.untrusted,
     verbose: values.verbose || process.env.CODEACT_HOST_VERBOSE === '1',
   };
   if (!(opts.timeoutS > 0)) problems.push(`--timeout must be a positive number of seconds, got ${values.timeout}`);
@@ -157,10 +160,12 @@ function removeRuntimeDir(dirs) {
   if (dirs.externalRuntime) fs.rmSync(dirs.runtime, { recursive: true, force: true });
 }
 
-function writeUserSettings(dirs, extraSettingsFile) {
-  // Offline and deterministic: no update checks, no welcome page, no trust prompt.
+function writeUserSettings(dirs, extraSettingsFile, untrusted = false) {
+  // Offline and deterministic: no update checks, no welcome page, no trust prompt. With
+  // --untrusted, trust is on and the folder opens in Restricted Mode without asking.
   const settings = {
-    'security.workspace.trust.enabled': false,
+    'security.workspace.trust.enabled': untrusted,
+    ...(untrusted ? { 'security.workspace.trust.startupPrompt': 'never', 'security.workspace.trust.emptyWindow': false } : {}),
     'extensions.autoUpdate': false,
     'extensions.autoCheckUpdates': false,
     'extensions.ignoreRecommendations': true,
@@ -224,7 +229,7 @@ function privateStateArgs(dirs) {
   return ['--config', configFile, '--user-data-dir', dirs['user-data'], '--extensions-dir', dirs.extensions];
 }
 
-function startCodeServer({ dirs, env, authority }) {
+function startCodeServer({ dirs, env, authority, untrusted = false }) {
   const args = [
     codeServerEntry,
     ...privateStateArgs(dirs),
@@ -232,7 +237,7 @@ function startCodeServer({ dirs, env, authority }) {
     '--bind-addr', authority,
     '--disable-telemetry',
     '--disable-update-check',
-    '--disable-workspace-trust',
+    ...(untrusted ? [] : ['--disable-workspace-trust']),
     '--disable-getting-started-override',
     '--ignore-last-opened',
     '--log', 'info',
@@ -502,7 +507,7 @@ async function main() {
   fs.mkdirSync(opts.artifacts, { recursive: true });
   clearOwnArtifacts(opts.artifacts);
   const dirs = createRunDir();
-  writeUserSettings(dirs, opts.settings);
+  writeUserSettings(dirs, opts.settings, opts.untrusted);
   const env = hostEnv(dirs, opts.artifacts);
   // Playwright puts Chromium's temporary profile into os.tmpdir(); keep it in the run dir too.
   process.env.TMPDIR = dirs.tmp;
@@ -534,7 +539,7 @@ async function main() {
     log(`run dir ${dirs.root}`);
     const devExt = pickDevExtension(opts.exts, opts.tests);
     await guard(installHelperExtensions(opts.exts.filter((e) => e !== devExt), { dirs, env }));
-    server = startCodeServer({ dirs, env, authority });
+    server = startCodeServer({ dirs, env, authority, untrusted: opts.untrusted });
     await guard(waitForHealthz(server, authority));
     log(`code-server is up on ${authority}`);
 

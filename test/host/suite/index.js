@@ -5,9 +5,12 @@ const Mocha = require('mocha');
 
 exports.run = function run() {
   const mocha = new Mocha({ ui: 'bdd', timeout: 120_000, color: false, reporter: 'spec' });
-  const only = process.env.CODEACT_HOST_SUITE; // e.g. "tool" or "agent" to run one file
-  for (const file of ['tool.test.js', 'agent.test.js', 'zz-deactivate.test.js']) {
-    if (!only || file.startsWith(only)) mocha.addFile(path.join(__dirname, file));
+  // CODEACT_HOST_SUITE picks files by prefix ("tool", "agent"); the untrusted suite needs a
+  // workspace in Restricted Mode and runs only when asked for.
+  const only = process.env.CODEACT_HOST_SUITE;
+  const files = only === 'untrusted' ? ['untrusted.test.js', 'zz-deactivate.test.js'] : ['tool.test.js', 'agent.test.js', 'zz-deactivate.test.js'];
+  for (const file of files) {
+    if (!only || only === 'untrusted' || file.startsWith(only)) mocha.addFile(path.join(__dirname, file));
   }
   return new Promise((resolve, reject) => {
     mocha.run((failures) => (failures > 0 ? reject(new Error(`${failures} host test(s) failed`)) : resolve()));

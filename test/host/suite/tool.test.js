@@ -45,6 +45,11 @@ describe('execute_code in the extension host (host)', function () {
     assert.equal(calls[0].image, h.IMAGE);
     assert.match(calls[0].sessionKey, /^window:/);
     assert.deepEqual(h.ownContainers().map((l) => l.split(' ')[0]), [calls[0].containerId.slice(0, 12)]);
+    // The backend in use and why (also in the status bar and the log).
+    const backend = api.backend();
+    assert.equal(backend.backend, 'docker');
+    assert.equal(backend.reason, 'docker: auto, and the workspace has no Dev Container configuration');
+    assert.equal(backend.image, h.IMAGE);
   });
 
   it('answers invalid input with the model-facing error', async function () {

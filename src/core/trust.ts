@@ -1,0 +1,38 @@
+/**
+ * Settings a workspace must not choose for the user unless the user trusts it: where the sandbox
+ * runs (engine, certificates), what it runs (image, backend — the devcontainer backend builds the
+ * workspace's Dockerfile with network access), and the protections a repository could otherwise
+ * switch off for itself (the secrets deny-list, the confirmation).
+ */
+export const RESTRICTED_SETTINGS = ['image', 'backend', 'dockerHost', 'dockerCertPath', 'dockerTlsVerify', 'denyGlobs', 'confirmBeforeRun'] as const;
+
+/** The shape of `WorkspaceConfiguration.inspect()`, reduced to what matters here. */
+export interface InspectedSetting {
+  defaultValue?: unknown;
+  globalValue?: unknown;
+  workspaceValue?: unknown;
+  workspaceFolderValue?: unknown;
+}
+
+/**
+ * The value in force: in a trusted workspace the usual precedence (folder, workspace, user,
+ * default); in an untrusted one, a restricted setting takes only the user's or the default value.
+ */
+export function settingValue(key: string, inspected: InspectedSetting | undefined, trusted: boolean): unknown {
+  if (!inspected) return undefined;
+  const restricted = (RESTRICTED_SETTINGS as readonly string[]).includes(key);
+  if (trusted || !restricted) {
+    return inspected.workspaceFolderValue ?? inspected.workspaceValue ?? inspected.globalValue ?? inspected.defaultValue;
+  }
+  return inspected.globalValue ?? inspected.defaultValue;
+}
+
+/** True when the value comes from somewhere other than the default (an explicit choice). */
+export function isExplicit(key: string, inspected: InspectedSetting | undefined, trusted: boolean): boolean {
+  if (!inspected) return false;
+  const restricted = (RESTRICTED_SETTINGS as readonly string[]).includes(key);
+  if (trusted || !restricted) {
+    return inspected.workspaceFolderValue !== undefined || inspected.workspaceValue !== undefined || inspected.globalValue !== undefined;
+  }
+  return inspected.globalValue !== undefined;
+}
