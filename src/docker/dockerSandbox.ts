@@ -338,12 +338,7 @@ export class DockerSandbox implements Sandbox {
 
   private async killLeftovers(): Promise<void> {
     try {
-      const killer = await withDeadline(
-        this.container.exec({ Cmd: ['python3', '-c', KILL_ALL_SOURCE], User: USER, AttachStdout: true, AttachStderr: true }),
-        KILL_GRACE_MS,
-        'create kill exec',
-      );
-      const s = (await withDeadline(killer.start({ hijack: true, stdin: false }), KILL_GRACE_MS, 'start kill exec')) as NodeJS.ReadableStream;
+      const s = await this.startKiller(KILL_GRACE_MS);
       await new Promise<void>((resolve) => {
         s.on('end', resolve);
         s.on('close', resolve);
@@ -355,6 +350,18 @@ export class DockerSandbox implements Sandbox {
       this.log.warn(`sandbox ${this.name}: could not stop leftover processes before collecting (${String((e as Error)?.message ?? e)})`);
     }
   }
+
+  /** Starts `kill(-1)` as the sandbox user (every process but PID 1); returns its output stream. */
+  private async startKiller(deadlineMs: number): Promise<NodeJS.ReadableStream> {
+    const giveUp = Date.now() + deadlineMs;
+    const killer = await withDeadline(
+      this.container.exec({ Cmd: ['python3', '-c', KILL_ALL_SOURCE], User: USER, AttachStdout: true, AttachStderr: true }),
+      Math.max(1, giveUp - Date.now()),
+      'create kill exec',
+    );
+    return (await withDeadline(killer.start({ hijack: true, stdin: false }), Math.max(1, giveUp - Date.now()), 'start kill exec')) as NodeJS.ReadableStream;
+  }
+
 
   private translate(e: unknown): Error {
     if (e instanceof ToolError) return e;
@@ -593,17 +600,7 @@ export class DockerSandbox implements Sandbox {
     const giveUp = Date.now() + KILL_GRACE_MS;
     try {
       while (Date.now() < giveUp) {
-        const killer = await withDeadline(
-          this.container.exec({ Cmd: ['python3', '-c', KILL_ALL_SOURCE], User: USER, AttachStdout: true, AttachStderr: true }),
-          Math.max(1, giveUp - Date.now()),
-          'create kill exec',
-        );
-        const s = (await withDeadline(
-          killer.start({ hijack: true, stdin: false }),
-          Math.max(1, giveUp - Date.now()),
-          'start kill exec',
-        )) as NodeJS.ReadableStream;
-        s.resume();
+        (await this.startKiller(giveUp - Date.now())).resume();
         const wait = Math.max(0, Math.min(KILL_RETRY_MS, giveUp - Date.now()));
         if (await Promise.race([streamEnded, delay(wait).then(() => false)])) return false;
       }

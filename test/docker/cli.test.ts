@@ -4,10 +4,9 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import * as esbuild from 'esbuild';
 import { sessionDigest } from '../../src/core/session';
 import { LABEL } from '../../src/docker/labels';
-import { IMAGE, SENTENCES, TEST_LABEL, TEST_VERSION, containersWith, useDocker, volumesWith } from './helpers';
+import { IMAGE, SENTENCES, TEST_LABEL, bundleCli, containersWith, useDocker, volumesWith } from './helpers';
 
 interface CliResult {
   code: number | null;
@@ -24,23 +23,7 @@ describe('the CLI (integration)', function () {
   before(async function () {
     this.timeout(60_000);
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-cli-test-'));
-    cli = path.join(dir, 'cli.js');
-    // The CLI bundled as esbuild.mjs bundles it, into a directory of the test's own (dist/ is
-    // left alone), with this process's test version so cleanup can find what it creates.
-    await esbuild.build({
-      entryPoints: [path.join(__dirname, '../../src/cli.ts')],
-      outfile: cli,
-      bundle: true,
-      platform: 'node',
-      target: 'node20',
-      format: 'cjs',
-      logLevel: 'warning',
-      external: ['vscode', 'cpu-features', '*.node'],
-      define: {
-        __CODEACT_VERSION__: JSON.stringify(TEST_VERSION),
-        __CODEACT_RUNNER_SOURCE__: JSON.stringify(fs.readFileSync(path.join(__dirname, '../../resources/runner.py'), 'utf8')),
-      },
-    });
+    cli = await bundleCli(dir);
   });
   after(function () {
     if (dir) fs.rmSync(dir, { recursive: true, force: true });

@@ -1,3 +1,6 @@
+import * as path from 'node:path';
+import * as fs from 'node:fs';
+import * as esbuild from 'esbuild';
 /**
  * Shared setup of the Docker integration tests. They talk to the real engine (never a mock),
  * label everything they create with a version label unique to this test process, and remove it
@@ -192,3 +195,29 @@ export const SENTENCES = {
   imageUnavailable: (image: string, hint: string) =>
     `The sandbox image "${image}" is not on this machine and could not be pulled. Ask the user to pull it, or to set ${hint} to an image that has python3.`,
 };
+
+const RUNNER_SOURCE = path.join(__dirname, '../../resources/runner.py');
+
+/**
+ * The CLI bundled as esbuild.mjs bundles it (cpu-features and .node files left out, the sandbox
+ * runner inline), into a directory of the test's own so dist/ is left alone, and with this
+ * process's test version so cleanup finds what it creates. Returns the bundle's path.
+ */
+export async function bundleCli(dir: string): Promise<string> {
+  const cli = path.join(dir, 'cli.js');
+  await esbuild.build({
+    entryPoints: [path.join(__dirname, '../../src/cli.ts')],
+    outfile: cli,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    logLevel: 'warning',
+    external: ['vscode', 'cpu-features', '*.node'],
+    define: {
+      __CODEACT_VERSION__: JSON.stringify(TEST_VERSION),
+      __CODEACT_RUNNER_SOURCE__: JSON.stringify(fs.readFileSync(RUNNER_SOURCE, 'utf8')),
+    },
+  });
+  return cli;
+}

@@ -8,13 +8,12 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import * as esbuild from 'esbuild';
 import { ToolError } from '../../src/core/errors';
 import { createDockerClient, resolveEngine } from '../../src/docker/connection';
 import { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
 import { SSHD, startSshServer, type SshServer } from './fixtures/sshServer';
 import { copyImage, startTlsEngine, type TlsEngine } from './fixtures/tlsEngine';
-import { IMAGE, IMAGE_HINT, TEST_LIMITS, TEST_VERSION, docker, log, owner, run, uniqueSessionKey, useDocker } from './helpers';
+import { IMAGE, IMAGE_HINT, TEST_LIMITS, bundleCli, docker, log, owner, run, uniqueSessionKey, useDocker } from './helpers';
 
 const certificateProblem = (url: string) =>
   `The Docker engine at ${url} refused the TLS connection (certificate problem), so the program was not run. Ask the user to check the Docker TLS certificates (DOCKER_CERT_PATH or the certificate folder setting: ca.pem, cert.pem and key.pem must belong to this engine's CA).`;
@@ -24,29 +23,6 @@ interface CliResult {
   stdout: string;
   stderr: string;
   ms: number;
-}
-
-const RUNNER = path.join(__dirname, '../../resources/runner.py');
-
-/** The CLI bundled as esbuild.mjs bundles it (cpu-features and .node files left out), into `dir`. */
-async function bundleCli(dir: string): Promise<string> {
-  const cli = path.join(dir, 'cli.js');
-  await esbuild.build({
-    entryPoints: [path.join(__dirname, '../../src/cli.ts')],
-    outfile: cli,
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    logLevel: 'warning',
-    external: ['vscode', 'cpu-features', '*.node'],
-    define: {
-      __CODEACT_VERSION__: JSON.stringify(TEST_VERSION),
-      // Bundles carry the sandbox runner inline, as esbuild.mjs makes them.
-      ...(fs.existsSync(RUNNER) ? { __CODEACT_RUNNER_SOURCE__: JSON.stringify(fs.readFileSync(RUNNER, 'utf8')) } : {}),
-    },
-  });
-  return cli;
 }
 
 function runCliIn(dir: string, cli: string, args: string[], env: NodeJS.ProcessEnv, stdin = ''): Promise<CliResult> {
