@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import type Dockerode from 'dockerode';
 import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
 import { DEFAULTS, type RunLimits, type SandboxLimits } from '../../src/core/limits';
-import { silentLogger, type Logger } from '../../src/core/logger';
+import type { Logger } from '../../src/core/logger';
 import { createDockerClient } from '../../src/docker/connection';
 import { removeQuietly, type SandboxSpec } from '../../src/docker/dockerSandbox';
 import { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
@@ -32,14 +32,17 @@ export const docker: Dockerode = createDockerClient();
 export const owner: Owner = currentOwner('cli', TEST_VERSION);
 
 /** Set CODEACT_TEST_LOG=1 to see the pipeline's log on stderr. */
-export const log: Logger = process.env.CODEACT_TEST_LOG
-  ? {
-      debug: (m) => process.stderr.write(`      [debug] ${m}\n`),
-      info: (m) => process.stderr.write(`      [info] ${m}\n`),
-      warn: (m) => process.stderr.write(`      [warn] ${m}\n`),
-      error: (m) => process.stderr.write(`      [error] ${m}\n`),
-    }
-  : silentLogger;
+/** The last lines logged, whatever CODEACT_TEST_LOG says: a failing assertion can show them. */
+const recent: string[] = [];
+export function recentLog(n = 30): string {
+  return recent.slice(-n).join('\n');
+}
+const line = (level: string) => (m: string) => {
+  recent.push(`[${level}] ${m}`);
+  if (recent.length > 200) recent.shift();
+  if (process.env.CODEACT_TEST_LOG) process.stderr.write(`      [${level}] ${m}\n`);
+};
+export const log: Logger = { debug: line('debug'), info: line('info'), warn: line('warn'), error: line('error') };
 
 export const IMAGE_HINT = 'the setting codeactSandbox.image (integration test)';
 

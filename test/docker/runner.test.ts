@@ -5,7 +5,7 @@ import { NOTHING_PRINTED } from '../../src/core/format';
 import type { StagedFile } from '../../src/core/sandbox';
 import { encodeFrame } from '../../src/core/runnerProtocol';
 import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
-import { IMAGE, SENTENCES, TEST_LIMITS, delay, dockerCli, log, run, runLimits, uniqueSessionKey, useDocker } from './helpers';
+import { IMAGE, SENTENCES, TEST_LIMITS, delay, dockerCli, log, recentLog, run, runLimits, uniqueSessionKey, useDocker } from './helpers';
 
 /** The parts of a result that must not differ between the runner and `docker exec`. */
 function normalized(r: ExecuteReport): string {
@@ -373,7 +373,7 @@ describe('the warm runner (integration)', function () {
       // Creation takes ~0.2 s here, but several seconds on an engine still busy removing the
       // previous tests' containers; what matters is that it happens without a call.
       while (!provider.active.has(key) && Date.now() - started < 30_000) await delay(100);
-      assert.ok(provider.active.has(key), `the sandbox was created (waited ${Date.now() - started} ms)`);
+      assert.ok(provider.active.has(key), `the sandbox was created (waited ${Date.now() - started} ms); log:\n${recentLog()}`);
       const r = await run(provider, key, "print('first')");
       assert.equal(r.text, 'stdout:\nfirst');
       assert.equal(r.sandboxId, provider.active.get(key)!.id);
