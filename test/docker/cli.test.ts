@@ -1,19 +1,12 @@
 import * as assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { sessionDigest } from '../../src/core/session';
 import { LABEL } from '../../src/docker/labels';
-import { IMAGE, SENTENCES, TEST_LABEL, bundleCli, containersWith, useDocker, volumesWith } from './helpers';
+import { IMAGE, SENTENCES, TEST_LABEL, bundleCli, containersWith, spawnCli, useDocker, volumesWith, type CliResult } from './helpers';
 
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
 
 describe('the CLI (integration)', function () {
   useDocker();
@@ -30,23 +23,7 @@ describe('the CLI (integration)', function () {
   });
 
   function runCli(args: string[], opts: { stdin?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
-    const started = Date.now();
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [cli, ...args], {
-        cwd: dir,
-        env: { ...process.env, ...opts.env },
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      child.stdout.on('data', (c: Buffer) => out.push(c));
-      child.stderr.on('data', (c: Buffer) => err.push(c));
-      child.on('error', reject);
-      child.on('close', (code) =>
-        resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), ms: Date.now() - started }),
-      );
-      child.stdin.end(opts.stdin ?? '');
-    });
+    return spawnCli(cli, args, { cwd: dir, env: { ...process.env, ...opts.env }, ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}) });
   }
 
   function program(name: string, code: string): string {

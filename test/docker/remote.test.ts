@@ -4,7 +4,6 @@
  * API; every run goes through TCP + TLS, nothing through a shared filesystem.
  */
 import * as assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -13,34 +12,15 @@ import { createDockerClient, resolveEngine } from '../../src/docker/connection';
 import { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
 import { SSHD, startSshServer, type SshServer } from './fixtures/sshServer';
 import { copyImage, startTlsEngine, type TlsEngine } from './fixtures/tlsEngine';
-import { IMAGE, IMAGE_HINT, TEST_LIMITS, bundleCli, docker, log, owner, run, uniqueSessionKey, useDocker } from './helpers';
+import { IMAGE, IMAGE_HINT, TEST_LIMITS, bundleCli, docker, log, owner, run, spawnCli, uniqueSessionKey, useDocker, type CliResult } from './helpers';
 
 const certificateProblem = (url: string) =>
   `The Docker engine at ${url} refused the TLS connection (certificate problem), so the program was not run. Ask the user to check the Docker TLS certificates (DOCKER_CERT_PATH or the certificate folder setting: ca.pem, cert.pem and key.pem must belong to this engine's CA).`;
 
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
-
 function runCliIn(dir: string, cli: string, args: string[], env: NodeJS.ProcessEnv, stdin = ''): Promise<CliResult> {
-  const started = Date.now();
-  return new Promise((resolve, reject) => {
-    const clean = { ...process.env };
-    for (const k of ['DOCKER_HOST', 'DOCKER_TLS_VERIFY', 'DOCKER_CERT_PATH', 'DOCKER_CONTEXT', 'SSH_AUTH_SOCK']) delete clean[k];
-    const child = spawn(process.execPath, [cli, ...args], { cwd: dir, env: { ...clean, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (c: Buffer) => out.push(c));
-    child.stderr.on('data', (c: Buffer) => err.push(c));
-    child.on('error', reject);
-    child.on('close', (code) =>
-      resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), ms: Date.now() - started }),
-    );
-    child.stdin.end(stdin);
-  });
+  const clean = { ...process.env };
+  for (const k of ['DOCKER_HOST', 'DOCKER_TLS_VERIFY', 'DOCKER_CERT_PATH', 'DOCKER_CONTEXT', 'SSH_AUTH_SOCK']) delete clean[k];
+  return spawnCli(cli, args, { cwd: dir, env: { ...clean, ...env }, stdin });
 }
 
 describe('remote Docker engines over TLS (integration)', function () {
