@@ -1,7 +1,18 @@
 // The layering is enforced here, not remembered: imports point adapter -> docker/storage -> core.
+// Layers are folder zones: an import is resolved to the file it names and judged by the folder that
+// file is in, so no depth of nesting (src/core/files/x.ts importing ../../docker/...) escapes them.
 import tseslint from 'typescript-eslint';
+import { importX } from 'eslint-plugin-import-x';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 
-const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
+/** Package imports a folder may not make (the zones below cover the project's own files). */
+const packages = (paths) => ({ '@typescript-eslint/no-restricted-imports': ['error', { paths }] });
+const VSCODE = { name: 'vscode', message: 'only src/vscode imports vscode' };
+const VSCODE_AT_RUNTIME = { ...VSCODE, message: 'only src/vscode imports vscode at run time (import type is fine)', allowTypeImports: true };
+const DOCKER_CLIENT = ['dockerode', 'docker-modem'].map((name) => ({ name, message: 'only src/docker talks to the Docker client' }));
+
+const ADAPTERS = ['./src/vscode', './src/mcp', './src/cli.ts'];
+const zone = (target, from, message) => ({ target, from, message });
 
 export default tseslint.config(
   { ignores: ['dist/**', 'out/**', 'node_modules/**', 'test/host/runner/**', 'test/host/fixtures/**', '**/*.mjs', '**/*.js'] },
@@ -12,29 +23,28 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/core/**/*.ts'],
-    rules: restrict([
-      { group: ['vscode'], message: 'core never imports vscode' },
-      { group: ['dockerode', 'docker-modem'], message: 'core never imports the Docker client' },
-      { group: ['../docker/*', '../vscode/*', '../storage/*', '../cli'], message: 'core imports nothing above it' },
-    ]),
+    files: ['src/**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: { 'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })] },
+    rules: {
+      'import-x/no-restricted-paths': [
+        'error',
+        {
+          zones: [
+            zone('./src/core', ['./src/docker', './src/storage', ...ADAPTERS], 'core imports nothing above it'),
+            zone('./src/docker', ['./src/storage', ...ADAPTERS], 'the Docker layer imports only core'),
+            zone('./src/storage', ['./src/docker', ...ADAPTERS], 'storage imports only core'),
+            zone('./src/vscode', ['./src/mcp', './src/cli.ts'], 'the adapters never import one another'),
+            zone('./src/mcp', ['./src/vscode', './src/cli.ts'], 'the adapters never import one another'),
+            zone('./src/cli.ts', ['./src/vscode'], 'the CLI runs without VS Code'),
+          ],
+        },
+      ],
+    },
   },
-  {
-    files: ['src/docker/**/*.ts'],
-    rules: restrict([
-      { group: ['vscode'], message: 'the Docker layer never imports vscode' },
-      { group: ['../vscode/*', '../storage/*', '../cli'], message: 'the Docker layer imports only core' },
-    ]),
-  },
-  {
-    files: ['src/storage/**/*.ts'],
-    rules: restrict([
-      { group: ['vscode'], message: 'storage never imports vscode' },
-      { group: ['dockerode', '../docker/*', '../vscode/*', '../cli'], message: 'storage imports only core' },
-    ]),
-  },
-  {
-    files: ['src/cli.ts'],
-    rules: restrict([{ group: ['vscode', './vscode/*'], message: 'the CLI runs without VS Code' }]),
-  },
+  // Outside src/vscode, nothing loads vscode at run time (the CLI, the MCP server and plain-Node
+  // unit tests could not start); core, docker and storage do not even name its types.
+  { files: ['src/**/*.ts', 'test/**/*.ts'], ignores: ['src/vscode/**'], rules: packages([VSCODE_AT_RUNTIME]) },
+  { files: ['src/core/**/*.ts', 'src/storage/**/*.ts'], rules: packages([VSCODE, ...DOCKER_CLIENT]) },
+  { files: ['src/docker/**/*.ts'], rules: packages([VSCODE]) },
 );

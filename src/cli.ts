@@ -236,6 +236,7 @@ async function run(p: Parsed): Promise<number> {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     if (session === undefined) await provider.dispose();
+    else await provider.detachAll();
   }
 }
 

@@ -27,7 +27,7 @@ export interface ExecuteRequest {
   code: string;
   /** From the host's context (chat session, window, CLI --session); never from model input. */
   sessionKey: string;
-  /** The sandbox's memory limit, named in the hint when the program is OOM-killed. */
+  /** The sandbox's memory limit, named in the sentence when the program was OOM-killed. */
   memoryMb?: number;
   /** When set, streams too long for the model are kept whole here (stdout.txt, stderr.txt). */
   spillDir?: string;
@@ -81,8 +81,9 @@ export async function executeCode(
   const onCallerAbort = () => stop('cancel');
   signal?.addEventListener('abort', onCallerAbort, { once: true });
 
+  let sandbox: Sandbox | undefined;
   try {
-    const sandbox = await provider.acquire(request.sessionKey, signal ?? stopper.signal).catch((e: unknown) => {
+    sandbox = await provider.acquire(request.sessionKey, signal ?? stopper.signal).catch((e: unknown) => {
       if (signal?.aborted) throw new ToolError('cancelled', 'The run was cancelled before it started.', { cause: e });
       throw e;
     });
@@ -100,6 +101,7 @@ export async function executeCode(
     let workDir = '';
     let notes: string[] = [];
     let replaced = false;
+    let oomKilled = false;
     try {
       const exit = await sandbox.run({
         code: request.code,
@@ -118,6 +120,7 @@ export async function executeCode(
       workDir = exit.workDir;
       notes = exit.notes ?? [];
       replaced = exit.replaced === true;
+      oomKilled = exit.oomKilled === true;
       if (exit.replaced) {
         log.warn(`sandbox for ${request.sessionKey} was restarted to stop the program`);
         notes.push('The sandbox had to be restarted to stop the program; files written by earlier calls are gone.');
@@ -142,7 +145,7 @@ export async function executeCode(
       ...(reason === 'timeout' ? { timedOut: { seconds: Math.round(limits.timeoutMs / 100) / 10 } } : {}),
       ...(reason === 'cancel' ? { cancelled: true } : {}),
       ...(reason === 'output' ? { outputLimited: { maxBytes: limits.maxOutputBytes } } : {}),
-      ...(request.memoryMb !== undefined ? { memoryLimitMb: request.memoryMb } : {}),
+      ...(oomKilled ? { oomKilled: { memoryLimitMb: request.memoryMb } } : {}),
       notes,
     };
     const text = formatResult(facts, limits.outputBudgetBytes);
@@ -180,6 +183,7 @@ export async function executeCode(
     );
   } finally {
     signal?.removeEventListener('abort', onCallerAbort);
+    await sandbox?.release?.().catch((e: unknown) => log.warn(`releasing the sandbox failed: ${describeError(e)}`));
   }
 }
 

@@ -12,8 +12,11 @@ export interface RunFacts {
   timedOut?: { seconds: number };
   cancelled?: boolean;
   outputLimited?: { maxBytes: number };
-  /** Set when the program was killed by SIGKILL that we did not send (the memory limit). */
-  memoryLimitMb?: number;
+  /**
+   * Set only when the kernel's OOM killer or the engine says the program was killed for memory;
+   * a SIGKILL from anywhere else is not blamed on memory.
+   */
+  oomKilled?: { memoryLimitMb?: number };
   /** Extra lines appended as-is (e.g. about files), already phrased for the model. */
   notes?: string[];
 }
@@ -40,11 +43,13 @@ export function formatResult(facts: RunFacts, budgetBytes: number): string {
     sections.push(
       `The program printed more than ${formatBytes(facts.outputLimited.maxBytes)} and was stopped. Print summaries instead of whole data sets.`,
     );
-  } else if (facts.memoryLimitMb !== undefined && facts.exitCode === 137) {
+  } else if (facts.oomKilled) {
+    const limit = facts.oomKilled.memoryLimitMb;
     sections.push(
-      `The program was killed, most likely because it used more than the sandbox's ${facts.memoryLimitMb} MB memory limit. Process the data in smaller pieces.`,
+      `The program was killed because it used more than the sandbox's ${limit !== undefined ? `${limit} MB ` : ''}memory limit. Process the data in smaller pieces.`,
     );
   }
+  // Exit 137 without that word from the kernel or the engine: the exit code is all that is known.
   for (const note of facts.notes ?? []) sections.push(note);
   if (sections.length === 0) return NOTHING_PRINTED;
   if (!stdout && !stderr && facts.exitCode === 0 && sections.length > 0 && !facts.timedOut && !facts.cancelled) {

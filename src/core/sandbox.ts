@@ -32,6 +32,8 @@ export interface ProgramExit {
   workDir: string;
   /** The sandbox had to be replaced to stop the program (e.g. a fork bomb). */
   replaced?: boolean;
+  /** The kernel's OOM killer (or the engine) says the program was killed for memory. */
+  oomKilled?: boolean;
   /** Sentences for the model about what the sandbox had to do (e.g. it was reset). */
   notes?: string[];
 }
@@ -63,6 +65,11 @@ export interface Sandbox {
    * the program left running is stopped first, so nothing changes the files while they are read.
    */
   collect(workDir: string, names: readonly string[], caps: FilesOutCaps, sink: OutputSink): Promise<CollectOutcome>;
+  /**
+   * The call is over (its outputs collected): the provider may now replace or remove the
+   * sandbox, and other processes may use it. Optional; called once, at the end of every call.
+   */
+  release?(): Promise<void>;
 }
 
 export interface SandboxProvider {

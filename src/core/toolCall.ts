@@ -24,6 +24,7 @@ export interface RunOutcomeRecord {
   startedAt: string;
   durationMs: number;
   image: string;
+  sandboxId: string;
   exitCode: number | null;
   timedOut: boolean;
   cancelled: boolean;
@@ -123,6 +124,7 @@ export async function executeToolCall(
     startedAt: report.startedAt.toISOString(),
     durationMs: report.durationMs,
     image: report.image,
+    sandboxId: report.sandboxId,
     exitCode: report.exitCode,
     timedOut: report.timedOut,
     cancelled: report.cancelled,

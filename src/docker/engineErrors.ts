@@ -68,6 +68,31 @@ export function isUnreachable(e: unknown): boolean {
   return transportFailure(e) !== undefined;
 }
 
+/**
+ * The sandbox's container is gone or stopped (docker rm -f, an engine restart, its PID 1 died):
+ * the provider replaces it once and runs the program again.
+ */
+export class SandboxGoneError extends Error {
+  constructor(message = 'the sandbox container is gone or stopped', options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'SandboxGoneError';
+  }
+}
+
+/** 404 (no such container) and 409 (not running) from a container call: the sandbox is gone. */
+export function isGoneStatus(e: unknown): boolean {
+  const status = statusCode(e);
+  return status === 404 || status === 409;
+}
+
+/**
+ * The work area (a tmpfs) is full. The engine answers such a putArchive with a plain 500 whose
+ * only distinguishing part is the kernel's ENOSPC text, so this one test reads the message.
+ */
+export function isNoSpace(e: unknown): boolean {
+  return chain(e).some((link) => link.code === 'ENOSPC' || (typeof link.message === 'string' && /no space left on device/i.test(link.message)));
+}
+
 export function statusCode(e: unknown): number | undefined {
   const s = (e as { statusCode?: unknown } | null)?.statusCode;
   return typeof s === 'number' ? s : undefined;

@@ -46,6 +46,26 @@ export const KILL_ALL_SOURCE = [
   '    pass',
 ].join('\n');
 
+/** `user:group` for the engine's container and exec calls. */
+export const SANDBOX_USER = `${SANDBOX_UID}:${SANDBOX_GID}`;
+
+/**
+ * Prints the container cgroup's OOM-kill count (cgroup v2 memory.events, v1 memory.oom_control),
+ * or nothing when neither can be read: only then is a killed program blamed on memory.
+ */
+export const OOM_COUNT_SOURCE = [
+  'for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):',
+  '    try:',
+  '        with open(path) as f:',
+  '            for line in f:',
+  '                key, _, value = line.partition(" ")',
+  '                if key == "oom_kill":',
+  '                    print(int(value))',
+  '                    raise SystemExit(0)',
+  '    except OSError:',
+  '        pass',
+].join('\n');
+
 export function sandboxEnv(): string[] {
   return [
     `HOME=${HOME_DIR}`,

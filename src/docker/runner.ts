@@ -56,7 +56,7 @@ const LOG_LINE_MAX = 500;
 export type RunnerState = 'connecting' | 'ready' | 'unusable' | 'broken';
 
 export type RunnerOutcome =
-  | { kind: 'exit'; exitCode: number | null; killed: boolean; limited: boolean; orphans: boolean }
+  | { kind: 'exit'; exitCode: number | null; killed: boolean; limited: boolean; orphans: boolean; oomKilled?: boolean }
   /** The program was not started; `written` says whether program.py is in its directory. */
   | { kind: 'declined'; reason: string; written: boolean }
   /** The channel failed; `started` says whether the program may have run. */

@@ -26,6 +26,8 @@ export const RunRecord = z.object({
   startedAt: z.iso.datetime(),
   durationMs: z.number().nonnegative(),
   image: z.string(),
+  /** The container that ran the program (after a replacement, the new one); absent in older records. */
+  sandboxId: z.string().optional(),
   exitCode: z.number().int().nullable(),
   timedOut: z.boolean(),
   cancelled: z.boolean(),

@@ -16,7 +16,7 @@ import { DEFAULTS, type RunLimits, type SandboxLimits } from '../../src/core/lim
 import type { Logger } from '../../src/core/logger';
 import { createDockerClient } from '../../src/docker/connection';
 import { removeQuietly, type SandboxSpec } from '../../src/docker/dockerSandbox';
-import { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
+import { DockerSandboxProvider, type ProviderOptions } from '../../src/docker/dockerSandboxProvider';
 import { LABEL, currentOwner, type Owner } from '../../src/docker/labels';
 
 export const IMAGE = process.env.CODEACT_TEST_IMAGE || 'codeact-sandbox/python:bookworm';
@@ -68,6 +68,8 @@ export interface ProviderOverrides {
   owner?: Owner;
   imageSettingHint?: string;
   idleMs?: number;
+  /** Everything else of the provider's options (another engine client, CLI sharing, pre-warm and pull hooks). */
+  options?: Partial<ProviderOptions>;
 }
 
 /** A provider like the CLI's (owner kind 'cli', no idle timer); the caller disposes it. */
@@ -80,6 +82,7 @@ export function newProvider(o: ProviderOverrides = {}): DockerSandboxProvider {
     imageSettingHint: o.imageSettingHint ?? IMAGE_HINT,
     log,
     idleMs: o.idleMs ?? 0,
+    ...o.options,
   });
 }
 
@@ -191,7 +194,7 @@ export const SENTENCES = {
     `The program did not finish within ${s} s and was stopped. Make it faster, work on less data, or print partial results as you go.`,
   cancelled: 'The run was cancelled by the user and the program was stopped.',
   memory: (mb: number) =>
-    `The program was killed, most likely because it used more than the sandbox's ${mb} MB memory limit. Process the data in smaller pieces.`,
+    `The program was killed because it used more than the sandbox's ${mb} MB memory limit. Process the data in smaller pieces.`,
   restarted: 'The sandbox had to be restarted to stop the program; files written by earlier calls are gone.',
   unreachable:
     'Docker is not reachable, so the program was not run. Ask the user to start Docker (Docker Desktop or the docker service) or to check the Docker connection settings, then try again.',

@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
-import { SENTENCES, delay, dockerCli, run, uniqueSessionKey, useDocker } from './helpers';
+import { IMAGE, SENTENCES, TEST_LIMITS, delay, dockerCli, run, uniqueSessionKey, useDocker } from './helpers';
 
 /** The garbage collector, without needing node --expose-gc on the command line. */
 function forceGc(): () => void {
@@ -67,6 +67,19 @@ describe('limits and stopping (integration)', function () {
     const next = await run(provider, key, HELLO, { memoryMb: 128 });
     assert.equal(next.text, HELLO_TEXT);
     assert.equal(next.sandboxId, r.sandboxId);
+  });
+
+  it('a SIGKILL that is not the memory limit is not blamed on memory, warm or by docker exec', async function () {
+    for (const warmRunner of [true, false]) {
+      const provider = sandboxes.makeProvider({ spec: () => ({ image: IMAGE, limits: { ...TEST_LIMITS, memoryMb: 128 }, warmRunner }) });
+      const key = uniqueSessionKey(`sigkill-${warmRunner}`);
+      const r = await run(provider, key, "import os\nprint('bye', flush=True)\nos.kill(os.getpid(), 9)", { memoryMb: 128 });
+      assert.equal(r.text, 'stdout:\nbye\n\nexit code: 137', `warmRunner ${warmRunner}`);
+      // The kernel's own word still counts after such a kill.
+      const hog = ["print('allocating')", 'hog = []', 'while True:', "    hog.append(b'\\xff' * (8 * 1024 * 1024))"].join('\n');
+      const m = await run(provider, key, hog, { memoryMb: 128 });
+      assert.equal(m.text, `stdout:\nallocating\n\nexit code: 137\n\n${SENTENCES.memory(128)}`, `warmRunner ${warmRunner}`);
+    }
   });
 
   it('cuts a 50 MB flood to its head and tail without holding it in memory', async function () {

@@ -38,11 +38,15 @@ describe('result formatting (unit)', () => {
       /^The program printed more than 64 MB and was stopped\./,
     );
     assert.equal(
-      formatResult({ stdout: none, stderr: none, exitCode: 137, memoryLimitMb: 256 }, 7800),
-      "exit code: 137\n\nThe program was killed, most likely because it used more than the sandbox's 256 MB memory limit. Process the data in smaller pieces.",
+      formatResult({ stdout: none, stderr: none, exitCode: 137, oomKilled: { memoryLimitMb: 256 } }, 7800),
+      "exit code: 137\n\nThe program was killed because it used more than the sandbox's 256 MB memory limit. Process the data in smaller pieces.",
     );
-    // Exit 137 from a program we stopped ourselves is not blamed on memory.
-    assert.equal(formatResult({ stdout: none, stderr: none, exitCode: 1, memoryLimitMb: 256 }, 7800), 'exit code: 1');
+  });
+
+  it('names memory only when the kernel or the engine says the program was OOM-killed', () => {
+    // A SIGKILL from anywhere else (another process, the program itself) says only what is known.
+    assert.equal(formatResult({ stdout: none, stderr: none, exitCode: 137 }, 7800), 'exit code: 137');
+    assert.equal(formatResult({ stdout: none, stderr: none, exitCode: 1 }, 7800), 'exit code: 1');
   });
 
   it('splits the budget: both fit, small stream keeps all, else half and half', () => {

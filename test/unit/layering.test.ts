@@ -1,25 +1,53 @@
 import * as assert from 'node:assert/strict';
 import { ESLint } from 'eslint';
 
-/** The lint rule is what keeps the layers apart; prove it fires, not just that it is configured. */
-describe('import layering lint rule (unit)', function () {
-  this.timeout(30000);
+/** The lint rules are what keep the layers apart; prove they fire, not just that they are configured. */
+describe('import layering lint rules (unit)', function () {
+  this.timeout(60000);
   const eslint = new ESLint();
+  const LAYER_RULES = new Set(['no-restricted-imports', '@typescript-eslint/no-restricted-imports', 'import-x/no-restricted-paths']);
+  /** Our part of each layering message for `code` as if it were the file `file` (which need not exist). */
   const violations = async (file: string, code: string) =>
-    (await eslint.lintText(code, { filePath: file }))[0]!.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
+    (await eslint.lintText(code, { filePath: file }))[0]!.messages
+      .filter((m) => LAYER_RULES.has(m.ruleId ?? ''))
+      // The rules put "'x' import is restricted from being used." or 'Unexpected path "x" imported in restricted zone.' first.
+      .map((m) => m.message.replace(/^.*?(?:from being used|in restricted zone)\. /, ''));
+  const use = (imports: string) => `${imports}\nexport const used = [a];\n`;
 
-  it('core may not import vscode, dockerode or upper layers', async () => {
-    assert.equal((await violations('src/core/x.ts', "import * as vscode from 'vscode';\nexport const a = vscode;\n")).length, 1);
-    assert.equal((await violations('src/core/x.ts', "import Docker from 'dockerode';\nexport const a = Docker;\n")).length, 1);
-    assert.equal((await violations('src/core/x.ts', "import { LABEL } from '../docker/labels';\nexport const a = LABEL;\n")).length, 1);
+  it('core may not import vscode, dockerode or the layers above it, from any depth', async () => {
+    assert.deepEqual(await violations('src/core/x.ts', use("import * as a from 'vscode';")), ['only src/vscode imports vscode']);
+    assert.deepEqual(await violations('src/core/x.ts', use("import a from 'dockerode';")), ['only src/docker talks to the Docker client']);
+    assert.deepEqual(await violations('src/core/x.ts', use("import { LABEL as a } from '../docker/labels';")), ['core imports nothing above it']);
+    assert.deepEqual(await violations('src/core/files/x.ts', use("import { LABEL as a } from '../../docker/labels';")), ['core imports nothing above it']);
+    assert.deepEqual(await violations('src/core/files/deep/x.ts', use("import { ArtifactStore as a } from '../../../storage/artifactStore';")), [
+      'core imports nothing above it',
+    ]);
+    assert.deepEqual(await violations('src/core/files/x.ts', use("import type * as a from 'vscode';")), ['only src/vscode imports vscode']);
   });
 
-  it('the Docker layer and storage may not import vscode', async () => {
-    assert.equal((await violations('src/docker/x.ts', "import * as vscode from 'vscode';\nexport const a = vscode;\n")).length, 1);
-    assert.equal((await violations('src/storage/x.ts', "import * as vscode from 'vscode';\nexport const a = vscode;\n")).length, 1);
+  it('the Docker layer and storage may not import vscode or each other', async () => {
+    assert.deepEqual(await violations('src/docker/x.ts', use("import * as a from 'vscode';")), ['only src/vscode imports vscode']);
+    assert.deepEqual(await violations('src/storage/x.ts', use("import * as a from 'vscode';")), ['only src/vscode imports vscode']);
+    assert.deepEqual(await violations('src/docker/inner/x.ts', use("import { ArtifactStore as a } from '../../storage/artifactStore';")), [
+      'the Docker layer imports only core',
+    ]);
+    assert.deepEqual(await violations('src/storage/x.ts', use("import { LABEL as a } from '../docker/labels';")), ['storage imports only core']);
   });
 
-  it('the adapter may import everything below it', async () => {
-    assert.deepEqual(await violations('src/vscode/x.ts', "import * as vscode from 'vscode';\nimport { LABEL } from '../docker/labels';\nexport const a = [vscode, LABEL];\n"), []);
+  it('outside src/vscode nothing imports vscode at run time; a type import is allowed there', async () => {
+    assert.deepEqual(await violations('src/cli.ts', use("import * as a from 'vscode';")), [
+      'only src/vscode imports vscode at run time (import type is fine)',
+    ]);
+    assert.deepEqual(await violations('src/mcp/x.ts', use("import * as a from 'vscode';")), [
+      'only src/vscode imports vscode at run time (import type is fine)',
+    ]);
+    assert.deepEqual(await violations('test/unit/x.test.ts', use("import type * as a from 'vscode';")), []);
+  });
+
+  it('the adapters may import everything below them, never one another', async () => {
+    assert.deepEqual(await violations('src/vscode/x.ts', use("import * as v from 'vscode';\nimport { LABEL } from '../docker/labels';\nconst a = [v, LABEL];")), []);
+    assert.deepEqual(await violations('src/cli.ts', use("import { ExecuteCodeTool as a } from './vscode/executeCodeTool';")), [
+      'the CLI runs without VS Code',
+    ]);
   });
 });

@@ -1,0 +1,155 @@
+import { Writable } from 'node:stream';
+import type Dockerode from 'dockerode';
+import { describeError } from '../core/errors';
+import type { ProgramRun } from '../core/sandbox';
+import { withDeadline } from './engineErrors';
+import { PROGRAM_NAME, SANDBOX_USER } from './guest';
+import { delay, type ExitInfo, type RunStrategy, type SandboxOps, type StrategyResult } from './runStrategy';
+
+/** Management calls are quick on a healthy engine; a hung one must not hang the chat. */
+const API_DEADLINE_MS = 30_000;
+/** After asking the program to die, how long before the whole sandbox is restarted instead. */
+export const KILL_GRACE_MS = 3_000;
+/** How long one kill may take to end the program's output before it is tried again. */
+const KILL_RETRY_MS = 500;
+/** After the program's own process exited, how long its leftover children may keep the output open. */
+export const ORPHAN_GRACE_MS = 1_000;
+/** SIGKILL's exit status: the only one an OOM kill can give. */
+export const KILLED_STATUS = 137;
+
+/**
+ * Starts `python3 program.py` with `docker exec` (a fixed argv, the program a file), streams its
+ * output, stops it (and whatever it started) on the run's signal, and ends the call when the
+ * program's own process is gone even if children it left keep the output open.
+ */
+export class ExecStrategy implements RunStrategy {
+  constructor(private readonly ops: SandboxOps) {}
+
+  async run(workDir: string, run: ProgramRun): Promise<StrategyResult> {
+    const { ops } = this;
+    const exec = await withDeadline(
+      ops.container.exec({
+        // A fixed argv: the program is a file, never part of a command line.
+        Cmd: ['python3', `${workDir}/${PROGRAM_NAME}`],
+        WorkingDir: workDir,
+        User: SANDBOX_USER,
+        AttachStdin: false,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+      }),
+      API_DEADLINE_MS,
+      'create exec',
+    );
+    const stream = (await withDeadline(exec.start({ hijack: true, stdin: false }), API_DEADLINE_MS, 'start exec')) as NodeJS.ReadWriteStream;
+
+    const ended = new Promise<void>((resolve, reject) => {
+      stream.on('end', resolve);
+      stream.on('close', resolve);
+      stream.on('error', reject);
+    });
+    ops.docker.modem.demuxStream(stream, sink(run.onStdout), sink(run.onStderr));
+
+    let replaced = false;
+    let stopping: Promise<void> | undefined;
+    const stop = () => {
+      stopping ??= this.stopProgram(ended).then((r) => {
+        replaced = r;
+      });
+      return stopping;
+    };
+    const onAbort = () => void stop();
+    run.signal.addEventListener('abort', onAbort, { once: true });
+    // An abort that came while the exec was being created and started fired no event: stop now.
+    if (run.signal.aborted) void stop();
+    // A program whose children outlive it keeps the output open; once its own process is gone,
+    // give them a moment, then stop them so the call returns.
+    const watcher = this.watchForOrphans(exec, ended, stop);
+    try {
+      await ended;
+    } catch (e) {
+      if (!run.signal.aborted) throw e;
+    } finally {
+      run.signal.removeEventListener('abort', onAbort);
+      watcher.cancel();
+    }
+    if (stopping) await stopping;
+    if (run.signal.aborted) return { kind: 'exit', exit: { exitCode: null, ...(replaced ? { replaced } : {}) } };
+    const exitCode = await exitCodeOf(exec);
+    return { kind: 'exit', exit: { exitCode, ...(exitCode === KILLED_STATUS && (await this.ops.newOomKill()) ? { oomKilled: true } : {}) } };
+  }
+
+  private watchForOrphans(exec: Dockerode.Exec, ended: Promise<void>, stop: () => Promise<void>): { cancel(): void } {
+    let cancelled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const tick = async () => {
+      if (cancelled) return;
+      const info = await exec.inspect().catch(() => undefined);
+      if (cancelled) return;
+      if (info && !info.Running) {
+        const done = await Promise.race([ended.then(() => true, () => true), delay(ORPHAN_GRACE_MS).then(() => false)]);
+        if (!done && !cancelled) {
+          this.ops.log.info(`sandbox ${this.ops.name}: program exited but left processes holding its output; stopping them`);
+          await stop();
+        }
+        return;
+      }
+      timer = setTimeout(() => void tick(), 500);
+    };
+    // Short programs end before the first check; only longer ones pay for polling.
+    timer = setTimeout(() => void tick(), 1000);
+    return {
+      cancel() {
+        cancelled = true;
+        if (timer) clearTimeout(timer);
+      },
+    };
+  }
+
+  /** Returns true when the sandbox had to be restarted to stop the program. */
+  private async stopProgram(ended: Promise<void>): Promise<boolean> {
+    const { ops } = this;
+    const streamEnded = ended.then(
+      () => true,
+      () => true,
+    );
+    // The engine starts an exec's process only after its stream is attached, so a program stopped
+    // right after it was started may not exist yet when the first kill runs: kill again until its
+    // output ends or the grace time is up.
+    const giveUp = Date.now() + KILL_GRACE_MS;
+    try {
+      while (Date.now() < giveUp) {
+        (await ops.startKiller(giveUp - Date.now())).resume();
+        const wait = Math.max(0, Math.min(KILL_RETRY_MS, giveUp - Date.now()));
+        if (await Promise.race([streamEnded, delay(wait).then(() => false)])) return false;
+      }
+    } catch (e) {
+      ops.log.warn(`sandbox ${ops.name}: could not stop the program from inside (${describeError(e)})`);
+    }
+    // A fork bomb can leave no room for even the killer: restart the whole container.
+    ops.log.warn(`sandbox ${ops.name}: restarting to stop the program`);
+    await ops.restart();
+    await Promise.race([streamEnded, delay(KILL_GRACE_MS)]);
+    return true;
+  }
+}
+
+async function exitCodeOf(exec: Dockerode.Exec): Promise<number | null> {
+  for (let i = 0; i < 20; i++) {
+    const info = await exec.inspect();
+    if (!info.Running) return info.ExitCode ?? null;
+    await delay(50);
+  }
+  return null;
+}
+
+function sink(deliver: (chunk: Buffer) => void): Writable {
+  return new Writable({
+    write(chunk: Buffer, _enc, done) {
+      deliver(chunk);
+      done();
+    },
+  });
+}
+
+export type { ExitInfo };

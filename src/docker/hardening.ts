@@ -1,0 +1,94 @@
+import type Dockerode from 'dockerode';
+import { DEFAULTS, type SandboxLimits } from '../core/limits';
+import type { Logger } from '../core/logger';
+import { describeError } from '../core/errors';
+import { statusCode, withDeadline } from './engineErrors';
+import { KEEPER_SOURCE, WORK_ROOT } from './guest';
+import { runnerCommand } from './runner';
+
+export interface SandboxSpec {
+  image: string;
+  limits: SandboxLimits;
+  /** PID 1 is the warm runner and programs are forked from it (default true); false: `docker exec` only. */
+  warmRunner?: boolean;
+  /** Modules the runner imports before the first program (those the image lacks are skipped). */
+  preloadModules?: readonly string[];
+}
+
+/** The container's command: the warm runner, or the plain keeper. */
+export function commandOf(spec: SandboxSpec): string[] {
+  return spec.warmRunner === false ? ['python3', '-c', KEEPER_SOURCE] : runnerCommand(spec.preloadModules ?? DEFAULTS.preloadModules);
+}
+
+/**
+ * The container's hardening, in one place so every backend and every test sees the same thing.
+ * `imageVolumes` are the VOLUME paths the image declares (Dev Container images may): Docker would
+ * give each a writable anonymous volume on the host's disk, outside the size-bounded work area,
+ * so each is covered by an empty read-only tmpfs instead.
+ */
+export function hardenedHostConfig(volumeName: string, limits: SandboxLimits, imageVolumes: readonly string[] = []): Dockerode.HostConfig {
+  return {
+    NetworkMode: 'none',
+    ReadonlyRootfs: true,
+    CapDrop: ['ALL'],
+    SecurityOpt: ['no-new-privileges'],
+    Memory: limits.memoryMb * 1024 * 1024,
+    // Equal to Memory: no swap, so the memory limit is the limit.
+    MemorySwap: limits.memoryMb * 1024 * 1024,
+    NanoCpus: Math.round(limits.cpus * 1e9),
+    PidsLimit: limits.pidsLimit,
+    // The work area is a size-bounded tmpfs volume owned by the sandbox user: no host path is mounted.
+    Mounts: [
+      { Type: 'volume', Source: volumeName, Target: WORK_ROOT, ReadOnly: false },
+      ...imageVolumes.map((Target) => ({ Type: 'tmpfs' as const, Source: '', Target, ReadOnly: true, TmpfsOptions: { SizeBytes: 1024 * 1024, Mode: 0o755 } })),
+    ],
+    IpcMode: 'private',
+    ShmSize: 64 * 1024 * 1024,
+    Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],
+    RestartPolicy: { Name: 'no' },
+    AutoRemove: false,
+  };
+}
+
+/** Whether a container found by its labels was made for `spec` (CLI sessions re-attach only to those). */
+export function containerMatches(info: Dockerode.ContainerInspectInfo, spec: SandboxSpec): boolean {
+  const h = info.HostConfig;
+  return (
+    info.Config.Image === spec.image &&
+    h.Memory === spec.limits.memoryMb * 1024 * 1024 &&
+    h.NanoCpus === Math.round(spec.limits.cpus * 1e9) &&
+    h.PidsLimit === spec.limits.pidsLimit &&
+    JSON.stringify(info.Config.Cmd) === JSON.stringify(commandOf(spec))
+  );
+}
+
+/** The VOLUME paths an image declares, except our work area (which our own volume covers). */
+export async function declaredVolumes(docker: Dockerode, image: string, deadlineMs: number): Promise<string[]> {
+  try {
+    const info = await withDeadline(docker.getImage(image).inspect(), deadlineMs, 'inspect image');
+    const declared = Object.keys(info.Config?.Volumes ?? {});
+    return declared.filter((v) => v !== WORK_ROOT && !v.startsWith(`${WORK_ROOT}/`)).sort();
+  } catch {
+    return []; // createContainer says what is wrong with the image
+  }
+}
+
+export async function removeQuietly(docker: Dockerode, containerId: string | undefined, volumeName: string | undefined, log: Logger) {
+  if (containerId) {
+    await docker
+      .getContainer(containerId)
+      // v: also the anonymous volumes of the image's VOLUME paths (never a named one such as the work area).
+      .remove({ force: true, v: true })
+      .catch((e: unknown) => {
+        if (statusCode(e) !== 404) log.warn(`could not remove container ${containerId}: ${describeError(e)}`);
+      });
+  }
+  if (volumeName) {
+    await docker
+      .getVolume(volumeName)
+      .remove()
+      .catch((e: unknown) => {
+        if (statusCode(e) !== 404) log.warn(`could not remove volume ${volumeName}: ${describeError(e)}`);
+      });
+  }
+}

@@ -1,0 +1,91 @@
+import type Dockerode from 'dockerode';
+import { ToolError } from '../core/errors';
+import { withDeadline } from './engineErrors';
+
+/**
+ * Holds the lock: `flock` on a directory the sandbox user cannot open (root's home, 0700; `/`
+ * in an image without one), then waits for the host to go away. It runs as root without
+ * capabilities, so a program (uid 65534) can neither open the directory to take the lock itself
+ * nor signal this process (its kill(-1) of leftovers skips it). When the host process ends, however
+ * it ends, the engine closes this exec's stdin and the lock is free again.
+ */
+export const LOCK_HOLDER_SOURCE = [
+  'import fcntl, os, sys',
+  "fd = os.open('/root' if os.path.isdir('/root') else '/', os.O_RDONLY)",
+  'fcntl.flock(fd, fcntl.LOCK_EX)',
+  "sys.stdout.write('locked\\n')",
+  'sys.stdout.flush()',
+  'sys.stdin.buffer.read()',
+].join('\n');
+
+const CREATE_DEADLINE_MS = 30_000;
+
+/**
+ * The cross-process lock of one sandbox. Separate processes sharing a sandbox (CLI runs with one
+ * --session, several terminals or windows on one key) meet in the container itself, whichever
+ * machine they run on, so that is where the lock lives: a small process inside the sandbox holds
+ * it for as long as this host holds the exec's stream open.
+ */
+export class SandboxLock {
+  private stream: (NodeJS.ReadWriteStream & { destroy?: () => void }) | undefined;
+
+  constructor(private readonly container: Dockerode.Container) {}
+
+  get held(): boolean {
+    return this.stream !== undefined;
+  }
+
+  /** Waits (cancellably) until this process holds the lock. */
+  async acquire(signal: AbortSignal): Promise<void> {
+    if (this.stream) return;
+    const exec = await withDeadline(
+      this.container.exec({ Cmd: ['python3', '-c', LOCK_HOLDER_SOURCE], User: '0', AttachStdin: true, AttachStdout: true, AttachStderr: true }),
+      CREATE_DEADLINE_MS,
+      'create lock exec',
+    );
+    const stream = (await withDeadline(exec.start({ hijack: true, stdin: true }), CREATE_DEADLINE_MS, 'start lock exec')) as NodeJS.ReadWriteStream & {
+      destroy?: () => void;
+    };
+    await new Promise<void>((resolve, reject) => {
+      let seen = '';
+      const done = (error?: Error) => {
+        stream.off('data', onData);
+        stream.off('end', onEnd);
+        stream.off('close', onEnd);
+        signal.removeEventListener('abort', onAbort);
+        if (error) {
+          stream.destroy?.();
+          reject(error);
+        } else resolve();
+      };
+      // The multiplexed stream carries an 8-byte header per chunk; the marker is plain ASCII in it.
+      const onData = (chunk: Buffer) => {
+        seen = (seen + chunk.toString('latin1')).slice(-64);
+        if (seen.includes('locked\n')) done();
+      };
+      const onEnd = () => done(new Error('the lock holder ended before taking the lock'));
+      const onAbort = () => done(new ToolError('cancelled', 'The run was cancelled while it waited for the sandbox.'));
+      stream.on('data', onData);
+      stream.on('end', onEnd);
+      stream.on('close', onEnd);
+      signal.addEventListener('abort', onAbort, { once: true });
+      if (signal.aborted) onAbort();
+    });
+    // From now on its output is of no interest; keep the stream flowing so it never blocks.
+    stream.on('error', () => {});
+    stream.resume();
+    this.stream = stream;
+  }
+
+  /** Lets the next process in: ends the holder's stdin (and the connection). */
+  release(): void {
+    const s = this.stream;
+    this.stream = undefined;
+    if (!s) return;
+    try {
+      s.end();
+    } finally {
+      s.destroy?.();
+    }
+  }
+}

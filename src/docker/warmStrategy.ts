@@ -1,0 +1,127 @@
+import { randomInt } from 'node:crypto';
+import { DEFAULTS } from '../core/limits';
+import { MAX_DATA_PAYLOAD } from '../core/runnerProtocol';
+import type { ProgramRun } from '../core/sandbox';
+import { SandboxGoneError, withDeadline } from './engineErrors';
+import { KILLED_STATUS, KILL_GRACE_MS, ORPHAN_GRACE_MS } from './execStrategy';
+import type { RunnerChannel, RunnerOutcome } from './runner';
+import type { RunStrategy, SandboxOps, StrategyResult } from './runStrategy';
+
+const API_DEADLINE_MS = 30_000;
+/**
+ * How long a call waits for a runner that is still starting (importing its preload modules)
+ * before it uses docker exec instead. Short: a fresh `python3` costs less than waiting for a
+ * preload it may not need, and the runner goes on warming for the next call.
+ */
+const RUNNER_READY_WAIT_MS = 300;
+/** How long a runner whose channel failed has to answer a new hello before the sandbox is restarted. */
+const RUNNER_REPAIR_WAIT_MS = 5_000;
+
+export interface WarmOps extends SandboxOps {
+  /** The channel to the runner, when the sandbox has one (it changes when the sandbox reconnects). */
+  readonly runner: RunnerChannel | undefined;
+  /** Attaches to the runner again and greets it. */
+  reconnect(): Promise<void>;
+  isAlive(): Promise<boolean>;
+}
+
+/** Whether the runner can take the next program, and what the model must be told about getting there. */
+export interface WarmReadiness {
+  ready: boolean;
+  notes: string[];
+}
+
+/**
+ * Forks the program from the warm runner (the sandbox's PID 1). Declines, so the call falls back
+ * to `docker exec`, whenever the runner is not there, still preloading, or says no.
+ */
+export class WarmStrategy implements RunStrategy {
+  /** Run ids are unique across hosts that share the sandbox (CLI sessions), not only in this one. */
+  private nextId = randomInt(1, 2 ** 30);
+
+  constructor(private readonly ops: WarmOps) {}
+
+  /** True when the runner is ready right now (no waiting). */
+  get readyNow(): boolean {
+    return this.ops.runner?.state === 'ready';
+  }
+
+  /**
+   * Waits for a starting runner (it preloads), and repairs a channel that failed: attaches again,
+   * and when the runner does not answer, restarts the sandbox (the notes say so).
+   */
+  async prepare(signal: AbortSignal): Promise<WarmReadiness> {
+    const { ops } = this;
+    const notes: string[] = [];
+    if (!ops.runner) return { ready: false, notes };
+    if (ops.runner.state === 'broken') {
+      // A stopped container is the provider's to replace (as a failed docker exec would say).
+      if (!(await ops.isAlive())) throw new SandboxGoneError('the sandbox container is not running');
+      ops.log.info(`sandbox ${ops.name}: reconnecting to the runner (${ops.runner.reason ?? 'not connected'})`);
+      await ops.reconnect();
+      const fresh = ops.runner as RunnerChannel | undefined;
+      if (!fresh || !(await fresh.whenReady(RUNNER_REPAIR_WAIT_MS, signal))) {
+        if (signal.aborted || fresh?.state === 'unusable') return { ready: false, notes };
+        ops.log.warn(`sandbox ${ops.name}: the runner does not answer; restarting the sandbox`);
+        await ops.restart();
+        notes.push("The sandbox's runner stopped answering, so the sandbox was restarted; files written by earlier calls are gone.");
+      }
+    }
+    const runner = ops.runner;
+    if (!runner) return { ready: false, notes };
+    // Just restarted for the runner's sake: give it the time to come up.
+    const wait = notes.length ? RUNNER_REPAIR_WAIT_MS : RUNNER_READY_WAIT_MS;
+    return { ready: await runner.whenReady(wait, signal), notes };
+  }
+
+  /**
+   * One program through the runner. `code` set: the runner writes program.py itself. A channel
+   * that fails while the program runs ends in a restart (or, when the container died, in an exit
+   * the model is told about).
+   */
+  async run(workDir: string, run: ProgramRun, code?: Buffer): Promise<StrategyResult> {
+    const { ops } = this;
+    const runner = ops.runner;
+    if (!runner || runner.state !== 'ready') return { kind: 'declined', written: !code };
+    const outcome: RunnerOutcome = await runner.run(
+      this.nextId++,
+      // The host stops a flood first (executeCode's maxOutputBytes); this is the runner's own backstop.
+      { dir: workDir, ...(code ? { code } : {}), maxOutputBytes: DEFAULTS.maxOutputMb * 1024 * 1024 + MAX_DATA_PAYLOAD, orphanGraceMs: ORPHAN_GRACE_MS },
+      { onStdout: (c) => run.onStdout(c), onStderr: (c) => run.onStderr(c) },
+      run.signal,
+      KILL_GRACE_MS,
+    );
+    switch (outcome.kind) {
+      case 'exit': {
+        if (outcome.orphans) ops.log.info(`sandbox ${ops.name}: program exited but left processes holding its output; they were stopped`);
+        const exitCode = run.signal.aborted ? null : outcome.exitCode;
+        // The runner says whether the kernel OOM-killed its child when it can tell; else the cgroup is asked.
+        const oomKilled = outcome.oomKilled ?? (exitCode === KILLED_STATUS && (await ops.newOomKill()));
+        return { kind: 'exit', exit: { exitCode, ...(oomKilled ? { oomKilled: true } : {}) } };
+      }
+      case 'declined':
+        ops.log.info(`sandbox ${ops.name}: the runner left ${workDir} to docker exec (${outcome.reason})`);
+        return { kind: 'declined', written: code ? outcome.written : true };
+      case 'failed':
+        if (!outcome.started) {
+          ops.log.warn(`sandbox ${ops.name}: the runner failed before the program started (${outcome.error.message}); using docker exec`);
+          return { kind: 'declined', written: !code };
+        }
+    }
+    // The program started and the channel failed: the container died (its PID 1 is the runner),
+    // or the runner cannot be trusted any more. Either way nothing more of the run can be had.
+    const state = await withDeadline(ops.container.inspect(), API_DEADLINE_MS, 'inspect container').then(
+      (info) => info.State,
+      () => undefined,
+    );
+    if (!state?.Running) {
+      // Not run again (it may have done half its work): the next call replaces the sandbox.
+      ops.log.warn(`sandbox ${ops.name}: stopped while the program ran (${state?.OOMKilled ? 'out of memory' : 'killed'})`);
+      if (state?.OOMKilled) return { kind: 'exit', exit: { exitCode: 137, oomKilled: true } };
+      return { kind: 'exit', exit: { exitCode: null, notes: ['The sandbox stopped while the program ran (it was stopped from outside); the next call gets a new one.'] } };
+    }
+    ops.log.warn(`sandbox ${ops.name}: the runner failed while the program ran (${outcome.error.message}); restarting the sandbox`);
+    await ops.restart();
+    return { kind: 'exit', exit: { exitCode: null, replaced: true } };
+  }
+}

@@ -1,0 +1,74 @@
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { isToolError } from '../../src/core/errors';
+import { sessionDigest } from '../../src/core/session';
+import { createDockerClient, resolveEngine } from '../../src/docker/connection';
+import { LABEL } from '../../src/docker/labels';
+import { FaultyEngine } from './fixtures/faultyEngine';
+import { IMAGE, TEST_LABEL, bundleCli, containersWith, run, spawnCli, uniqueSessionKey, useDocker } from './helpers';
+
+describe('sessions shared by processes (integration)', function () {
+  const sandboxes = useDocker();
+  let dir: string;
+  let cli: string;
+
+  before(async function () {
+    this.timeout(60_000);
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-shared-'));
+    cli = await bundleCli(dir);
+  });
+  after(function () {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('ten processes running in one --session at once all get their own, correct result', async function () {
+    this.timeout(240_000);
+    const session = `conc-${process.pid}-${Date.now()}`;
+    const program = path.join(dir, 'prog.py');
+    fs.writeFileSync(program, 'import sys, time\ntime.sleep(1)\nprint("done in", sys.argv[0].split("/")[-2])\n');
+    const runs = await Promise.all(
+      Array.from({ length: 10 }, () => spawnCli(cli, ['run', '--image', IMAGE, '--session', session, '--memory', '256', program], { cwd: dir, env: process.env })),
+    );
+    try {
+      const dirs = new Set<string>();
+      for (const r of runs) {
+        assert.equal(r.code, 0, r.stderr);
+        const m = /^stdout:\ndone in (\d{4}-[0-9a-f]{6})\n$/.exec(r.stdout);
+        assert.ok(m, r.stdout);
+        assert.doesNotMatch(r.stdout + r.stderr, /memory/);
+        dirs.add(m[1]!);
+      }
+      // Each in a fresh directory of its own.
+      assert.equal(dirs.size, 10);
+      // One sandbox served them all.
+      assert.equal((await containersWith(TEST_LABEL, `${LABEL.session}=${sessionDigest(`cli:${session}`)}`)).length, 1);
+    } finally {
+      await spawnCli(cli, ['cleanup', '--session', session], { cwd: dir, env: process.env });
+    }
+  });
+
+  it('an engine error while re-attaching fails the call and keeps the session sandbox', async function () {
+    const key = uniqueSessionKey('transient');
+    const first = sandboxes.makeProvider({ options: { adoptExisting: true } });
+    assert.equal((await run(first, key, 'print(1)')).text, 'stdout:\n1');
+    const [id] = await containersWith(TEST_LABEL, `${LABEL.session}=${sessionDigest(key)}`);
+    await first.detachAll();
+
+    const faulty = await FaultyEngine.start({ method: 'GET', path: /\/containers\/[0-9a-f]+\/json/, status: 500 });
+    try {
+      const flaky = sandboxes.makeProvider({ options: { adoptExisting: true, docker: createDockerClient(resolveEngine({ host: `unix://${faulty.socketPath}` })) } });
+      await assert.rejects(run(flaky, key, 'print(2)'), (e: unknown) => isToolError(e) && e.code === 'sandbox_failed');
+      await flaky.detachAll();
+    } finally {
+      await faulty.stop();
+    }
+    // Still there, and the next process re-attaches to it.
+    assert.deepEqual(await containersWith(TEST_LABEL, `${LABEL.session}=${sessionDigest(key)}`), [id]);
+    const again = sandboxes.makeProvider({ options: { adoptExisting: true } });
+    const r = await run(again, key, 'print(3)');
+    assert.equal(r.text, 'stdout:\n3');
+    assert.equal(r.sandboxId, id);
+  });
+});
