@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { ToolError, describeError } from '../core/errors';
 import type { FilesOutCaps } from '../core/limits';
@@ -9,8 +8,9 @@ import { archiveOf } from './archive';
 import { collectFiles, runArchive } from './transfer';
 import { SandboxGoneError, engineUnreachable, isGoneStatus, isNoSpace, isUnreachable, statusCode, withDeadline } from './engineErrors';
 import { ExecStrategy, KILL_GRACE_MS } from './execStrategy';
-import { KILL_ALL_SOURCE, OOM_COUNT_SOURCE, RUNS_DIR, SANDBOX_GID, SANDBOX_UID, SANDBOX_USER, WORK_ROOT, sandboxEnv } from './guest';
-import { commandOf, containerMatches, declaredVolumes, hardenedHostConfig, removeQuietly, type SandboxSpec } from './hardening';
+import { KILL_ALL_SOURCE, RUNS_DIR, WORK_ROOT } from './guest';
+import { oomKillCount, startGuest } from './guestExec';
+import { containerMatches, containerOptions, declaredVolumes, hardenedHostConfig, removeQuietly, workAreaVolumeOptions, type SandboxSpec } from './hardening';
 import { ownerLabels, type Owner } from './labels';
 import { RunnerChannel } from './runner';
 import type { ExitInfo, StrategyResult } from './runStrategy';
@@ -125,42 +125,9 @@ export class DockerSandbox implements Sandbox, WarmOps {
     let containerId: string | undefined;
     try {
       // Creating a volume whose name exists returns the existing one (the other process's).
-      await withDeadline(
-        docker.createVolume({
-          Name: name,
-          Driver: 'local',
-          DriverOpts: { type: 'tmpfs', device: 'tmpfs', o: `size=${spec.limits.workAreaMb}m,uid=${SANDBOX_UID},gid=${SANDBOX_GID},mode=0700` },
-          Labels: labels,
-        }),
-        API_DEADLINE_MS,
-        'create volume',
-      );
+      await withDeadline(docker.createVolume(workAreaVolumeOptions(name, spec.limits, labels)), API_DEADLINE_MS, 'create volume');
       const imageVolumes = await declaredVolumes(docker, spec.image, API_DEADLINE_MS);
-      const container = await withDeadline(
-        docker.createContainer({
-          name,
-          Image: spec.image,
-          // Reset any entrypoint the image declares: PID 1 is our runner or keeper, nothing else.
-          Entrypoint: [''],
-          // Nor does a HEALTHCHECK of the image run commands in the sandbox.
-          Healthcheck: { Test: ['NONE'] },
-          Cmd: commandOf(spec),
-          // The runner's channel is PID 1's stdin and stdout (the attach stream). It is never
-          // logged: programs' output passes through it.
-          ...(spec.warmRunner === false ? {} : { OpenStdin: true, StdinOnce: false }),
-          User: SANDBOX_USER,
-          WorkingDir: WORK_ROOT,
-          Env: sandboxEnv(),
-          Labels: labels,
-          NetworkDisabled: true,
-          HostConfig: {
-            ...hardenedHostConfig(name, spec.limits, imageVolumes),
-            ...(spec.warmRunner === false ? {} : { LogConfig: { Type: 'none', Config: {} } }),
-          },
-        }),
-        API_DEADLINE_MS,
-        'create container',
-      );
+      const container = await withDeadline(docker.createContainer(containerOptions(name, spec, labels, imageVolumes)), API_DEADLINE_MS, 'create container');
       containerId = container.id;
       return new DockerSandbox(docker, container.id, name, name, spec, log);
     } catch (e) {
@@ -417,47 +384,19 @@ export class DockerSandbox implements Sandbox, WarmOps {
     }
   }
 
-  async startKiller(deadlineMs: number): Promise<NodeJS.ReadableStream> {
-    return this.execSource(KILL_ALL_SOURCE, deadlineMs);
+  startKiller(deadlineMs: number): Promise<NodeJS.ReadableStream> {
+    return startGuest(this.container, KILL_ALL_SOURCE, deadlineMs);
   }
 
   async newOomKill(): Promise<boolean> {
-    const count = await this.oomKills();
+    const count = await oomKillCount(this.docker, this.container).catch((e: unknown) => {
+      this.log.info(`sandbox ${this.name}: cannot read the OOM-kill count (${describeError(e)})`);
+      return undefined;
+    });
     if (count === undefined) return false;
     const fresh = count > this.oomSeen;
     this.oomSeen = count;
     return fresh;
-  }
-
-  /** The container cgroup's count of OOM kills since it started; undefined when it cannot be read. */
-  private async oomKills(): Promise<number | undefined> {
-    try {
-      const stream = await this.execSource(OOM_COUNT_SOURCE, API_DEADLINE_MS);
-      const out: Buffer[] = [];
-      const ended = new Promise<void>((resolve) => {
-        stream.on('end', resolve);
-        stream.on('close', resolve);
-        stream.on('error', () => resolve());
-      });
-      this.docker.modem.demuxStream(stream, collector(out), collector([]));
-      await ended;
-      const text = Buffer.concat(out).toString('latin1').trim();
-      return /^\d+$/.test(text) ? Number(text) : undefined;
-    } catch (e) {
-      this.log.info(`sandbox ${this.name}: cannot read the OOM-kill count (${describeError(e)})`);
-      return undefined;
-    }
-  }
-
-  /** Runs one of our fixed sources as the sandbox user; returns its output stream. */
-  private async execSource(source: string, deadlineMs: number): Promise<NodeJS.ReadableStream> {
-    const giveUp = Date.now() + deadlineMs;
-    const exec = await withDeadline(
-      this.container.exec({ Cmd: ['python3', '-c', source], User: SANDBOX_USER, AttachStdout: true, AttachStderr: true }),
-      Math.max(1, giveUp - Date.now()),
-      'create exec',
-    );
-    return (await withDeadline(exec.start({ hijack: true, stdin: false }), Math.max(1, giveUp - Date.now()), 'start exec')) as NodeJS.ReadableStream;
   }
 
   private translate(e: unknown): Error {
@@ -530,11 +469,3 @@ function createFailure(e: unknown, image: string): ToolError {
   return new ToolError('sandbox_failed', SANDBOX_FAILED, { cause: e });
 }
 
-function collector(into: Buffer[]): Writable {
-  return new Writable({
-    write(chunk: Buffer, _enc, done) {
-      into.push(chunk);
-      done();
-    },
-  });
-}

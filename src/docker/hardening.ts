@@ -3,7 +3,7 @@ import { DEFAULTS, type SandboxLimits } from '../core/limits';
 import type { Logger } from '../core/logger';
 import { describeError } from '../core/errors';
 import { statusCode, withDeadline } from './engineErrors';
-import { KEEPER_SOURCE, WORK_ROOT } from './guest';
+import { KEEPER_SOURCE, SANDBOX_GID, SANDBOX_UID, SANDBOX_USER, WORK_ROOT, sandboxEnv } from './guest';
 import { runnerCommand } from './runner';
 
 export interface SandboxSpec {
@@ -47,6 +47,41 @@ export function hardenedHostConfig(volumeName: string, limits: SandboxLimits, im
     Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],
     RestartPolicy: { Name: 'no' },
     AutoRemove: false,
+  };
+}
+
+/** The work area: a size-bounded tmpfs volume owned by the sandbox user (no host path). */
+export function workAreaVolumeOptions(name: string, limits: SandboxLimits, labels: Record<string, string>): Dockerode.VolumeCreateOptions {
+  return {
+    Name: name,
+    Driver: 'local',
+    DriverOpts: { type: 'tmpfs', device: 'tmpfs', o: `size=${limits.workAreaMb}m,uid=${SANDBOX_UID},gid=${SANDBOX_GID},mode=0700` },
+    Labels: labels,
+  };
+}
+
+/** The sandbox container, as data: built here, created in one place (DockerSandbox). */
+export function containerOptions(name: string, spec: SandboxSpec, labels: Record<string, string>, imageVolumes: readonly string[]): Dockerode.ContainerCreateOptions {
+  return {
+    name,
+    Image: spec.image,
+    // Reset any entrypoint the image declares: PID 1 is our runner or keeper, nothing else.
+    Entrypoint: [''],
+    // Nor does a HEALTHCHECK of the image run commands in the sandbox.
+    Healthcheck: { Test: ['NONE'] },
+    Cmd: commandOf(spec),
+    // The runner's channel is PID 1's stdin and stdout (the attach stream). It is never
+    // logged: programs' output passes through it.
+    ...(spec.warmRunner === false ? {} : { OpenStdin: true, StdinOnce: false }),
+    User: SANDBOX_USER,
+    WorkingDir: WORK_ROOT,
+    Env: sandboxEnv(),
+    Labels: labels,
+    NetworkDisabled: true,
+    HostConfig: {
+      ...hardenedHostConfig(name, spec.limits, imageVolumes),
+      ...(spec.warmRunner === false ? {} : { LogConfig: { Type: 'none', Config: {} } }),
+    },
   };
 }
 
