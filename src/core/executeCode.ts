@@ -47,6 +47,7 @@ export interface ExecuteReport {
   durationMs: number;
   sandboxId: string;
   image: string;
+  runtime?: string;
   stdout: CapturedStream;
   stderr: CapturedStream;
   /** Files holding the whole stream when it was cut for the model. */
@@ -163,6 +164,7 @@ export async function executeCode(
       durationMs,
       sandboxId: sandbox.id,
       image: sandbox.image,
+      ...(sandbox.runtime ? { runtime: sandbox.runtime } : {}),
       stdout: facts.stdout,
       stderr: facts.stderr,
       ...(stdout.spillFile ? { stdoutFile: stdout.spillFile } : {}),

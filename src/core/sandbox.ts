@@ -59,6 +59,8 @@ export interface Sandbox {
   /** Stable for the sandbox's life; changes when it is replaced. */
   readonly id: string;
   readonly image: string;
+  /** The OCI runtime it runs under (runsc for gVisor, runc, ...), when the backend knows it. */
+  readonly runtime?: string;
   run(run: ProgramRun): Promise<ProgramExit>;
   /**
    * Collects files a finished call wrote, by literal path relative to its directory. Whatever

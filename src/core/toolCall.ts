@@ -25,6 +25,7 @@ export interface RunOutcomeRecord {
   durationMs: number;
   image: string;
   sandboxId: string;
+  runtime?: string;
   exitCode: number | null;
   timedOut: boolean;
   cancelled: boolean;
@@ -125,6 +126,7 @@ export async function executeToolCall(
     durationMs: report.durationMs,
     image: report.image,
     sandboxId: report.sandboxId,
+    ...(report.runtime ? { runtime: report.runtime } : {}),
     exitCode: report.exitCode,
     timedOut: report.timedOut,
     cancelled: report.cancelled,

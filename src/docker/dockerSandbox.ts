@@ -15,6 +15,7 @@ import { ownerLabels, type Owner } from './labels';
 import { RunnerChannel } from './runner';
 import type { ExitInfo, StrategyResult } from './runStrategy';
 import { SandboxLock } from './sandboxLock';
+import type { RuntimeChoice } from './engine/runtime';
 import { WarmStrategy, type WarmOps } from './warmStrategy';
 
 export { hardenedHostConfig, removeQuietly, type SandboxSpec };
@@ -55,6 +56,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
     readonly name: string,
     readonly volumeName: string,
     readonly spec: SandboxSpec,
+    /** The runtime it runs under (runsc, runc, ...), as resolved against the engine. */
+    readonly runtimeChoice: RuntimeChoice,
     readonly log: Logger,
   ) {
     this.lockHolder = new SandboxLock(this.container);
@@ -66,6 +69,10 @@ export class DockerSandbox implements Sandbox, WarmOps {
     return this.spec.image;
   }
 
+  get runtime(): string {
+    return this.runtimeChoice.name;
+  }
+
   get container(): Dockerode.Container {
     return this.docker.getContainer(this.id);
   }
@@ -75,9 +82,9 @@ export class DockerSandbox implements Sandbox, WarmOps {
   }
 
   /** A new sandbox for this process alone (VS Code windows, tests). */
-  static async create(docker: Dockerode, spec: SandboxSpec, owner: Owner, sessionDigest: string, log: Logger): Promise<DockerSandbox> {
+  static async create(docker: Dockerode, spec: SandboxSpec, runtime: RuntimeChoice, owner: Owner, sessionDigest: string, log: Logger): Promise<DockerSandbox> {
     const name = `codeact-${sessionDigest.slice(0, 12)}-${randomBytes(3).toString('hex')}`;
-    const made = await DockerSandbox.make(docker, spec, owner, sessionDigest, name, log, false);
+    const made = await DockerSandbox.make(docker, spec, runtime, owner, sessionDigest, name, log, false);
     if (!made) throw new ToolError('sandbox_failed', SANDBOX_FAILED);
     try {
       await made.start();
@@ -86,7 +93,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
       // An image without python3 fails here, when the runtime looks for the command.
       throw createFailure(e, spec.image);
     }
-    log.info(`sandbox ${name} created from ${spec.image} for session ${sessionDigest}`);
+    log.info(`sandbox ${name} created from ${spec.image} under ${runtime.name} (${runtime.reason}) for session ${sessionDigest}`);
     return made;
   }
 
@@ -95,9 +102,16 @@ export class DockerSandbox implements Sandbox, WarmOps {
    * two processes creating it at once, one succeeds and the other gets undefined (and adopts it).
    * Returned started, locked for this process, with the runner greeted under the lock.
    */
-  static async createShared(docker: Dockerode, spec: SandboxSpec, owner: Owner, sessionDigest: string, log: Logger): Promise<DockerSandbox | undefined> {
+  static async createShared(
+    docker: Dockerode,
+    spec: SandboxSpec,
+    runtime: RuntimeChoice,
+    owner: Owner,
+    sessionDigest: string,
+    log: Logger,
+  ): Promise<DockerSandbox | undefined> {
     const name = `codeact-${owner.kind}-${sessionDigest.slice(0, 24)}`;
-    const made = await DockerSandbox.make(docker, spec, owner, sessionDigest, name, log, true);
+    const made = await DockerSandbox.make(docker, spec, runtime, owner, sessionDigest, name, log, true);
     if (!made) return undefined;
     try {
       await made.start({ greet: false });
@@ -107,7 +121,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
       await made.remove();
       throw createFailure(e, spec.image);
     }
-    log.info(`sandbox ${name} created from ${spec.image} for session ${sessionDigest}`);
+    log.info(`sandbox ${name} created from ${spec.image} under ${runtime.name} (${runtime.reason}) for session ${sessionDigest}`);
     return made;
   }
 
@@ -115,6 +129,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
   private static async make(
     docker: Dockerode,
     spec: SandboxSpec,
+    runtime: RuntimeChoice,
     owner: Owner,
     sessionDigest: string,
     name: string,
@@ -127,9 +142,9 @@ export class DockerSandbox implements Sandbox, WarmOps {
       // Creating a volume whose name exists returns the existing one (the other process's).
       await withDeadline(docker.createVolume(workAreaVolumeOptions(name, spec.limits, labels)), API_DEADLINE_MS, 'create volume');
       const imageVolumes = await declaredVolumes(docker, spec.image, API_DEADLINE_MS);
-      const container = await withDeadline(docker.createContainer(containerOptions(name, spec, labels, imageVolumes)), API_DEADLINE_MS, 'create container');
+      const container = await withDeadline(docker.createContainer(containerOptions(name, spec, labels, imageVolumes, runtime)), API_DEADLINE_MS, 'create container');
       containerId = container.id;
-      return new DockerSandbox(docker, container.id, name, name, spec, log);
+      return new DockerSandbox(docker, container.id, name, name, spec, runtime, log);
     } catch (e) {
       // The name is the other process's sandbox: leave it (and its volume) alone.
       if (shared && containerId === undefined && statusCode(e) === 409) return undefined;
@@ -142,7 +157,14 @@ export class DockerSandbox implements Sandbox, WarmOps {
    * Re-attaches to a sandbox created by an earlier or another process (CLI --session), locked for
    * this process. An engine that does not answer is an error (the container is not judged by it).
    */
-  static async attach(docker: Dockerode, containerId: string, spec: SandboxSpec, log: Logger, signal: AbortSignal): Promise<AttachResult> {
+  static async attach(
+    docker: Dockerode,
+    containerId: string,
+    spec: SandboxSpec,
+    runtime: RuntimeChoice,
+    log: Logger,
+    signal: AbortSignal,
+  ): Promise<AttachResult> {
     let info: Dockerode.ContainerInspectInfo;
     try {
       info = await withDeadline(docker.getContainer(containerId).inspect(), API_DEADLINE_MS, 'inspect container');
@@ -152,8 +174,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
     }
     const volume = info.Mounts?.find((m) => m.Destination === WORK_ROOT)?.Name;
     if (volume === undefined) return { kind: 'unusable', reason: 'has no work area' };
-    if (!containerMatches(info, spec)) return { kind: 'unusable', reason: 'no longer matches the settings', volume };
-    const sandbox = new DockerSandbox(docker, info.Id, info.Name.replace(/^\//, ''), volume, spec, log);
+    if (!containerMatches(info, spec, runtime)) return { kind: 'unusable', reason: 'no longer matches the settings', volume };
+    const sandbox = new DockerSandbox(docker, info.Id, info.Name.replace(/^\//, ''), volume, spec, runtime, log);
     try {
       // "created": another process made it a moment ago and is starting it; anything else stopped
       // (an engine restart) is started again here.

@@ -8,6 +8,7 @@ import { engineOf } from './connection';
 import { SandboxGoneError, engineUnreachable, isUnreachable, withDeadline } from './engineErrors';
 import { ensureImage, type PullProgress } from './image';
 import { LABEL, type Owner } from './labels';
+import { chooseRuntime, engineRuntimes, type RuntimeChoice } from './engine/runtime';
 
 export interface ProviderOptions {
   docker: Dockerode;
@@ -25,6 +26,8 @@ export interface ProviderOptions {
   prewarmSpec?: () => Promise<SandboxSpec | undefined>;
   /** How to name the image setting in a model-facing error ("the setting codeactSandbox.image"). */
   imageSettingHint: string;
+  /** How to name the runtime setting in a model-facing error (default: "the runtime setting"). */
+  runtimeSettingHint?: string;
   log: Logger;
   /** Idle sandboxes are removed after this long; 0 keeps them until disposal. */
   idleMs: number;
@@ -186,8 +189,13 @@ export class DockerSandboxProvider implements SandboxProvider {
       throw engineUnreachable(e, engineOf(docker));
     }
     const digest = sessionDigest(sessionKey);
+    const { available, engineDefault } = await engineRuntimes(docker).catch((e: unknown) => {
+      throw isUnreachable(e) ? engineUnreachable(e, engineOf(docker)) : e;
+    });
+    const runtime = chooseRuntime(spec.runtime, available, engineDefault, this.options.runtimeSettingHint ?? 'the runtime setting');
+    if (spec.runtime !== undefined) log.info(`runtime ${runtime.name} (${runtime.reason}); the engine has ${available.join(', ') || 'no runtimes listed'}`);
     if (this.options.adoptExisting) {
-      const adopted = await this.adopt(digest, spec, signal);
+      const adopted = await this.adopt(digest, spec, runtime, signal);
       if (adopted) return this.track(sessionKey, adopted);
     }
     const pull = (progress: PullProgress, pullSignal: AbortSignal) =>
@@ -203,9 +211,9 @@ export class DockerSandboxProvider implements SandboxProvider {
     if (signal.aborted) throw new ToolError('cancelled', 'The run was cancelled before it started.');
     let sandbox: DockerSandbox;
     if (this.options.adoptExisting) {
-      sandbox = await this.createOrAdopt(digest, spec, signal);
+      sandbox = await this.createOrAdopt(digest, spec, runtime, signal);
     } else {
-      sandbox = await DockerSandbox.create(docker, spec, this.options.owner, digest, log);
+      sandbox = await DockerSandbox.create(docker, spec, runtime, this.options.owner, digest, log);
     }
     if (this.disposed) {
       await sandbox.remove();
@@ -219,14 +227,14 @@ export class DockerSandboxProvider implements SandboxProvider {
    * session) and the others adopt it. The engine reserves a name before the container is listed,
    * so a loser may find nothing for a moment: it looks again, and creates anew if the winner gave up.
    */
-  private async createOrAdopt(digest: string, spec: SandboxSpec, signal: AbortSignal): Promise<DockerSandbox> {
+  private async createOrAdopt(digest: string, spec: SandboxSpec, runtime: RuntimeChoice, signal: AbortSignal): Promise<DockerSandbox> {
     const { docker, log, owner } = this.options;
     const giveUp = Date.now() + SHARED_CREATE_WAIT_MS;
     while (Date.now() < giveUp) {
-      const made = await DockerSandbox.createShared(docker, spec, owner, digest, log);
+      const made = await DockerSandbox.createShared(docker, spec, runtime, owner, digest, log);
       if (made) return made;
       for (let i = 0; i < 20; i++) {
-        const adopted = await this.adopt(digest, spec, signal);
+        const adopted = await this.adopt(digest, spec, runtime, signal);
         if (adopted) return adopted;
         if (signal.aborted) throw new ToolError('cancelled', 'The run was cancelled before it started.');
         await new Promise((r) => setTimeout(r, 100));
@@ -246,7 +254,7 @@ export class DockerSandboxProvider implements SandboxProvider {
    * locked for this process. A container that does not match the settings, or is really gone or
    * unusable, is removed; an engine that fails to answer fails the call and removes nothing.
    */
-  private async adopt(digest: string, spec: SandboxSpec, signal: AbortSignal): Promise<DockerSandbox | undefined> {
+  private async adopt(digest: string, spec: SandboxSpec, runtime: RuntimeChoice, signal: AbortSignal): Promise<DockerSandbox | undefined> {
     const { docker, owner, log } = this.options;
     const found = await docker.listContainers({
       all: true,
@@ -254,7 +262,7 @@ export class DockerSandboxProvider implements SandboxProvider {
     });
     for (const c of found) {
       const name = c.Names?.[0]?.replace(/^\//, '');
-      const attached = await DockerSandbox.attach(docker, c.Id, spec, log, signal);
+      const attached = await DockerSandbox.attach(docker, c.Id, spec, runtime, log, signal);
       if (attached.kind === 'attached') return attached.sandbox;
       if (attached.kind === 'gone') continue;
       log.info(`sandbox ${name ?? c.Id} of this session ${attached.reason}; removing it`);
@@ -329,6 +337,10 @@ class Lease implements Sandbox {
     return this.entry.sandbox.image;
   }
 
+  get runtime(): string {
+    return this.entry.sandbox.runtime;
+  }
+
   async run(run: ProgramRun): Promise<ProgramExit> {
     try {
       return await this.entry.sandbox.run(run);
@@ -367,6 +379,7 @@ function sameSpec(a: SandboxSpec, b: SandboxSpec): boolean {
     a.image === b.image &&
     JSON.stringify(a.limits) === JSON.stringify(b.limits) &&
     (a.warmRunner !== false) === (b.warmRunner !== false) &&
-    JSON.stringify(a.preloadModules ?? null) === JSON.stringify(b.preloadModules ?? null)
+    JSON.stringify(a.preloadModules ?? null) === JSON.stringify(b.preloadModules ?? null) &&
+    a.runtime === b.runtime
   );
 }

@@ -5,6 +5,7 @@ import { describeError } from '../core/errors';
 import { statusCode, withDeadline } from './engineErrors';
 import { KEEPER_SOURCE, SANDBOX_GID, SANDBOX_UID, SANDBOX_USER, WORK_ROOT, sandboxEnv } from './guest';
 import { runnerCommand } from './runner';
+import type { RuntimeChoice, RuntimeRequest } from './engine/runtime';
 
 export interface SandboxSpec {
   image: string;
@@ -13,6 +14,8 @@ export interface SandboxSpec {
   warmRunner?: boolean;
   /** Modules the runner imports before the first program (those the image lacks are skipped). */
   preloadModules?: readonly string[];
+  /** `auto` (gVisor where the engine has it), a runtime the engine must have, or unset: the engine's default. */
+  runtime?: RuntimeRequest;
 }
 
 /** The container's command: the warm runner, or the plain keeper. */
@@ -61,7 +64,13 @@ export function workAreaVolumeOptions(name: string, limits: SandboxLimits, label
 }
 
 /** The sandbox container, as data: built here, created in one place (DockerSandbox). */
-export function containerOptions(name: string, spec: SandboxSpec, labels: Record<string, string>, imageVolumes: readonly string[]): Dockerode.ContainerCreateOptions {
+export function containerOptions(
+  name: string,
+  spec: SandboxSpec,
+  labels: Record<string, string>,
+  imageVolumes: readonly string[],
+  runtime: RuntimeChoice,
+): Dockerode.ContainerCreateOptions {
   return {
     name,
     Image: spec.image,
@@ -81,14 +90,16 @@ export function containerOptions(name: string, spec: SandboxSpec, labels: Record
     HostConfig: {
       ...hardenedHostConfig(name, spec.limits, imageVolumes),
       ...(spec.warmRunner === false ? {} : { LogConfig: { Type: 'none', Config: {} } }),
+      ...(runtime.runtime ? { Runtime: runtime.runtime } : {}),
     },
   };
 }
 
 /** Whether a container found by its labels was made for `spec` (CLI sessions re-attach only to those). */
-export function containerMatches(info: Dockerode.ContainerInspectInfo, spec: SandboxSpec): boolean {
-  const h = info.HostConfig;
+export function containerMatches(info: Dockerode.ContainerInspectInfo, spec: SandboxSpec, runtime: RuntimeChoice): boolean {
+  const h = info.HostConfig as Dockerode.HostConfig & { Runtime?: string };
   return (
+    (runtime.runtime === undefined ? !h.Runtime || h.Runtime === runtime.name : h.Runtime === runtime.runtime) &&
     info.Config.Image === spec.image &&
     h.Memory === spec.limits.memoryMb * 1024 * 1024 &&
     h.NanoCpus === Math.round(spec.limits.cpus * 1e9) &&

@@ -28,6 +28,8 @@ export const RunRecord = z.object({
   image: z.string(),
   /** The container that ran the program (after a replacement, the new one); absent in older records. */
   sandboxId: z.string().optional(),
+  /** The OCI runtime the sandbox ran under (runsc, runc, ...); absent in older records. */
+  runtime: z.string().optional(),
   exitCode: z.number().int().nullable(),
   timedOut: z.boolean(),
   cancelled: z.boolean(),

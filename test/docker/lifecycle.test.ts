@@ -5,6 +5,7 @@ import { isToolError } from '../../src/core/errors';
 import { sessionDigest } from '../../src/core/session';
 import { removeOrphanedSandboxes } from '../../src/docker/cleanup';
 import { DockerSandbox } from '../../src/docker/dockerSandbox';
+import { chooseRuntime } from '../../src/docker/engine/runtime';
 import { LABEL, ownerLabels, type Owner } from '../../src/docker/labels';
 import {
   IMAGE,
@@ -21,6 +22,8 @@ import {
   uniqueSessionKey,
   useDocker,
 } from './helpers';
+
+const ENGINE_DEFAULT_RUNTIME = chooseRuntime(undefined, [], undefined, 'test');
 
 /** The pid of a process that has exited: what a crashed window leaves in its labels. */
 async function deadPid(): Promise<number> {
@@ -58,7 +61,7 @@ describe('sandbox lifecycle (integration)', function () {
       const window = (pid: number, h = host): Owner => ({ kind: 'vscode', host: h, pid, version: TEST_VERSION });
       const spec = { image: IMAGE, limits: TEST_LIMITS };
       const make = async (o: Owner, what: string) => {
-        const s = await DockerSandbox.create(docker, spec, o, sessionDigest(uniqueSessionKey(what)), log);
+        const s = await DockerSandbox.create(docker, spec, ENGINE_DEFAULT_RUNTIME, o, sessionDigest(uniqueSessionKey(what)), log);
         created.push(s);
         return s;
       };
