@@ -34,6 +34,13 @@ export default tseslint.config(
     ]),
   },
   {
+    files: ['src/standalone/**/*.ts'],
+    rules: restrict([
+      { group: ['vscode', '../vscode/*'], message: 'the pipeline outside VS Code runs without VS Code' },
+      { group: ['../mcp/*', '../cli'], message: 'the shared wiring imports no adapter' },
+    ]),
+  },
+  {
     files: ['src/cli.ts'],
     rules: restrict([{ group: ['vscode', './vscode/*'], message: 'the CLI runs without VS Code' }]),
   },

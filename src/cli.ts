@@ -7,23 +7,21 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Readable } from 'node:stream';
 import { ToolError, describeError } from './core/errors';
 import { DEFAULTS } from './core/limits';
 import { preloadModuleSchema } from './core/runnerProtocol';
 import { consoleLogger } from './core/logger';
-import { sessionDigest, sessionDisplayName } from './core/session';
-import { filesInCapsOf, filesOutCapsOf, readSettings } from './core/settings';
+import { sessionDigest } from './core/session';
 import { executeToolCall } from './core/toolCall';
-import { ArtifactStore, type RunWriter } from './storage/artifactStore';
+import { ArtifactStore } from './storage/artifactStore';
+import { RunRecording } from './storage/runRecorder';
 import { folderSource } from './storage/workspaceFolder';
 import { parseToolInput } from './core/toolInput';
 import { removeCliSandboxes } from './docker/cleanup';
-import { BACKEND_SETTINGS, chooseBackend, type BackendSetting } from './docker/backend';
+import { BACKEND_SETTINGS, type BackendSetting } from './docker/backend';
 import { createDockerClient, resolveEngine, type EngineTarget } from './docker/connection';
-import { ensureDevcontainerImage } from './docker/devcontainer';
-import { DockerSandboxProvider } from './docker/dockerSandboxProvider';
 import { currentOwner } from './docker/labels';
+import { createSandboxProvider, toolCallOptions, type SandboxConfig } from './standalone/pipeline';
 import { VERSION } from './version';
 
 const USAGE = `usage:
@@ -122,11 +120,9 @@ async function readProgram(file: string): Promise<string> {
   }
 }
 
-async function run(p: Parsed): Promise<number> {
-  if (p.positional.length !== 1) throw new UsageError('run needs exactly one PROGRAM.py (or - for stdin)');
-  const log = consoleLogger(p.flags.has('verbose'));
+/** The flags `run` and `mcp` share: the sandbox, its limits, the backend and the engine. */
+function sandboxConfigFrom(p: Parsed): SandboxConfig & { workspace: string | undefined; artifacts: string | undefined } {
   const image = one(p, 'image') ?? DEFAULTS.image;
-  const session = one(p, 'session');
   const timeoutSeconds = number(p, 'timeout', DEFAULTS.timeoutSeconds, 1, 86_400);
   const limits = {
     memoryMb: number(p, 'memory', DEFAULTS.memoryMb, 64, 1_048_576),
@@ -138,24 +134,44 @@ async function run(p: Parsed): Promise<number> {
   const preload = (p.flags.get('preload') ?? [...DEFAULTS.preloadModules]).filter((m) => m !== '');
   const badModule = preload.find((m) => !preloadModuleSchema.safeParse(m).success);
   if (badModule !== undefined) throw new UsageError(`--preload ${badModule} is not a Python module name`);
-  const warm = { warmRunner: !p.flags.has('no-warm'), preloadModules: preload };
   const workspace = one(p, 'workspace');
   const outputsMode = one(p, 'outputs') ?? 'declared';
   if (outputsMode !== 'declared' && outputsMode !== 'manifest') throw new UsageError('--outputs must be declared or manifest');
   const artifacts = one(p, 'artifacts');
-  const fileNames = p.flags.get('file') ?? [];
-  const outputNames = p.flags.get('output') ?? [];
-  if (fileNames.length > 0 && workspace === undefined) throw new UsageError('--file needs --workspace DIR');
-  if ((outputNames.length > 0 || outputsMode === 'manifest') && artifacts === undefined) {
-    throw new UsageError('saving files (--output, --outputs manifest) needs --artifacts DIR');
-  }
   if (workspace !== undefined && !fs.statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
     throw new UsageError(`--workspace ${workspace} is not a folder`);
   }
-  const backendSetting = (one(p, 'backend') ?? 'docker') as BackendSetting;
-  if (!BACKEND_SETTINGS.includes(backendSetting)) throw new UsageError(`--backend must be ${BACKEND_SETTINGS.join(', ')}`);
-  if (backendSetting === 'devcontainer' && workspace === undefined) throw new UsageError('--backend devcontainer needs --workspace DIR');
-  const engine = engineFrom(p);
+  const backend = (one(p, 'backend') ?? 'docker') as BackendSetting;
+  if (!BACKEND_SETTINGS.includes(backend)) throw new UsageError(`--backend must be ${BACKEND_SETTINGS.join(', ')}`);
+  return {
+    image,
+    limits,
+    warmRunner: !p.flags.has('no-warm'),
+    preloadModules: preload,
+    timeoutSeconds,
+    outputBudgetBytes,
+    outputsMode,
+    backend,
+    rebuild: p.flags.has('rebuild'),
+    engine: engineFrom(p),
+    log: consoleLogger(p.flags.has('verbose')),
+    workspace,
+    artifacts,
+  };
+}
+
+async function run(p: Parsed): Promise<number> {
+  if (p.positional.length !== 1) throw new UsageError('run needs exactly one PROGRAM.py (or - for stdin)');
+  const config = sandboxConfigFrom(p);
+  const { log, workspace, artifacts } = config;
+  const session = one(p, 'session');
+  const fileNames = p.flags.get('file') ?? [];
+  const outputNames = p.flags.get('output') ?? [];
+  if (fileNames.length > 0 && workspace === undefined) throw new UsageError('--file needs --workspace DIR');
+  if ((outputNames.length > 0 || config.outputsMode === 'manifest') && artifacts === undefined) {
+    throw new UsageError('saving files (--output, --outputs manifest) needs --artifacts DIR');
+  }
+  if (config.backend === 'devcontainer' && workspace === undefined) throw new UsageError('--backend devcontainer needs --workspace DIR');
   const input = parseToolInput({
     code: await readProgram(p.positional[0]!),
     ...(fileNames.length ? { files: fileNames } : {}),
@@ -163,36 +179,14 @@ async function run(p: Parsed): Promise<number> {
   });
 
   const sessionKey = `cli:${session ?? `once-${randomBytes(6).toString('hex')}`}`;
-  // The CLI's user named the folder themselves: that is the trust decision.
-  const choice = await chooseBackend({ setting: backendSetting, workspaceFolder: workspace, trusted: true, settingHint: '--backend' });
-  log.info(`backend ${choice.reason}; engine ${engine.description}`);
-  const docker = createDockerClient(engine);
-  const provider = new DockerSandboxProvider({
-    docker,
+  const provider = createSandboxProvider(config, {
     owner: currentOwner('cli', VERSION),
-    spec: async (signal) => {
-      if (choice.backend === 'docker') return { image, limits, ...warm };
-      const built = await ensureDevcontainerImage({
-        docker,
-        engine,
-        workspaceFolder: workspace!,
-        log,
-        signal,
-        force: p.flags.has('rebuild'),
-        logHint: 'the build output printed below (all of it with --verbose)',
-      });
-      log.info(`Dev Container image ${built.image} ${built.built ? 'built' : 'up to date'}`);
-      return { image: built.image, limits, ...warm };
-    },
-    imageSettingHint: 'a different --image',
-    log,
+    workspaceFolder: () => workspace,
     idleMs: 0,
     adoptExisting: session !== undefined,
+    buildLogHint: 'the build output printed below (all of it with --verbose)',
   });
-  // The caps users get by default in VS Code.
-  const defaults = readSettings(() => undefined).settings;
-  const store = artifacts === undefined ? undefined : new ArtifactStore(path.resolve(artifacts));
-  let writer: RunWriter | undefined;
+  const recording = artifacts === undefined ? undefined : new RunRecording(new ArtifactStore(path.resolve(artifacts)), sessionKey);
   const abort = new AbortController();
   const onSignal = () => abort.abort();
   process.once('SIGINT', onSignal);
@@ -202,35 +196,17 @@ async function run(p: Parsed): Promise<number> {
       provider,
       log,
       input,
-      {
+      // The same sentence as in VS Code: the CLI prints exactly what the model would read.
+      toolCallOptions(config, {
         sessionKey,
-        limits: { timeoutMs: timeoutSeconds * 1000, outputBudgetBytes, maxOutputBytes: DEFAULTS.maxOutputMb * 1024 * 1024 },
-        memoryMb: limits.memoryMb,
-        filesIn: {
-          source: workspace === undefined ? undefined : folderSource(workspace),
-          caps: filesInCapsOf(defaults),
-        },
-        // The same sentence as in VS Code: the CLI prints exactly what the model would read.
-        filesOut: { mode: outputsMode, caps: filesOutCapsOf(defaults), savedWhere: 'in the CodeAct Sandbox view' },
-        ...(store
-          ? {
-              record: () => {
-                const w = store.beginRun(sessionDigest(sessionKey), sessionDisplayName(sessionKey));
-                writer = w;
-                return {
-                  dir: w.dir,
-                  addFile: (name: string, body: NodeJS.ReadableStream, size: number) => w.addFile(name, body as Readable, size),
-                  finish: (outcome: Parameters<RunWriter['finish']>[0]) => w.finish(outcome),
-                  discard: () => w.discard(),
-                };
-              },
-            }
-          : {}),
-      },
+        workspace: workspace === undefined ? undefined : folderSource(workspace),
+        recording,
+        savedWhere: 'in the CodeAct Sandbox view',
+      }),
       abort.signal,
     );
     process.stdout.write(report.text + '\n');
-    if (writer && files.length > 0) process.stderr.write(`saved ${files.length} file(s) in ${writer.filesDir}\n`);
+    if (recording?.begun && files.length > 0) process.stderr.write(`saved ${files.length} file(s) in ${recording.begun.filesDir}\n`);
     return 0;
   } finally {
     process.off('SIGINT', onSignal);
