@@ -41,6 +41,13 @@ export default tseslint.config(
     ]),
   },
   {
+    files: ['src/mcp/**/*.ts'],
+    rules: restrict([
+      { group: ['vscode', '../vscode/*'], message: 'the MCP server runs without VS Code' },
+      { group: ['../cli'], message: 'the MCP adapter does not import the CLI' },
+    ]),
+  },
+  {
     files: ['src/cli.ts'],
     rules: restrict([{ group: ['vscode', './vscode/*'], message: 'the CLI runs without VS Code' }]),
   },

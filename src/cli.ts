@@ -17,18 +17,21 @@ import { ArtifactStore } from './storage/artifactStore';
 import { RunRecording } from './storage/runRecorder';
 import { folderSource } from './storage/workspaceFolder';
 import { parseToolInput } from './core/toolInput';
-import { removeCliSandboxes } from './docker/cleanup';
+import { removeCliSandboxes, removeOrphanedSandboxes } from './docker/cleanup';
 import { BACKEND_SETTINGS, type BackendSetting } from './docker/backend';
 import { createDockerClient, resolveEngine, type EngineTarget } from './docker/connection';
 import { currentOwner } from './docker/labels';
+import { serveMcp } from './mcp/serve';
 import { createSandboxProvider, toolCallOptions, type SandboxConfig } from './standalone/pipeline';
 import { VERSION } from './version';
 
 const USAGE = `usage:
   codeact-sandbox run [options] PROGRAM.py|-      run a program, print what the model would get
-  codeact-sandbox cleanup [--session KEY]         remove sandboxes kept by --session
+  codeact-sandbox mcp [options]                   serve execute_code to an MCP client over stdio
+  codeact-sandbox cleanup [--session KEY]         remove sandboxes kept by --session (and, without
+                                                  it, those of MCP servers that are gone)
 
-run options:
+run options (mcp takes them too, except --session, --file and --output):
   --image IMAGE        sandbox image (default ${DEFAULTS.image})
   --session KEY        keep the sandbox under this name and reuse it on the next run
   --timeout SECONDS    stop the program after this long (default ${DEFAULTS.timeoutSeconds})
@@ -50,7 +53,12 @@ run options:
                        ${DEFAULTS.preloadModules.join(', ')}; --preload '' for none)
   --verbose            log engine activity to stderr
 
-engine options (run and cleanup; default: DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH):
+mcp options:
+  --workspace DIR      the file store (default: the client's roots, when it offers them)
+  --artifacts DIR      where runs and saved files are kept (default: a folder of the user's cache)
+  --idle-minutes N     remove the sandbox after this long idle (default ${DEFAULTS.idleMinutes}; 0: at disconnect)
+
+engine options (run, mcp and cleanup; default: DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH):
   --docker-host URL       unix:///path, npipe:////./pipe/name, tcp://HOST:PORT, ssh://USER@HOST
   --docker-cert-path DIR  folder with ca.pem, cert.pem, key.pem (TLS for tcp://)
   --docker-tls-verify     verify the engine's certificate (on when --docker-cert-path is given)
@@ -66,7 +74,7 @@ interface Parsed {
 
 const VALUE_FLAGS = new Set([
   'image', 'session', 'timeout', 'memory', 'cpus', 'pids', 'work-area', 'output-budget', 'workspace', 'file', 'output', 'outputs', 'artifacts',
-  'backend', 'docker-host', 'docker-cert-path', 'preload',
+  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes',
 ]);
 const BOOLEAN_FLAGS = new Set(['verbose', 'help', 'docker-tls-verify', 'rebuild', 'no-warm']);
 
@@ -162,6 +170,7 @@ function sandboxConfigFrom(p: Parsed): SandboxConfig & { workspace: string | und
 
 async function run(p: Parsed): Promise<number> {
   if (p.positional.length !== 1) throw new UsageError('run needs exactly one PROGRAM.py (or - for stdin)');
+  if (p.flags.has('idle-minutes')) throw new UsageError('--idle-minutes is an option of mcp');
   const config = sandboxConfigFrom(p);
   const { log, workspace, artifacts } = config;
   const session = one(p, 'session');
@@ -215,6 +224,16 @@ async function run(p: Parsed): Promise<number> {
   }
 }
 
+async function mcp(p: Parsed): Promise<number> {
+  const notHere = { session: 'each connection gets a sandbox of its own', file: 'the client names the files of each call', output: 'the client names the files of each call' };
+  for (const [name, why] of Object.entries(notHere)) {
+    if (p.flags.has(name)) throw new UsageError(`--${name} is not an option of mcp: ${why}`);
+  }
+  if (p.positional.length > 0) throw new UsageError('mcp takes no PROGRAM.py: the client sends the programs');
+  const config = sandboxConfigFrom(p);
+  return serveMcp({ ...config, idleMinutes: number(p, 'idle-minutes', DEFAULTS.idleMinutes, 0, 1440) });
+}
+
 /** --docker-host / --docker-cert-path / --docker-tls-verify over DOCKER_HOST / DOCKER_CERT_PATH / DOCKER_TLS_VERIFY. */
 function engineFrom(p: Parsed): EngineTarget {
   const host = one(p, 'docker-host');
@@ -230,7 +249,10 @@ function engineFrom(p: Parsed): EngineTarget {
 async function cleanup(p: Parsed): Promise<number> {
   const session = one(p, 'session');
   const log = consoleLogger(p.flags.has('verbose'));
-  const n = await removeCliSandboxes(createDockerClient(engineFrom(p)), log, session === undefined ? undefined : sessionDigest(`cli:${session}`));
+  const docker = createDockerClient(engineFrom(p));
+  let n = await removeCliSandboxes(docker, log, session === undefined ? undefined : sessionDigest(`cli:${session}`));
+  // A live server's sandbox is in use; only those whose server process is gone are removed.
+  if (session === undefined) n += await removeOrphanedSandboxes(docker, currentOwner('mcp', VERSION), log);
   process.stdout.write(`removed ${n} sandbox${n === 1 ? '' : 'es'}\n`);
   return 0;
 }
@@ -244,6 +266,7 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (parsed.command === 'run') return await run(parsed);
+    if (parsed.command === 'mcp') return await mcp(parsed);
     if (parsed.command === 'cleanup') return await cleanup(parsed);
     throw new UsageError(`unknown command ${parsed.command}`);
   } catch (e) {

@@ -19,6 +19,13 @@ describe('import layering lint rule (unit)', function () {
     assert.equal((await violations('src/storage/x.ts', "import * as vscode from 'vscode';\nexport const a = vscode;\n")).length, 1);
   });
 
+  it('the MCP adapter and the wiring it shares with the CLI may not import vscode or another adapter', async () => {
+    assert.equal((await violations('src/mcp/x.ts', "import * as vscode from 'vscode';\nexport const a = vscode;\n")).length, 1);
+    assert.equal((await violations('src/mcp/x.ts', "import { main } from '../cli';\nexport const a = main;\n")).length, 1);
+    assert.equal((await violations('src/standalone/x.ts', "import { serveMcp } from '../mcp/serve';\nexport const a = serveMcp;\n")).length, 1);
+    assert.deepEqual(await violations('src/mcp/x.ts', "import { LABEL } from '../docker/labels';\nimport { ArtifactStore } from '../storage/artifactStore';\nexport const a = [LABEL, ArtifactStore];\n"), []);
+  });
+
   it('the adapter may import everything below it', async () => {
     assert.deepEqual(await violations('src/vscode/x.ts', "import * as vscode from 'vscode';\nimport { LABEL } from '../docker/labels';\nexport const a = [vscode, LABEL];\n"), []);
   });
