@@ -12,6 +12,8 @@ const VSCODE_AT_RUNTIME = { ...VSCODE, message: 'only src/vscode imports vscode 
 const DOCKER_CLIENT = ['dockerode', 'docker-modem'].map((name) => ({ name, message: 'only src/docker talks to the Docker client' }));
 
 const ADAPTERS = ['./src/vscode', './src/mcp', './src/cli.ts'];
+/** The wiring the CLI and the MCP server share: on the adapters' floor, below them. */
+const STANDALONE = './src/standalone';
 const zone = (target, from, message) => ({ target, from, message });
 
 export default tseslint.config(
@@ -31,10 +33,11 @@ export default tseslint.config(
         'error',
         {
           zones: [
-            zone('./src/core', ['./src/docker', './src/storage', ...ADAPTERS], 'core imports nothing above it'),
-            zone('./src/docker', ['./src/storage', ...ADAPTERS], 'the Docker layer imports only core'),
-            zone('./src/storage', ['./src/docker', ...ADAPTERS], 'storage imports only core'),
-            zone('./src/vscode', ['./src/mcp', './src/cli.ts'], 'the adapters never import one another'),
+            zone('./src/core', ['./src/docker', './src/storage', STANDALONE, ...ADAPTERS], 'core imports nothing above it'),
+            zone('./src/docker', ['./src/storage', STANDALONE, ...ADAPTERS], 'the Docker layer imports only core'),
+            zone('./src/storage', ['./src/docker', STANDALONE, ...ADAPTERS], 'storage imports only core'),
+            zone(STANDALONE, ADAPTERS, 'the shared wiring imports no adapter'),
+            zone('./src/vscode', ['./src/mcp', './src/cli.ts', STANDALONE], 'the adapters never import one another'),
             zone('./src/mcp', ['./src/vscode', './src/cli.ts'], 'the adapters never import one another'),
             zone('./src/cli.ts', ['./src/vscode'], 'the CLI runs without VS Code'),
           ],

@@ -7,30 +7,31 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Readable } from 'node:stream';
 import { ToolError, describeError } from './core/errors';
 import { DEFAULTS } from './core/limits';
 import { preloadModuleSchema } from './core/runnerProtocol';
 import { consoleLogger } from './core/logger';
-import { sessionDigest, sessionDisplayName } from './core/session';
-import { filesInCapsOf, filesOutCapsOf, readSettings } from './core/settings';
+import { sessionDigest } from './core/session';
 import { executeToolCall } from './core/toolCall';
-import { ArtifactStore, type RunWriter } from './storage/artifactStore';
+import { ArtifactStore } from './storage/artifactStore';
+import { RunRecording } from './storage/runRecorder';
 import { folderSource } from './storage/workspaceFolder';
 import { parseToolInput } from './core/toolInput';
-import { removeCliSandboxes } from './docker/cleanup';
-import { BACKEND_SETTINGS, chooseBackend, type BackendSetting } from './docker/backend';
+import { removeCliSandboxes, removeOrphanedSandboxes } from './docker/cleanup';
+import { BACKEND_SETTINGS, type BackendSetting } from './docker/backend';
 import { createDockerClient, resolveEngine, type EngineTarget } from './docker/connection';
-import { ensureDevcontainerImage } from './docker/devcontainer';
-import { DockerSandboxProvider } from './docker/dockerSandboxProvider';
 import { currentOwner } from './docker/labels';
+import { serveMcp } from './mcp/serve';
+import { createSandboxProvider, toolCallOptions, type SandboxConfig } from './standalone/pipeline';
 import { VERSION } from './version';
 
 const USAGE = `usage:
   codeact-sandbox run [options] PROGRAM.py|-      run a program, print what the model would get
-  codeact-sandbox cleanup [--session KEY]         remove sandboxes kept by --session
+  codeact-sandbox mcp [options]                   serve execute_code to an MCP client over stdio
+  codeact-sandbox cleanup [--session KEY]         remove sandboxes kept by --session (and, without
+                                                  it, those of MCP servers that are gone)
 
-run options:
+run options (mcp takes them too, except --session, --file and --output):
   --image IMAGE        sandbox image (default ${DEFAULTS.image})
   --session KEY        keep the sandbox under this name and reuse it on the next run
   --timeout SECONDS    stop the program after this long (default ${DEFAULTS.timeoutSeconds})
@@ -52,7 +53,12 @@ run options:
                        ${DEFAULTS.preloadModules.join(', ')}; --preload '' for none)
   --verbose            log engine activity to stderr
 
-engine options (run and cleanup; default: DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH):
+mcp options:
+  --workspace DIR      the file store (default: the client's roots, when it offers them)
+  --artifacts DIR      where runs and saved files are kept (default: a folder of the user's cache)
+  --idle-minutes N     remove the sandbox after this long idle (default ${DEFAULTS.idleMinutes}; 0: at disconnect)
+
+engine options (run, mcp and cleanup; default: DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH):
   --docker-host URL       unix:///path, npipe:////./pipe/name, tcp://HOST:PORT, ssh://USER@HOST
   --docker-cert-path DIR  folder with ca.pem, cert.pem, key.pem (TLS for tcp://)
   --docker-tls-verify     verify the engine's certificate (on when --docker-cert-path is given)
@@ -68,7 +74,7 @@ interface Parsed {
 
 const VALUE_FLAGS = new Set([
   'image', 'session', 'timeout', 'memory', 'cpus', 'pids', 'work-area', 'output-budget', 'workspace', 'file', 'output', 'outputs', 'artifacts',
-  'backend', 'docker-host', 'docker-cert-path', 'preload',
+  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes',
 ]);
 const BOOLEAN_FLAGS = new Set(['verbose', 'help', 'docker-tls-verify', 'rebuild', 'no-warm']);
 
@@ -122,11 +128,9 @@ async function readProgram(file: string): Promise<string> {
   }
 }
 
-async function run(p: Parsed): Promise<number> {
-  if (p.positional.length !== 1) throw new UsageError('run needs exactly one PROGRAM.py (or - for stdin)');
-  const log = consoleLogger(p.flags.has('verbose'));
+/** The flags `run` and `mcp` share: the sandbox, its limits, the backend and the engine. */
+function sandboxConfigFrom(p: Parsed): SandboxConfig & { workspace: string | undefined; artifacts: string | undefined } {
   const image = one(p, 'image') ?? DEFAULTS.image;
-  const session = one(p, 'session');
   const timeoutSeconds = number(p, 'timeout', DEFAULTS.timeoutSeconds, 1, 86_400);
   const limits = {
     memoryMb: number(p, 'memory', DEFAULTS.memoryMb, 64, 1_048_576),
@@ -138,24 +142,45 @@ async function run(p: Parsed): Promise<number> {
   const preload = (p.flags.get('preload') ?? [...DEFAULTS.preloadModules]).filter((m) => m !== '');
   const badModule = preload.find((m) => !preloadModuleSchema.safeParse(m).success);
   if (badModule !== undefined) throw new UsageError(`--preload ${badModule} is not a Python module name`);
-  const warm = { warmRunner: !p.flags.has('no-warm'), preloadModules: preload };
   const workspace = one(p, 'workspace');
   const outputsMode = one(p, 'outputs') ?? 'declared';
   if (outputsMode !== 'declared' && outputsMode !== 'manifest') throw new UsageError('--outputs must be declared or manifest');
   const artifacts = one(p, 'artifacts');
-  const fileNames = p.flags.get('file') ?? [];
-  const outputNames = p.flags.get('output') ?? [];
-  if (fileNames.length > 0 && workspace === undefined) throw new UsageError('--file needs --workspace DIR');
-  if ((outputNames.length > 0 || outputsMode === 'manifest') && artifacts === undefined) {
-    throw new UsageError('saving files (--output, --outputs manifest) needs --artifacts DIR');
-  }
   if (workspace !== undefined && !fs.statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
     throw new UsageError(`--workspace ${workspace} is not a folder`);
   }
-  const backendSetting = (one(p, 'backend') ?? 'docker') as BackendSetting;
-  if (!BACKEND_SETTINGS.includes(backendSetting)) throw new UsageError(`--backend must be ${BACKEND_SETTINGS.join(', ')}`);
-  if (backendSetting === 'devcontainer' && workspace === undefined) throw new UsageError('--backend devcontainer needs --workspace DIR');
-  const engine = engineFrom(p);
+  const backend = (one(p, 'backend') ?? 'docker') as BackendSetting;
+  if (!BACKEND_SETTINGS.includes(backend)) throw new UsageError(`--backend must be ${BACKEND_SETTINGS.join(', ')}`);
+  return {
+    image,
+    limits,
+    warmRunner: !p.flags.has('no-warm'),
+    preloadModules: preload,
+    timeoutSeconds,
+    outputBudgetBytes,
+    outputsMode,
+    backend,
+    rebuild: p.flags.has('rebuild'),
+    engine: engineFrom(p),
+    log: consoleLogger(p.flags.has('verbose')),
+    workspace,
+    artifacts,
+  };
+}
+
+async function run(p: Parsed): Promise<number> {
+  if (p.positional.length !== 1) throw new UsageError('run needs exactly one PROGRAM.py (or - for stdin)');
+  if (p.flags.has('idle-minutes')) throw new UsageError('--idle-minutes is an option of mcp');
+  const config = sandboxConfigFrom(p);
+  const { log, workspace, artifacts } = config;
+  const session = one(p, 'session');
+  const fileNames = p.flags.get('file') ?? [];
+  const outputNames = p.flags.get('output') ?? [];
+  if (fileNames.length > 0 && workspace === undefined) throw new UsageError('--file needs --workspace DIR');
+  if ((outputNames.length > 0 || config.outputsMode === 'manifest') && artifacts === undefined) {
+    throw new UsageError('saving files (--output, --outputs manifest) needs --artifacts DIR');
+  }
+  if (config.backend === 'devcontainer' && workspace === undefined) throw new UsageError('--backend devcontainer needs --workspace DIR');
   const input = parseToolInput({
     code: await readProgram(p.positional[0]!),
     ...(fileNames.length ? { files: fileNames } : {}),
@@ -163,36 +188,14 @@ async function run(p: Parsed): Promise<number> {
   });
 
   const sessionKey = `cli:${session ?? `once-${randomBytes(6).toString('hex')}`}`;
-  // The CLI's user named the folder themselves: that is the trust decision.
-  const choice = await chooseBackend({ setting: backendSetting, workspaceFolder: workspace, trusted: true, settingHint: '--backend' });
-  log.info(`backend ${choice.reason}; engine ${engine.description}`);
-  const docker = createDockerClient(engine);
-  const provider = new DockerSandboxProvider({
-    docker,
+  const provider = createSandboxProvider(config, {
     owner: currentOwner('cli', VERSION),
-    spec: async (signal) => {
-      if (choice.backend === 'docker') return { image, limits, ...warm };
-      const built = await ensureDevcontainerImage({
-        docker,
-        engine,
-        workspaceFolder: workspace!,
-        log,
-        signal,
-        force: p.flags.has('rebuild'),
-        logHint: 'the build output printed below (all of it with --verbose)',
-      });
-      log.info(`Dev Container image ${built.image} ${built.built ? 'built' : 'up to date'}`);
-      return { image: built.image, limits, ...warm };
-    },
-    imageSettingHint: 'a different --image',
-    log,
+    workspaceFolder: () => workspace,
     idleMs: 0,
     adoptExisting: session !== undefined,
+    buildLogHint: 'the build output printed below (all of it with --verbose)',
   });
-  // The caps users get by default in VS Code.
-  const defaults = readSettings(() => undefined).settings;
-  const store = artifacts === undefined ? undefined : new ArtifactStore(path.resolve(artifacts));
-  let writer: RunWriter | undefined;
+  const recording = artifacts === undefined ? undefined : new RunRecording(new ArtifactStore(path.resolve(artifacts)), sessionKey);
   const abort = new AbortController();
   const onSignal = () => abort.abort();
   process.once('SIGINT', onSignal);
@@ -202,35 +205,17 @@ async function run(p: Parsed): Promise<number> {
       provider,
       log,
       input,
-      {
+      // The same sentence as in VS Code: the CLI prints exactly what the model would read.
+      toolCallOptions(config, {
         sessionKey,
-        limits: { timeoutMs: timeoutSeconds * 1000, outputBudgetBytes, maxOutputBytes: DEFAULTS.maxOutputMb * 1024 * 1024 },
-        memoryMb: limits.memoryMb,
-        filesIn: {
-          source: workspace === undefined ? undefined : folderSource(workspace),
-          caps: filesInCapsOf(defaults),
-        },
-        // The same sentence as in VS Code: the CLI prints exactly what the model would read.
-        filesOut: { mode: outputsMode, caps: filesOutCapsOf(defaults), savedWhere: 'in the CodeAct Sandbox view' },
-        ...(store
-          ? {
-              record: () => {
-                const w = store.beginRun(sessionDigest(sessionKey), sessionDisplayName(sessionKey));
-                writer = w;
-                return {
-                  dir: w.dir,
-                  addFile: (name: string, body: NodeJS.ReadableStream, size: number) => w.addFile(name, body as Readable, size),
-                  finish: (outcome: Parameters<RunWriter['finish']>[0]) => w.finish(outcome),
-                  discard: () => w.discard(),
-                };
-              },
-            }
-          : {}),
-      },
+        workspace: workspace === undefined ? undefined : folderSource(workspace),
+        recording,
+        savedWhere: 'in the CodeAct Sandbox view',
+      }),
       abort.signal,
     );
     process.stdout.write(report.text + '\n');
-    if (writer && files.length > 0) process.stderr.write(`saved ${files.length} file(s) in ${writer.filesDir}\n`);
+    if (recording?.begun && files.length > 0) process.stderr.write(`saved ${files.length} file(s) in ${recording.begun.filesDir}\n`);
     return 0;
   } finally {
     process.off('SIGINT', onSignal);
@@ -238,6 +223,16 @@ async function run(p: Parsed): Promise<number> {
     if (session === undefined) await provider.dispose();
     else await provider.detachAll();
   }
+}
+
+async function mcp(p: Parsed): Promise<number> {
+  const notHere = { session: 'each connection gets a sandbox of its own', file: 'the client names the files of each call', output: 'the client names the files of each call' };
+  for (const [name, why] of Object.entries(notHere)) {
+    if (p.flags.has(name)) throw new UsageError(`--${name} is not an option of mcp: ${why}`);
+  }
+  if (p.positional.length > 0) throw new UsageError('mcp takes no PROGRAM.py: the client sends the programs');
+  const config = sandboxConfigFrom(p);
+  return serveMcp({ ...config, idleMinutes: number(p, 'idle-minutes', DEFAULTS.idleMinutes, 0, 1440) });
 }
 
 /** --docker-host / --docker-cert-path / --docker-tls-verify over DOCKER_HOST / DOCKER_CERT_PATH / DOCKER_TLS_VERIFY. */
@@ -255,7 +250,10 @@ function engineFrom(p: Parsed): EngineTarget {
 async function cleanup(p: Parsed): Promise<number> {
   const session = one(p, 'session');
   const log = consoleLogger(p.flags.has('verbose'));
-  const n = await removeCliSandboxes(createDockerClient(engineFrom(p)), log, session === undefined ? undefined : sessionDigest(`cli:${session}`));
+  const docker = createDockerClient(engineFrom(p));
+  let n = await removeCliSandboxes(docker, log, session === undefined ? undefined : sessionDigest(`cli:${session}`));
+  // A live server's sandbox is in use; only those whose server process is gone are removed.
+  if (session === undefined) n += await removeOrphanedSandboxes(docker, currentOwner('mcp', VERSION), log);
   process.stdout.write(`removed ${n} sandbox${n === 1 ? '' : 'es'}\n`);
   return 0;
 }
@@ -269,6 +267,7 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (parsed.command === 'run') return await run(parsed);
+    if (parsed.command === 'mcp') return await mcp(parsed);
     if (parsed.command === 'cleanup') return await cleanup(parsed);
     throw new UsageError(`unknown command ${parsed.command}`);
   } catch (e) {

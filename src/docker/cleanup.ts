@@ -15,28 +15,26 @@ function processIsAlive(pid: number): boolean {
 }
 
 /**
- * Removes sandboxes left behind by VS Code windows of this machine that no longer run (a crash,
- * a killed extension host). Sandboxes of live windows, of other machines sharing the engine,
- * and of CLI sessions are left alone.
+ * Removes sandboxes of `me.kind` left behind by processes of this machine that no longer run: VS
+ * Code windows (a crash, a killed extension host) or MCP servers (a client that killed its server
+ * before it could clean up). Sandboxes of live processes, of other machines sharing the engine,
+ * and of CLI sessions (kept on purpose, until `cleanup`) are left alone.
  */
 export async function removeOrphanedSandboxes(docker: Dockerode, me: Owner, log: Logger): Promise<number> {
-  const containers = await docker.listContainers({
-    all: true,
-    filters: { label: [`${LABEL.managed}`, `${LABEL.ownerKind}=vscode`, `${LABEL.ownerHost}=${me.host}`] },
-  });
+  if (me.kind === 'cli') throw new Error('CLI sessions have no owning process; remove them with removeCliSandboxes');
+  const label = [`${LABEL.managed}`, `${LABEL.ownerKind}=${me.kind}`, `${LABEL.ownerHost}=${me.host}`];
+  const containers = await docker.listContainers({ all: true, filters: { label } });
   let removed = 0;
   for (const c of containers) {
     const pid = Number(c.Labels[LABEL.ownerPid]);
     if (!Number.isInteger(pid) || pid === me.pid || processIsAlive(pid)) continue;
     const volume = c.Mounts?.find((m) => m.Destination === WORK_ROOT)?.Name;
-    log.info(`removing sandbox ${c.Names?.[0] ?? c.Id} left by a window that is gone (pid ${pid})`);
+    log.info(`removing sandbox ${c.Names?.[0] ?? c.Id} left by a ${me.kind === 'vscode' ? 'window' : 'server'} that is gone (pid ${pid})`);
     await removeQuietly(docker, c.Id, volume, log);
     removed++;
   }
   // Volumes whose container never got created (a crash between the two calls).
-  const { Volumes } = await docker.listVolumes({
-    filters: { label: [`${LABEL.managed}`, `${LABEL.ownerKind}=vscode`, `${LABEL.ownerHost}=${me.host}`], dangling: ['true'] },
-  });
+  const { Volumes } = await docker.listVolumes({ filters: { label, dangling: ['true'] } });
   for (const v of Volumes ?? []) {
     const pid = Number(v.Labels?.[LABEL.ownerPid]);
     if (!Number.isInteger(pid) || pid === me.pid || processIsAlive(pid)) continue;

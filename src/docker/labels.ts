@@ -4,9 +4,12 @@ import * as os from 'node:os';
 export const LABEL = {
   /** Marks an object as ours; the value is the schema of these labels. */
   managed: 'dev.codeact-sandbox.managed',
-  /** "vscode" (owned by a window) or "cli" (owned by a --session name, removed by `cleanup`). */
+  /**
+   * "vscode" (owned by a window), "mcp" (owned by an MCP server process: one client connection)
+   * or "cli" (owned by a --session name, removed by `cleanup`).
+   */
   ownerKind: 'dev.codeact-sandbox.owner-kind',
-  /** host/pid of the owning process: a window that crashed leaves containers whose pid is dead. */
+  /** host/pid of the owning process: a window or server that crashed leaves containers whose pid is dead. */
   ownerHost: 'dev.codeact-sandbox.owner-host',
   ownerPid: 'dev.codeact-sandbox.owner-pid',
   /** Digest of the session key (never the key itself: it can hold ids). */
@@ -16,7 +19,7 @@ export const LABEL = {
 
 export const LABEL_SCHEMA = '1';
 
-export type OwnerKind = 'vscode' | 'cli';
+export type OwnerKind = 'vscode' | 'mcp' | 'cli';
 
 export interface Owner {
   kind: OwnerKind;

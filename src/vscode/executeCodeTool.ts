@@ -1,14 +1,14 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Readable } from 'node:stream';
 import * as vscode from 'vscode';
 import { ToolError, describeError, isToolError } from '../core/errors';
 import type { Logger } from '../core/logger';
 import type { CollectedFile, SandboxProvider } from '../core/sandbox';
-import { sessionDisplayName, sessionKeyFromToken, sessionDigest } from '../core/session';
+import { sessionDisplayName, sessionKeyFromToken } from '../core/session';
 import { filesInCapsOf, filesOutCapsOf, runLimitsOf } from '../core/settings';
 import { executeToolCall } from '../core/toolCall';
-import type { ArtifactStore, RunWriter } from '../storage/artifactStore';
+import type { ArtifactStore } from '../storage/artifactStore';
+import { RunRecording } from '../storage/runRecorder';
 import { parseToolInput, type ToolInput } from '../core/toolInput';
 import type { SettingsReader } from './config';
 import { workspaceSource } from './workspaceFiles';
@@ -75,7 +75,7 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     const abort = new AbortController();
     const subscription = token.onCancellationRequested(() => abort.abort());
     if (token.isCancellationRequested) abort.abort();
-    let writer: RunWriter | undefined;
+    const recording = new RunRecording(this.store, sessionKey);
     try {
       const { report, files } = await executeToolCall(
         this.provider,
@@ -87,16 +87,7 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
           memoryMb: settings.memoryMb,
           filesIn: { source: workspaceSource(), caps: filesInCapsOf(settings) },
           filesOut: { mode: settings.outputsMode, caps: filesOutCapsOf(settings), savedWhere: 'in the CodeAct Sandbox view' },
-          record: () => {
-            const w = this.store.beginRun(sessionDigest(sessionKey), sessionDisplayName(sessionKey));
-            writer = w;
-            return {
-              dir: w.dir,
-              addFile: (name, body, size) => w.addFile(name, body as Readable, size),
-              finish: (outcome) => w.finish(outcome),
-              discard: () => w.discard(),
-            };
-          },
+          record: recording.record,
         },
         abort.signal,
       );
@@ -104,7 +95,7 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
       if (pruned.deletedRuns > 0) this.log.info(`deleted the ${pruned.deletedRuns} oldest run(s) to stay within the storage budget`);
       if (report.cancelled) throw new vscode.CancellationError();
       const parts: (vscode.LanguageModelTextPart | vscode.LanguageModelDataPart)[] = [new vscode.LanguageModelTextPart(report.text)];
-      if (settings.attachImages && writer) parts.push(...this.imageParts(writer.filesDir, files, settings.attachImageMaxKb * 1024));
+      if (settings.attachImages && recording.begun) parts.push(...this.imageParts(recording.begun.filesDir, files, settings.attachImageMaxKb * 1024));
       return new vscode.LanguageModelToolResult(parts);
     } catch (e) {
       if (e instanceof vscode.CancellationError) throw e;

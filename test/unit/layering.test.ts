@@ -44,6 +44,13 @@ describe('import layering lint rules (unit)', function () {
     assert.deepEqual(await violations('test/unit/x.test.ts', use("import type * as a from 'vscode';")), []);
   });
 
+  it('the MCP adapter and the wiring it shares with the CLI may not import vscode or another adapter', async () => {
+    assert.deepEqual(await violations('src/mcp/x.ts', use("import { main as a } from '../cli';")), ['the adapters never import one another']);
+    assert.deepEqual(await violations('src/standalone/x.ts', use("import { serveMcp as a } from '../mcp/serve';")), ['the shared wiring imports no adapter']);
+    assert.deepEqual(await violations('src/core/x.ts', use("import * as a from '../standalone/pipeline';")), ['core imports nothing above it']);
+    assert.deepEqual(await violations('src/mcp/x.ts', use("import { LABEL } from '../docker/labels';\nimport { ArtifactStore } from '../storage/artifactStore';\nconst a = [LABEL, ArtifactStore];")), []);
+  });
+
   it('the adapters may import everything below them, never one another', async () => {
     assert.deepEqual(await violations('src/vscode/x.ts', use("import * as v from 'vscode';\nimport { LABEL } from '../docker/labels';\nconst a = [v, LABEL];")), []);
     assert.deepEqual(await violations('src/cli.ts', use("import { ExecuteCodeTool as a } from './vscode/executeCodeTool';")), [

@@ -1,0 +1,99 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { WorkspaceSource } from '../core/files/filesIn';
+import { DEFAULTS } from '../core/limits';
+import { executeToolCall } from '../core/toolCall';
+import { parseToolInput } from '../core/toolInput';
+import type { DockerSandboxProvider } from '../docker/dockerSandboxProvider';
+import type { Owner } from '../docker/labels';
+import type { ArtifactStore } from '../storage/artifactStore';
+import { readImageAttachments } from '../storage/imageAttachments';
+import { RunRecording } from '../storage/runRecorder';
+import { folderSource } from '../storage/workspaceFolder';
+import { foldersSource, type NamedFolder } from '../storage/workspaceFolders';
+import { createSandboxProvider, toolCallOptions, type SandboxConfig } from '../standalone/pipeline';
+import { failureResult, successResult } from './toolResult';
+
+const MB = 1024 * 1024;
+
+export interface McpConfig extends SandboxConfig {
+  /** --workspace: the file store whatever the client's roots say. */
+  workspace: string | undefined;
+  idleMinutes: number;
+}
+
+export interface ConnectionParts {
+  owner: Owner;
+  /** This connection's own key: one sandbox per connection, never shared with another. */
+  sessionKey: string;
+  store: ArtifactStore;
+  /** The client's roots as folders (empty when it offers none). */
+  roots: { folders(): Promise<NamedFolder[]>; readonly known: readonly NamedFolder[] };
+}
+
+/**
+ * One client connection: its sandbox (created by the first call, removed by `close`), its file
+ * store and its runs. Every call goes through the same pipeline as in VS Code and comes back as
+ * the same text; a failure of the tool itself is a result marked `isError`.
+ */
+export class McpConnection {
+  readonly provider: DockerSandboxProvider;
+  private readonly closing = new AbortController();
+  private readonly running = new Set<Promise<unknown>>();
+  private readonly fixedWorkspace: WorkspaceSource | undefined;
+
+  constructor(
+    private readonly config: McpConfig,
+    private readonly parts: ConnectionParts,
+  ) {
+    this.fixedWorkspace = config.workspace === undefined ? undefined : folderSource(config.workspace);
+    this.provider = createSandboxProvider(config, {
+      owner: parts.owner,
+      workspaceFolder: () => config.workspace ?? parts.roots.known[0]?.path,
+      idleMs: config.idleMinutes * 60_000,
+      adoptExisting: false,
+      buildLogHint: "the CodeAct Sandbox server's log (its standard error; all of it with --verbose)",
+    });
+  }
+
+  call(args: unknown, signal: AbortSignal): Promise<CallToolResult> {
+    const call = this.run(args, AbortSignal.any([signal, this.closing.signal]));
+    this.running.add(call);
+    return call.finally(() => this.running.delete(call));
+  }
+
+  private async run(args: unknown, signal: AbortSignal): Promise<CallToolResult> {
+    const { config, parts } = this;
+    const recording = new RunRecording(parts.store, parts.sessionKey);
+    try {
+      const input = parseToolInput(args);
+      const workspace = this.fixedWorkspace ?? foldersSource(await parts.roots.folders());
+      // Begun before the run so the result can name the folder the files land in.
+      const filesDir = recording.writer.filesDir;
+      const { report, files } = await executeToolCall(
+        this.provider,
+        config.log,
+        input,
+        toolCallOptions(config, { sessionKey: parts.sessionKey, workspace, recording, savedWhere: `in ${filesDir}` }),
+        signal,
+      );
+      const pruned = parts.store.prune(DEFAULTS.artifactsBudgetMb * MB);
+      if (pruned.deletedRuns > 0) config.log.info(`deleted the ${pruned.deletedRuns} oldest run(s) to stay within ${DEFAULTS.artifactsBudgetMb} MB`);
+      const images = DEFAULTS.attachImages ? readImageAttachments(filesDir, files, DEFAULTS.attachImageMaxKb * 1024, config.log) : [];
+      return successResult(report.text, images);
+    } catch (e) {
+      return failureResult(e, config.log);
+    } finally {
+      // A call refused before it ran leaves no run behind; a finished run is kept (no-op).
+      recording.begun?.discard();
+    }
+  }
+
+  /** Stops running programs, then removes the connection's sandbox. */
+  async close(): Promise<void> {
+    this.closing.abort();
+    // A stopped program returns within moments; a client that kills its server after ~2 s
+    // (the SDK's does) must not catch it with the sandbox still there.
+    await Promise.race([Promise.allSettled([...this.running]), new Promise((resolve) => setTimeout(resolve, 1500).unref())]);
+    await this.provider.dispose();
+  }
+}

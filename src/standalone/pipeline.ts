@@ -1,0 +1,94 @@
+/**
+ * The execute_code pipeline outside VS Code, wired once for every host that runs it from a
+ * process of its own (the CLI's `run`, the MCP server): the engine and the sandbox provider on it,
+ * the image (or the Dev Container build), and the options of one call.
+ */
+import type { WorkspaceSource } from '../core/files/filesIn';
+import { DEFAULTS, type SandboxLimits } from '../core/limits';
+import type { Logger } from '../core/logger';
+import { filesInCapsOf, filesOutCapsOf, readSettings } from '../core/settings';
+import type { OutputsMode, ToolCallOptions } from '../core/toolCall';
+import { chooseBackend, type BackendSetting } from '../docker/backend';
+import { createDockerClient, type EngineTarget } from '../docker/connection';
+import { ensureDevcontainerImage } from '../docker/devcontainer';
+import { DockerSandboxProvider } from '../docker/dockerSandboxProvider';
+import type { Owner } from '../docker/labels';
+import type { RunRecording } from '../storage/runRecorder';
+
+/** What the command line says about the sandbox, shared by `run` and `mcp`. */
+export interface SandboxConfig {
+  image: string;
+  limits: SandboxLimits;
+  warmRunner: boolean;
+  preloadModules: string[];
+  timeoutSeconds: number;
+  outputBudgetBytes: number;
+  outputsMode: OutputsMode;
+  backend: BackendSetting;
+  /** Build the Dev Container image even when it is up to date (the first build of the process). */
+  rebuild: boolean;
+  engine: EngineTarget;
+  log: Logger;
+}
+
+export interface ProviderWiring {
+  owner: Owner;
+  /** The folder whose Dev Container configuration counts, read at every sandbox request. */
+  workspaceFolder: () => string | undefined;
+  idleMs: number;
+  adoptExisting: boolean;
+  /** Where the user finds a failed build's output, for the model-facing sentence. */
+  buildLogHint: string;
+}
+
+export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWiring): DockerSandboxProvider {
+  const { engine, log } = config;
+  const docker = createDockerClient(engine);
+  const base = { limits: config.limits, warmRunner: config.warmRunner, preloadModules: config.preloadModules };
+  let force = config.rebuild;
+  let lastReason: string | undefined;
+  return new DockerSandboxProvider({
+    docker,
+    owner: wiring.owner,
+    spec: async (signal) => {
+      const folder = wiring.workspaceFolder();
+      // The user named the folder (--workspace) or opened it in their client, and chose the
+      // backend on the command line: that is the trust decision.
+      const choice = await chooseBackend({ setting: config.backend, workspaceFolder: folder, trusted: true, settingHint: '--backend' });
+      if (choice.reason !== lastReason) log.info(`backend ${choice.reason}; engine ${engine.description}`);
+      lastReason = choice.reason;
+      if (choice.backend === 'docker' || folder === undefined) return { image: config.image, ...base };
+      const built = await ensureDevcontainerImage({ docker, engine, workspaceFolder: folder, log, signal, force, logHint: wiring.buildLogHint });
+      force = false;
+      log.info(`Dev Container image ${built.image} ${built.built ? 'built' : 'up to date'}`);
+      return { image: built.image, ...base };
+    },
+    imageSettingHint: 'a different --image',
+    log,
+    idleMs: wiring.idleMs,
+    adoptExisting: wiring.adoptExisting,
+  });
+}
+
+export interface CallWiring {
+  sessionKey: string;
+  /** The file store of this call, undefined when there is none. */
+  workspace: WorkspaceSource | undefined;
+  /** Without one, nothing is kept and no files can be saved. */
+  recording: RunRecording | undefined;
+  /** Where produced files end up, phrased for the model ("in the CodeAct Sandbox view"). */
+  savedWhere: string;
+}
+
+export function toolCallOptions(config: SandboxConfig, call: CallWiring): ToolCallOptions {
+  // The caps users get by default in VS Code.
+  const defaults = readSettings(() => undefined).settings;
+  return {
+    sessionKey: call.sessionKey,
+    limits: { timeoutMs: config.timeoutSeconds * 1000, outputBudgetBytes: config.outputBudgetBytes, maxOutputBytes: DEFAULTS.maxOutputMb * 1024 * 1024 },
+    memoryMb: config.limits.memoryMb,
+    filesIn: { source: call.workspace, caps: filesInCapsOf(defaults) },
+    filesOut: { mode: config.outputsMode, caps: filesOutCapsOf(defaults), savedWhere: call.savedWhere },
+    ...(call.recording ? { record: call.recording.record } : {}),
+  };
+}
