@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ToolError, describeError } from './core/errors';
 import { DEFAULTS } from './core/limits';
+import { settingsShape } from './core/settings';
 import { preloadModuleSchema } from './core/runnerProtocol';
 import { consoleLogger } from './core/logger';
 import { sessionDigest } from './core/session';
@@ -48,6 +49,8 @@ run options (mcp takes them too, except --session, --file and --output):
   --backend B          docker (the --image), devcontainer (built from the --workspace's
                        .devcontainer/devcontainer.json) or auto (devcontainer when it has one)
   --rebuild            build the Dev Container image even when it is up to date
+  --runtime NAME       container runtime: auto (default: gVisor's runsc when the engine has it,
+                       else the engine's default) or a runtime the engine must have (runsc, runc)
   --no-warm            start every program with docker exec (no warm runner in the sandbox)
   --preload MOD        a module the warm runner imports up front (repeatable; default
                        ${DEFAULTS.preloadModules.join(', ')}; --preload '' for none)
@@ -74,7 +77,7 @@ interface Parsed {
 
 const VALUE_FLAGS = new Set([
   'image', 'session', 'timeout', 'memory', 'cpus', 'pids', 'work-area', 'output-budget', 'workspace', 'file', 'output', 'outputs', 'artifacts',
-  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes',
+  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes', 'runtime',
 ]);
 const BOOLEAN_FLAGS = new Set(['verbose', 'help', 'docker-tls-verify', 'rebuild', 'no-warm']);
 
@@ -156,6 +159,7 @@ function sandboxConfigFrom(p: Parsed): SandboxConfig & { workspace: string | und
     limits,
     warmRunner: !p.flags.has('no-warm'),
     preloadModules: preload,
+    runtime: runtimeFrom(p),
     timeoutSeconds,
     outputBudgetBytes,
     outputsMode,
@@ -166,6 +170,13 @@ function sandboxConfigFrom(p: Parsed): SandboxConfig & { workspace: string | und
     workspace,
     artifacts,
   };
+}
+
+/** --runtime auto|NAME: the same rule as the codeactSandbox.runtime setting. */
+function runtimeFrom(p: Parsed): string {
+  const runtime = one(p, 'runtime') ?? DEFAULTS.runtime;
+  if (!settingsShape.runtime.safeParse(runtime).success) throw new UsageError('--runtime must be auto or the name of a runtime the Docker engine has');
+  return runtime;
 }
 
 async function run(p: Parsed): Promise<number> {

@@ -36,6 +36,8 @@ export const DEFAULTS = {
   dockerCertPath: '',
   dockerTlsVerify: false,
   devcontainerBuildTimeoutMinutes: 15,
+  /** auto: gVisor's runsc where the engine has it, else the engine's default; or a runtime the engine must have. */
+  runtime: 'auto',
 } as const;
 
 export interface FilesOutCaps {

@@ -4,7 +4,7 @@
  * workspace's Dockerfile with network access), and the protections a repository could otherwise
  * switch off for itself (the secrets deny-list, the confirmation).
  */
-export const RESTRICTED_SETTINGS = ['image', 'backend', 'dockerHost', 'dockerCertPath', 'dockerTlsVerify', 'denyGlobs', 'confirmBeforeRun'] as const;
+export const RESTRICTED_SETTINGS = ['image', 'backend', 'dockerHost', 'dockerCertPath', 'dockerTlsVerify', 'denyGlobs', 'confirmBeforeRun', 'runtime'] as const;
 
 /** The shape of `WorkspaceConfiguration.inspect()`, reduced to what matters here. */
 export interface InspectedSetting {

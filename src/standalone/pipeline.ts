@@ -21,6 +21,8 @@ export interface SandboxConfig {
   limits: SandboxLimits;
   warmRunner: boolean;
   preloadModules: string[];
+  /** `auto` or a runtime the engine must have (--runtime). */
+  runtime: string;
   timeoutSeconds: number;
   outputBudgetBytes: number;
   outputsMode: OutputsMode;
@@ -44,12 +46,13 @@ export interface ProviderWiring {
 export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWiring): DockerSandboxProvider {
   const { engine, log } = config;
   const docker = createDockerClient(engine);
-  const base = { limits: config.limits, warmRunner: config.warmRunner, preloadModules: config.preloadModules };
+  const base = { limits: config.limits, warmRunner: config.warmRunner, preloadModules: config.preloadModules, runtime: config.runtime };
   let force = config.rebuild;
   let lastReason: string | undefined;
   return new DockerSandboxProvider({
     docker,
     owner: wiring.owner,
+    runtimeSettingHint: '--runtime',
     spec: async (signal) => {
       const folder = wiring.workspaceFolder();
       // The user named the folder (--workspace) or opened it in their client, and chose the

@@ -20,6 +20,11 @@ import { DockerSandboxProvider, type ProviderOptions } from '../../src/docker/do
 import { LABEL, currentOwner, type Owner } from '../../src/docker/labels';
 
 export const IMAGE = process.env.CODEACT_TEST_IMAGE || 'codeact-sandbox/python:bookworm';
+/**
+ * The runtime test sandboxes run under: unset, the engine's default (runc); CODEACT_TEST_RUNTIME=runsc
+ * runs the same suites under gVisor (scripts/test.sh does, for the suites in .mocharc.docker-runsc.json).
+ */
+export const TEST_RUNTIME: string | undefined = process.env.CODEACT_TEST_RUNTIME || undefined;
 
 /** The version label of everything this test process creates: how cleanup finds it. */
 export const TEST_VERSION = `0.0.0-itest.${process.pid}.${randomBytes(3).toString('hex')}`;
@@ -61,6 +66,11 @@ export function uniqueSessionKey(what = 'test'): string {
   return `itest:${process.pid}:${++counter}:${what}:${randomBytes(4).toString('hex')}`;
 }
 
+/** A sandbox spec as the suites use it: the test image, small limits, the test runtime. */
+export function testSpec(overrides: Partial<SandboxSpec> = {}): SandboxSpec {
+  return { image: IMAGE, limits: TEST_LIMITS, ...(TEST_RUNTIME ? { runtime: TEST_RUNTIME } : {}), ...overrides };
+}
+
 export interface ProviderOverrides {
   image?: string;
   limits?: Partial<SandboxLimits>;
@@ -74,7 +84,7 @@ export interface ProviderOverrides {
 
 /** A provider like the CLI's (owner kind 'cli', no idle timer); the caller disposes it. */
 export function newProvider(o: ProviderOverrides = {}): DockerSandboxProvider {
-  const spec = { image: o.image ?? IMAGE, limits: { ...TEST_LIMITS, ...o.limits } };
+  const spec = testSpec({ ...(o.image ? { image: o.image } : {}), limits: { ...TEST_LIMITS, ...o.limits } });
   return new DockerSandboxProvider({
     docker,
     owner: o.owner ?? owner,

@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
-import { IMAGE, SENTENCES, TEST_LIMITS, delay, dockerCli, run, uniqueSessionKey, useDocker } from './helpers';
+import { SENTENCES, TEST_LIMITS, delay, dockerCli, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
 /** The garbage collector, without needing node --expose-gc on the command line. */
 function forceGc(): () => void {
@@ -71,7 +71,7 @@ describe('limits and stopping (integration)', function () {
 
   it('a SIGKILL that is not the memory limit is not blamed on memory, warm or by docker exec', async function () {
     for (const warmRunner of [true, false]) {
-      const provider = sandboxes.makeProvider({ spec: () => ({ image: IMAGE, limits: { ...TEST_LIMITS, memoryMb: 128 }, warmRunner }) });
+      const provider = sandboxes.makeProvider({ spec: () => testSpec({ limits: { ...TEST_LIMITS, memoryMb: 128 }, warmRunner }) });
       const key = uniqueSessionKey(`sigkill-${warmRunner}`);
       const r = await run(provider, key, "import os\nprint('bye', flush=True)\nos.kill(os.getpid(), 9)", { memoryMb: 128 });
       assert.equal(r.text, 'stdout:\nbye\n\nexit code: 137', `warmRunner ${warmRunner}`);

@@ -5,7 +5,7 @@ import { NOTHING_PRINTED } from '../../src/core/format';
 import type { StagedFile } from '../../src/core/sandbox';
 import { encodeFrame } from '../../src/core/runnerProtocol';
 import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
-import { IMAGE, SENTENCES, TEST_LIMITS, delay, dockerCli, log, recentLog, run, runLimits, uniqueSessionKey, useDocker } from './helpers';
+import { SENTENCES, delay, dockerCli, log, recentLog, run, runLimits, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
 /** The parts of a result that must not differ between the runner and `docker exec`. */
 function normalized(r: ExecuteReport): string {
@@ -119,7 +119,7 @@ const PARITY: [string, string][] = [
 describe('the warm runner (integration)', function () {
   const sandboxes = useDocker();
   const warm = sandboxes.makeProvider();
-  const plain = sandboxes.makeProvider({ spec: () => ({ image: IMAGE, limits: TEST_LIMITS, warmRunner: false }) });
+  const plain = sandboxes.makeProvider({ spec: () => testSpec({ warmRunner: false }) });
   const warmKey = uniqueSessionKey('parity-warm');
   const plainKey = uniqueSessionKey('parity-plain');
 

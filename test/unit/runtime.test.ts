@@ -1,0 +1,29 @@
+import * as assert from 'node:assert/strict';
+import { ToolError } from '../../src/core/errors';
+import { chooseRuntime } from '../../src/docker/engine/runtime';
+
+describe('runtime choice (unit)', () => {
+  const HINT = 'the codeactSandbox.runtime setting';
+
+  it('auto takes gVisor when the engine lists it, else the engine default', () => {
+    assert.deepEqual(chooseRuntime('auto', ['runc', 'runsc'], 'runc', HINT), { runtime: 'runsc', name: 'runsc', reason: 'auto: the engine has gVisor' });
+    assert.deepEqual(chooseRuntime('auto', ['crun', 'runc'], 'crun', HINT), { runtime: undefined, name: 'crun', reason: 'auto: no gVisor on the engine, so its default' });
+    assert.deepEqual(chooseRuntime('auto', [], undefined, HINT), { runtime: undefined, name: 'runc', reason: 'auto: no gVisor on the engine, so its default' });
+  });
+
+  it('a named runtime is used when the engine has it, and never replaced by another', () => {
+    assert.deepEqual(chooseRuntime('runc', ['runc', 'runsc'], 'runc', HINT), { runtime: 'runc', name: 'runc', reason: `set by ${HINT}` });
+    assert.throws(
+      () => chooseRuntime('runsc', ['runc'], 'runc', HINT),
+      (e: unknown) =>
+        e instanceof ToolError &&
+        e.code === 'invalid_settings' &&
+        e.modelMessage ===
+          'The Docker engine has no runtime named "runsc", so the program was not run. Ask the user to install and register it with the engine, or to set the codeactSandbox.runtime setting to auto.',
+    );
+  });
+
+  it('no request means the engine default, named', () => {
+    assert.deepEqual(chooseRuntime(undefined, ['runsc'], 'runsc', HINT), { runtime: undefined, name: 'runsc', reason: "the engine's default" });
+  });
+});
