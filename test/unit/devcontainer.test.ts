@@ -29,6 +29,16 @@ describe('Dev Container configuration (unit)', () => {
     assert.equal(parseJsonc('{ nope'), undefined);
   });
 
+  it('refuses, rather than repairs, a devcontainer.json with any syntax error', () => {
+    // jsonc-parser would recover a partial value from each of these; a guess is not hashed.
+    assert.equal(parseJsonc('{ "build": { "dockerfile": "Dockerfile" } "name": "x" }'), undefined);
+    assert.equal(parseJsonc('{ "image": "x" } /* unterminated'), undefined);
+    assert.equal(parseJsonc('{ "image": "x" } trailing'), undefined);
+    assert.equal(parseJsonc(''), undefined);
+    assert.equal(parseJsonc('null'), null);
+    assert.deepEqual(parseJsonc('/* a */ { "image": "x", "features": { "./local": {}, }, } // end'), { image: 'x', features: { './local': {} } });
+  });
+
   it('finds the COPY and ADD sources that read the build context', () => {
     const df = [
       'FROM base AS b',
