@@ -1,5 +1,10 @@
+/**
+ * Which files of the build context a Dockerfile's COPY and ADD sources read: the part of the
+ * context that goes into the configuration hash.
+ */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import picomatch from 'picomatch';
 
 /** At most this many files from the build context take part (a COPY . . of a huge workspace). */
 export const HASH_MAX_FILES = 20_000;
@@ -11,11 +16,11 @@ export async function contextInputs(context: string, sources: string[]): Promise
     if (out.size >= HASH_MAX_FILES) break;
     const rel = src.replace(/^\/+/, '');
     if (/[*?[]/.test(rel)) {
-      const re = globRegExp(rel.replace(/^\.\//, ''));
+      const matches = copyGlob(rel.replace(/^\.\//, ''));
       for (const f of await walk(context, HASH_MAX_FILES - out.size)) {
         const r = path.relative(context, f).split(path.sep).join('/');
         // A glob matches a file, or a folder whose files all come along.
-        if (r.split('/').some((_, k, parts) => re.test(parts.slice(0, k + 1).join('/')))) out.add(f);
+        if (r.split('/').some((_, k, parts) => matches(parts.slice(0, k + 1).join('/')))) out.add(f);
       }
       continue;
     }
@@ -50,20 +55,15 @@ export async function walk(p: string, max: number): Promise<string[]> {
   return out;
 }
 
-function globRegExp(glob: string): RegExp {
-  let re = '';
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === '*') re += '[^/]*';
-    else if (c === '?') re += '[^/]';
-    else if (c === '[') {
-      const end = glob.indexOf(']', i);
-      if (end < 0) re += '\\[';
-      else {
-        re += `[${glob.slice(i + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\')}]`;
-        i = end;
-      }
-    } else re += c.replace(/[.+^${}()|\\]/g, '\\$&');
-  }
-  return new RegExp(`^${re}$`);
+/**
+ * A COPY source's wildcards, as the builder reads them (Go's filepath.Match): `*`, `?`, `[a-z]`
+ * and `[^a]`, each within one path segment; braces, extglobs, a leading `!` and parentheses are
+ * plain characters. Two readings are wider than Go's, which for a hash costs at most a needless
+ * rebuild: `[!a]` negates as in the shell, and `**` spans folders as COPY --parents reads it.
+ */
+function copyGlob(source: string): (relativePath: string) => boolean {
+  // picomatch turns parentheses into regex groups even without extglobs, so "report (1)*.txt"
+  // would not match its own name; escaped, they are the literal characters Go sees.
+  const glob = source.replace(/[()]/g, '\\$&');
+  return picomatch(glob, { dot: true, nobrace: true, noextglob: true, nonegate: true, posix: true, windows: false });
 }
