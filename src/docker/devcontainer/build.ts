@@ -6,16 +6,17 @@
  * The sandbox started from the image is hardened exactly like any other (DockerSandbox does not
  * care where its image came from): no network, no mounts, uid 65534, our own PID 1.
  */
-import * as path from 'node:path';
 import type Dockerode from 'dockerode';
 import { ToolError, describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
 import { dockerCliEnv, engineOf, resolveEngine, type EngineTarget } from '../connection';
 import { engineUnreachable, isUnreachable } from '../engineErrors';
+import { checkDockerCli, devcontainerBuildCommand, runDevcontainerBuild } from './buildCommand';
+import { buildFailed, cancelled, tagFailed } from './buildErrors';
 import { locateDevcontainerCli } from './cliLocation';
-import { cancelled, checkDockerCli, runCli } from './cliProcess';
 import { inspectConfig, type DevcontainerConfigInfo } from './configuration';
 import { devcontainerImageTag, imagePresent, labelImage, pruneDevcontainerImages, removeBuildLeftovers, stagingImageTag } from './images';
+import { nodeProcessHost, type ProcessHost } from './processHost';
 
 export const DEFAULT_BUILD_TIMEOUT_MS = 15 * 60_000;
 
@@ -72,6 +73,8 @@ export interface EnsureDevcontainerOptions {
   labels?: Record<string, string>;
   /** How a model-facing error names the place with the build log. */
   logHint?: string;
+  /** Runs the Dev Containers CLI and the docker check; default: child processes on this machine. */
+  processHost?: ProcessHost;
 }
 
 export interface DevcontainerImage {
@@ -111,55 +114,36 @@ export async function ensureDevcontainerImage(options: EnsureDevcontainerOptions
 
 async function buildImage(options: EnsureDevcontainerOptions, plan: DevcontainerPlan): Promise<void> {
   const { docker, log, signal } = options;
+  const host = options.processHost ?? nodeProcessHost;
   const engine = options.engine ?? engineOf(docker) ?? resolveEngine();
   const logHint = options.logHint ?? 'the CodeAct Sandbox output channel';
   const timeoutMs = options.timeoutMs ?? DEFAULT_BUILD_TIMEOUT_MS;
   const dockerPath = options.dockerPath ?? 'docker';
   if (signal?.aborted) throw cancelled();
   const script = options.cliScript ?? locateDevcontainerCli();
-  const env = { ...dockerCliEnv(engine), ELECTRON_RUN_AS_NODE: '1' };
-  await checkDockerCli(dockerPath, env, signal);
+  const env = dockerCliEnv(engine);
+  await checkDockerCli(host, dockerPath, env, signal);
 
   const staging = stagingImageTag(options.workspaceFolder, plan.hash);
-  const args = [
+  const command = devcontainerBuildCommand({
+    node: process.execPath,
     script,
-    'build',
-    '--workspace-folder', path.resolve(options.workspaceFolder),
-    '--config', plan.configFile,
-    '--image-name', staging,
-    '--docker-path', dockerPath,
-    // Never write a lockfile into the user's workspace.
-    '--no-lockfile',
-    '--log-format', 'text',
-    ...(options.noCache ? ['--no-cache'] : []),
-  ];
+    workspaceFolder: options.workspaceFolder,
+    configFile: plan.configFile,
+    imageName: staging,
+    dockerPath,
+    noCache: options.noCache ?? false,
+    env,
+  });
   log.info(`building the Dev Container image ${plan.tag} from ${plan.relativeConfigFile} on ${engine.description}`);
   const started = Date.now();
-  const result = await runCli(process.execPath, args, env, { log, signal, timeoutMs, onProgress: options.onProgress });
+  const result = await runDevcontainerBuild(host, command, { log, signal, timeoutMs, onProgress: options.onProgress });
   if (result.outcome !== 'success') {
     await docker.getImage(staging).remove().catch(() => {});
     await removeBuildLeftovers(docker, started, log);
     if (result.outcome === 'cancelled') throw cancelled();
     log.error(`Dev Container build of ${plan.relativeConfigFile} failed (${result.outcome}${result.detail ? `: ${result.detail}` : ''})`);
-    const tail = result.tail.join('\n');
-    const cause = new Error(`devcontainer build ${result.outcome}${result.detail ? `: ${result.detail}` : ''}\n${tail}`);
-    if (result.outcome === 'timeout') {
-      throw new ToolError(
-        'build_failed',
-        `The Dev Container image build did not finish within ${Math.round(timeoutMs / 60_000)} minutes and was stopped, so the program was not run; the build log is in ${logHint}. Ask the user to check ${plan.relativeConfigFile} and its Dockerfile, or to switch the sandbox backend to docker.`,
-        { cause },
-      );
-    }
-    const network = /ENOTFOUND|EAI_AGAIN|getaddrinfo|ECONNREFUSED|ETIMEDOUT|network is unreachable|no such host|dial tcp|TLS handshake timeout|failed to (fetch|resolve|download)|pull access denied|manifest unknown|Temporary failure resolving|Could not resolve/i.test(
-      `${result.detail ?? ''}\n${tail}`,
-    );
-    throw new ToolError(
-      'build_failed',
-      `The Dev Container image could not be built, so the program was not run; the build log is in ${logHint}.${
-        network ? ' The build needed network access (a base image, a Dev Container Feature or a package download) and could not get it.' : ''
-      } Ask the user to fix ${plan.relativeConfigFile} (or its Dockerfile) and rebuild, or to switch the sandbox backend to docker.`,
-      { cause },
-    );
+    throw buildFailed(result, { relativeConfigFile: plan.relativeConfigFile, timeoutMs, logHint });
   }
 
   try {
@@ -167,9 +151,7 @@ async function buildImage(options: EnsureDevcontainerOptions, plan: Devcontainer
   } catch (e) {
     await docker.getImage(staging).remove().catch(() => {});
     if (isUnreachable(e)) throw engineUnreachable(e, engine);
-    throw new ToolError('build_failed', `The Dev Container image was built but could not be tagged, so the program was not run; details are in ${logHint}.`, {
-      cause: e,
-    });
+    throw tagFailed(e, logHint);
   }
   await docker.getImage(staging).remove().catch((e: unknown) => log.warn(`could not remove the staging tag ${staging}: ${describeError(e)}`));
   log.info(`Dev Container image ${plan.tag} built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
