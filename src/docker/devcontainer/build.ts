@@ -15,7 +15,7 @@ import { checkDockerCli, devcontainerBuildCommand, runDevcontainerBuild } from '
 import { buildFailed, cancelled, tagFailed } from './buildErrors';
 import { locateDevcontainerCli } from './cliLocation';
 import { inspectConfig, type DevcontainerConfigInfo } from './configuration';
-import { devcontainerImageTag, imagePresent, labelImage, pruneDevcontainerImages, removeBuildLeftovers, stagingImageTag } from './images';
+import { devcontainerImageTag, imagePresent, labelImage, pruneDevcontainerImages, removeBuildLeftovers, removeImage, stagingImageTag } from './images';
 import { nodeProcessHost, type ProcessHost } from './processHost';
 
 export const DEFAULT_BUILD_TIMEOUT_MS = 15 * 60_000;
@@ -139,7 +139,7 @@ async function buildImage(options: EnsureDevcontainerOptions, plan: Devcontainer
   const started = Date.now();
   const result = await runDevcontainerBuild(host, command, { log, signal, timeoutMs, onProgress: options.onProgress });
   if (result.outcome !== 'success') {
-    await docker.getImage(staging).remove().catch(() => {});
+    await removeImage(docker, staging, log);
     await removeBuildLeftovers(docker, started, log);
     if (result.outcome === 'cancelled') throw cancelled();
     log.error(`Dev Container build of ${plan.relativeConfigFile} failed (${result.outcome}${result.detail ? `: ${result.detail}` : ''})`);
@@ -149,11 +149,11 @@ async function buildImage(options: EnsureDevcontainerOptions, plan: Devcontainer
   try {
     await labelImage(docker, staging, plan, options.workspaceFolder, options.labels ?? {});
   } catch (e) {
-    await docker.getImage(staging).remove().catch(() => {});
+    await removeImage(docker, staging, log);
     if (isUnreachable(e)) throw engineUnreachable(e, engine);
     throw tagFailed(e, logHint);
   }
-  await docker.getImage(staging).remove().catch((e: unknown) => log.warn(`could not remove the staging tag ${staging}: ${describeError(e)}`));
+  await removeImage(docker, staging, log);
   log.info(`Dev Container image ${plan.tag} built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   await pruneDevcontainerImages(docker, log, { workspaceFolder: options.workspaceFolder, keep: [plan.tag] }).catch((e: unknown) =>
     log.warn(`could not prune old Dev Container images: ${describeError(e)}`),

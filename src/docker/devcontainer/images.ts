@@ -51,6 +51,15 @@ export async function imagePresent(docker: Dockerode, tag: string): Promise<bool
   }
 }
 
+/** Removes `tag` (the image stays while another tag names it); an image already gone is fine. */
+export async function removeImage(docker: Dockerode, tag: string, log: Logger): Promise<void> {
+  try {
+    await docker.getImage(tag).remove();
+  } catch (e) {
+    if (statusCode(e) !== 404) log.warn(`could not remove the image ${tag}: ${describeError(e)}`);
+  }
+}
+
 /** FROM staging + our labels, through the engine's API (a tar in, nothing on the host's disk). */
 export async function labelImage(
   docker: Dockerode,
