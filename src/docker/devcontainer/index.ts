@@ -1,7 +1,7 @@
 /**
  * The Dev Container backend, one concern per file: configuration and hashing, the Dev Containers
  * CLI (where it is, how it runs), the images it leaves on the engine, and the build tying them
- * together. This index is the backend's whole public surface.
+ * together. The rest of the extension imports from here only; unit tests reach the files behind it.
  */
 export { DEFAULT_BUILD_TIMEOUT_MS, ensureDevcontainerImage, planDevcontainerImage } from './build';
 export type { DevcontainerImage, DevcontainerPlan, EnsureDevcontainerOptions } from './build';
