@@ -23,6 +23,10 @@ const common = {
   minify: !watch,
   logLevel: 'warning',
   external: ['vscode', 'cpu-features', '*.node'],
+  // jsonc-parser's main entry is a UMD wrapper whose require() calls esbuild cannot follow, so the
+  // bundle would fail at load with "Cannot find module './impl/format'"; its ESM build bundles
+  // cleanly (https://github.com/microsoft/node-jsonc-parser/issues/57).
+  alias: { 'jsonc-parser': 'jsonc-parser/lib/esm/main.js' },
   define: {
     __CODEACT_VERSION__: JSON.stringify(pkg.version),
     // The sandbox's warm runner (Python) travels inside the bundle; src/docker/runner.ts reads

@@ -230,6 +230,8 @@ export async function bundleCli(dir: string): Promise<string> {
     format: 'cjs',
     logLevel: 'warning',
     external: ['vscode', 'cpu-features', '*.node'],
+    // As in esbuild.mjs: jsonc-parser's UMD main cannot be bundled, its ESM build can.
+    alias: { 'jsonc-parser': 'jsonc-parser/lib/esm/main.js' },
     define: {
       __CODEACT_VERSION__: JSON.stringify(TEST_VERSION),
       __CODEACT_RUNNER_SOURCE__: JSON.stringify(fs.readFileSync(RUNNER_SOURCE, 'utf8')),

@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { ToolError } from '../../src/core/errors';
 import { chooseBackend } from '../../src/docker/backend';
 import { configFiles, configHash, copySources, devcontainerImageTag, inspectConfig, parseJsonc } from '../../src/docker/devcontainer';
+import { contextInputs } from '../../src/docker/devcontainer/contextFiles';
 
 function workspace(files: Record<string, string>): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-dc-unit-'));
@@ -27,6 +28,16 @@ describe('Dev Container configuration (unit)', () => {
   it('reads devcontainer.json as JSON with comments and trailing commas', () => {
     assert.deepEqual(parseJsonc('// c\n{ "a": "x // not a comment", /* b */ "b": [1, 2,], "c": "q\\"/*",\n}'), { a: 'x // not a comment', b: [1, 2], c: 'q"/*' });
     assert.equal(parseJsonc('{ nope'), undefined);
+  });
+
+  it('refuses, rather than repairs, a devcontainer.json with any syntax error', () => {
+    // jsonc-parser would recover a partial value from each of these; a guess is not hashed.
+    assert.equal(parseJsonc('{ "build": { "dockerfile": "Dockerfile" } "name": "x" }'), undefined);
+    assert.equal(parseJsonc('{ "image": "x" } /* unterminated'), undefined);
+    assert.equal(parseJsonc('{ "image": "x" } trailing'), undefined);
+    assert.equal(parseJsonc(''), undefined);
+    assert.equal(parseJsonc('null'), null);
+    assert.deepEqual(parseJsonc('/* a */ { "image": "x", "features": { "./local": {}, }, } // end'), { image: 'x', features: { './local': {} } });
   });
 
   it('finds the COPY and ADD sources that read the build context', () => {
@@ -108,6 +119,55 @@ describe('Dev Container configuration (unit)', () => {
     assert.notEqual(devcontainerImageTag('/other/folder', 'ab'.repeat(32)), tag);
     const compose = ws({ '.devcontainer/devcontainer.json': '{"dockerComposeFile": "compose.yml", "service": "app"}' });
     await assert.rejects(inspectConfig(compose), (e: unknown) => e instanceof ToolError && e.code === 'invalid_settings' && /uses Docker Compose/.test(e.modelMessage));
+  });
+});
+
+describe('build-context files a COPY source reads (unit)', () => {
+  let context: string;
+  before(() => {
+    context = workspace({
+      'a.cfg': '',
+      '.hidden.cfg': '',
+      'sub/b.cfg': '',
+      'conf/a.ini': '',
+      'conf/sub/b.ini': '',
+      'file1.txt': '',
+      'file10.txt': '',
+      'a.md': '',
+      'x.md': '',
+      'report (1) final.txt': '',
+      'report 1 final.txt': '',
+      '{a,b}.json': '',
+      'a.json': '',
+      'deep/er/c.py': '',
+      'top.py': '',
+      'plain.txt': '',
+    });
+  });
+  after(() => fs.rmSync(context, { recursive: true, force: true }));
+  const inputs = async (...sources: string[]) => (await contextInputs(context, sources)).map((f) => path.relative(context, f).split(path.sep).join('/')).sort();
+
+  it('matches wildcards within one folder level, dotfiles included, as the builder does', async () => {
+    assert.deepEqual(await inputs('*.cfg'), ['.hidden.cfg', 'a.cfg']);
+    assert.deepEqual(await inputs('./*/*.cfg'), ['sub/b.cfg']);
+    assert.deepEqual(await inputs('file?.txt'), ['file1.txt']);
+    assert.deepEqual(await inputs('[!x]*.md'), ['a.md']);
+    assert.deepEqual(await inputs('[^a]*.md'), ['x.md']);
+  });
+
+  it('takes a folder that a wildcard matches with all its files, and lets ** span folders', async () => {
+    assert.deepEqual(await inputs('con?'), ['conf/a.ini', 'conf/sub/b.ini']);
+    assert.deepEqual(await inputs('**/*.py'), ['deep/er/c.py', 'top.py']);
+  });
+
+  it('reads parentheses, braces and a leading ! as plain characters', async () => {
+    assert.deepEqual(await inputs('report (1)*.txt'), ['report (1) final.txt']);
+    assert.deepEqual(await inputs('{a,b}*.json'), ['{a,b}.json']);
+    assert.deepEqual(await inputs('!*.txt'), []);
+  });
+
+  it('takes plain paths as they are and nothing outside the context', async () => {
+    assert.deepEqual(await inputs('plain.txt', '/conf/sub', '../outside.txt', 'missing.txt'), ['conf/sub/b.ini', 'plain.txt']);
   });
 });
 
