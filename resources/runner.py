@@ -51,6 +51,8 @@ HOST_KINDS = (b'h', b'r', b'k')
 MAX_REQUEST = 4 * 1024 * 1024
 # Output is read, and sent in O/E frames, at most this much at a time: the host's limit for them.
 CHUNK = 65536
+# Where the container's cgroup counts the processes the kernel killed for memory (v2, then v1).
+OOM_COUNTERS = ('/sys/fs/cgroup/memory.events', '/sys/fs/cgroup/memory/memory.oom_control')
 _SIGINT = 2
 _SIGKILL = 9
 _SIGCHLD = 17
@@ -179,8 +181,10 @@ def declined_reply(reason, written):
     return {'t': 'declined', 'reason': reason, 'written': written}
 
 
-def exit_reply(status, killed, limited, orphans):
-    """`status` is waitpid's (None: the child could not be reaped)."""
+def exit_reply(status, killed, limited, orphans, oom_before=None, oom_after=None):
+    """`status` is waitpid's (None: the child could not be reaped). `oomKilled` says whether the
+    kernel killed the program for memory: it died of SIGKILL while the cgroup's OOM-kill counter
+    rose. It is left out when the counter could not be read."""
     code = sig = None
     if status is not None:
         if os.WIFEXITED(status):
@@ -188,7 +192,10 @@ def exit_reply(status, killed, limited, orphans):
         elif os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             code = 128 + sig
-    return {'t': 'exit', 'exitCode': code, 'signal': sig, 'killed': killed, 'limited': limited, 'orphans': orphans}
+    reply = {'t': 'exit', 'exitCode': code, 'signal': sig, 'killed': killed, 'limited': limited, 'orphans': orphans}
+    if oom_before is not None and oom_after is not None:
+        reply['oomKilled'] = sig == _SIGKILL and oom_after > oom_before
+    return reply
 
 
 def is_run_dir(d):
@@ -225,6 +232,34 @@ def parse_run_request(payload):
         } if is_run_dir(d) else None
     except (KeyError, ValueError):
         return None
+
+
+def oom_kill_count(text):
+    """The `oom_kill N` line of cgroup v2's memory.events or v1's memory.oom_control."""
+    for line in text.splitlines():
+        key, _, value = line.partition(' ')
+        if key == 'oom_kill' and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+def read_oom_kills(paths=OOM_COUNTERS):
+    """The container's OOM-kill count, or None where no cgroup file says it."""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            text = os.read(fd, 4096).decode('ascii', 'replace')
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        n = oom_kill_count(text)
+        if n is not None:
+            return n
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -835,6 +870,7 @@ class Runner:
             return None
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        oom_before = read_oom_kills()
         try:
             pid = os.fork()
         except OSError as e:
@@ -847,10 +883,10 @@ class Runner:
         os.close(out_w)
         os.close(err_w)
         self.channel.send(b'S', rid, started_reply(pid))
-        self.supervise(rid, req, pid, out_r, err_r, poller)
+        self.supervise(rid, req, pid, out_r, err_r, poller, oom_before)
         return None
 
-    def supervise(self, rid, req, pid, out_r, err_r, poller):
+    def supervise(self, rid, req, pid, out_r, err_r, poller, oom_before):
         channel = self.channel
         streams = {out_r: b'O', err_r: b'E'}
         for fd in streams:
@@ -942,7 +978,8 @@ class Runner:
         for fd in list(streams):
             poller.unregister(fd)
             os.close(fd)
-        channel.send(b'X', rid, exit_reply(status, killed, limited, orphans))
+        # The kernel counts an OOM kill before it sends the SIGKILL: a reaped child's is in.
+        channel.send(b'X', rid, exit_reply(status, killed, limited, orphans, oom_before, read_oom_kills()))
 
 
 # ---------------------------------------------------------------------------------------------
