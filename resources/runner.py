@@ -586,6 +586,9 @@ def _preload(names):
             except BaseException as e:  # noqa: BLE001 - a broken install must not break the runner
                 failure = 'error: %s' % type(e).__name__
             finally:
+                # A print() at import time may still sit in sys.stdout's buffer: into the capture
+                # with it, or every child would print it when its own output is flushed.
+                _flush_io()
                 os.dup2(saved[0], 1)
                 os.dup2(saved[1], 2)
             if failure == 'missing':

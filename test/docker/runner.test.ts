@@ -302,6 +302,22 @@ describe('the warm runner (integration)', function () {
     });
   });
 
+  describe('preloading', function () {
+    it('leaves out a module that prints when imported, and no program gets what it printed', async function () {
+      const provider = sandboxes.makeProvider({ spec: () => ({ image: IMAGE, limits: TEST_LIMITS, preloadModules: ['json', 'this'] }) });
+      const key = uniqueSessionKey('preload-prints');
+      const code = 'import os, sys\nprint(os.getppid(), [m for m in ("json", "this") if m in sys.modules])';
+      // The first calls may run by docker exec while the runner is still starting (and starting over).
+      const started = Date.now();
+      let r = await run(provider, key, code);
+      while (r.text !== "stdout:\n1 ['json']" && Date.now() - started < 20_000) {
+        await delay(200);
+        r = await run(provider, key, code);
+      }
+      assert.equal(r.text, "stdout:\n1 ['json']");
+    });
+  });
+
   describe('says whether the kernel killed a program for memory', function () {
     const provider = sandboxes.makeProvider({ limits: { memoryMb: 96 } });
     const key = uniqueSessionKey('oom');
