@@ -558,14 +558,15 @@ def _extra_modules():
     return {m.split('.')[0] for m in set(sys.modules) - _BASE_MODULES}
 
 
-def _preload(names):
+def _preload(names, capture_dir='/sandbox/tmp'):
     """Imports `names` in order; returns (preloaded, missing, dirty), dirty being the first module
-    that was not invisible (the runner then starts over without it)."""
+    that was not invisible (the runner then starts over without it). What the imports print
+    goes to an unnamed file in `capture_dir`."""
     preloaded, missing, dirty = [], [], []
     if not names:
         return preloaded, missing, dirty
     try:
-        capture = os.open('/sandbox/tmp', os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        capture = os.open(capture_dir, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
     except OSError as e:
         _log('cannot capture import output (%s); not preloading' % e)
         return preloaded, list(names), dirty
