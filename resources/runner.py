@@ -19,12 +19,251 @@
 # Stage 0 (the container's command `python3 -c <this source> <config>`) hands this source and the
 # config to stage 1 through a pipe on fd 3 and execs `python3 -c "import os;exec(os.read(3,1<<20))"`,
 # whose argument area is exactly as long as `python3 /sandbox/runs/NNNN-xxxxxx/program.py`.
+#
+# Importing this file starts nothing (test/python does, for the frames and replies); it runs only
+# as `python3 -c`, where __name__ is '__main__'. Sections, in order: frames and replies (pure);
+# stage 0; interpreter internals (ctypes); preloading; the runner's loop; the child, which becomes
+# the program and ends as `python3 file` ends; main().
 import os
 import sys
 
+# What a fresh `python3 file` has loaded, taken before this file imports anything of its own
+# (stage 1's values are the ones used; stage 0 is replaced by an exec).
+_BASE_MODULES = frozenset(sys.modules)
+_BUILTINS_COPY = dict(sys.modules['builtins'].__dict__)
+
+import _signal  # noqa: E402  (loaded by the interpreter already: adds nothing to sys.modules)
+import gc  # noqa: E402
+import select  # noqa: E402
+import time  # noqa: E402  (loaded by the interpreter already)
+
+try:
+    import ctypes  # noqa: E402
+except ImportError:  # no libffi: the runner stays a keeper (see _Native)
+    ctypes = None
+
+PROTOCOL_VERSION = 1
+RUNS = '/sandbox/runs'
+MAGIC = b'CX'
+HEADER = 12
+HOST_KINDS = (b'h', b'r', b'k')
+# The largest host frame read (a run request with its program); a longer one is skipped.
+MAX_REQUEST = 4 * 1024 * 1024
+# Output is read, and sent in O/E frames, at most this much at a time: the host's limit for them.
+CHUNK = 65536
+# Where the container's cgroup counts the processes the kernel killed for memory (v2, then v1).
+OOM_COUNTERS = ('/sys/fs/cgroup/memory.events', '/sys/fs/cgroup/memory/memory.oom_control')
+_SIGINT = 2
+_SIGKILL = 9
+_SIGCHLD = 17
 _BOOT = 'import os;exec(os.read(3,1<<20)) '
 
 
+def _log(msg):
+    try:
+        os.write(2, ('[codeact-runner] %s\n' % msg).encode('utf-8', 'replace'))
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Frames and replies. Pure functions of their arguments: test/python checks them against the
+# golden frames that test/unit checks the host's end with (test/fixtures/runner-frames.json).
+def json_text(v):
+    """JSON of the few types replies use, ASCII only (so a reply is never bad UTF-8)."""
+    if v is None:
+        return 'null'
+    if v is True:
+        return 'true'
+    if v is False:
+        return 'false'
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        out = []
+        for c in v:
+            o = ord(c)
+            if c in '"\\' or o < 0x20 or o > 0x7e:
+                out.append('\\u%04x' % o if o < 0x10000 else '?')
+            else:
+                out.append(c)
+        return '"' + ''.join(out) + '"'
+    if isinstance(v, (list, tuple)):
+        return '[' + ','.join(json_text(x) for x in v) + ']'
+    if isinstance(v, dict):
+        return '{' + ','.join(json_text(str(k)) + ':' + json_text(x) for k, x in v.items()) + '}'
+    return json_text(str(v))
+
+
+def encode_frame(kind, rid, payload):
+    """One frame to the host; a dict payload is sent as JSON."""
+    if isinstance(payload, dict):
+        payload = json_text(payload).encode()
+    return MAGIC + kind + b'\0' + rid.to_bytes(4, 'big') + len(payload).to_bytes(4, 'big') + payload
+
+
+class FrameReader:
+    """Frames from the host. Garbage (e.g. a half-written frame of a host that died) is skipped:
+    reading resumes at the next magic, past a header of another kind or of an oversized length."""
+
+    def __init__(self):
+        self.buf = b''
+
+    def push(self, data):
+        self.buf += data
+
+    def frames(self):
+        """(kind, id, payload) of each complete frame, lazily: what is not taken stays buffered."""
+        while True:
+            at = self.buf.find(MAGIC)
+            if at < 0:
+                self.buf = self.buf[-1:]
+                return
+            if at:
+                self.buf = self.buf[at:]
+            if len(self.buf) < HEADER:
+                return
+            kind = self.buf[2:3]
+            rid = int.from_bytes(self.buf[4:8], 'big')
+            n = int.from_bytes(self.buf[8:12], 'big')
+            if kind not in HOST_KINDS or n > MAX_REQUEST:
+                self.buf = self.buf[2:]
+                continue
+            if len(self.buf) < HEADER + n:
+                return
+            payload = self.buf[HEADER:HEADER + n]
+            self.buf = self.buf[HEADER + n:]
+            yield kind, rid, payload
+
+
+def parse_config(text):
+    cfg = {}
+    for part in text.split(';'):
+        k, _, v = part.partition('=')
+        if k:
+            cfg[k] = v
+    return cfg
+
+
+def hello_nonce(payload):
+    nonce = ''
+    for line in payload.decode('ascii', 'replace').splitlines():
+        k, _, v = line.partition('=')
+        if k == 'nonce':
+            nonce = v[:64]
+    return nonce
+
+
+def hello_reply(nonce, pid, python, unusable, problem, preloaded, missing, dirty):
+    info = {
+        't': 'hello',
+        'v': PROTOCOL_VERSION,
+        'nonce': nonce,
+        'pid': pid,
+        'python': python,
+        'usable': unusable is None,
+        'preloaded': preloaded,
+        'missing': missing,
+        'dirty': dirty,
+    }
+    if problem:
+        info['reason'] = problem
+    if unusable:
+        info['reason'] = unusable
+    return info
+
+
+def started_reply(pid):
+    return {'t': 'started', 'pid': pid}
+
+
+def declined_reply(reason, written):
+    return {'t': 'declined', 'reason': reason, 'written': written}
+
+
+def exit_reply(status, killed, limited, orphans, oom_before=None, oom_after=None):
+    """`status` is waitpid's (None: the child could not be reaped). `oomKilled` says whether the
+    kernel killed the program for memory: it died of SIGKILL while the cgroup's OOM-kill counter
+    rose. It is left out when the counter could not be read."""
+    code = sig = None
+    if status is not None:
+        if os.WIFEXITED(status):
+            code = os.WEXITSTATUS(status)
+        elif os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            code = 128 + sig
+    reply = {'t': 'exit', 'exitCode': code, 'signal': sig, 'killed': killed, 'limited': limited, 'orphans': orphans}
+    if oom_before is not None and oom_after is not None:
+        reply['oomKilled'] = sig == _SIGKILL and oom_after > oom_before
+    return reply
+
+
+def is_run_dir(d):
+    if not d.startswith(RUNS + '/'):
+        return False
+    name = d[len(RUNS) + 1:]
+    digits, dash, rand = name.partition('-')
+    return (
+        dash == '-'
+        and 4 <= len(digits) <= 9
+        and digits.isdigit()
+        and digits.isascii()
+        and len(rand) == 6
+        and all(c in '0123456789abcdef' for c in rand)
+    )
+
+
+def parse_run_request(payload):
+    """key=value lines, a blank line, the program's bytes; None for anything else."""
+    head, sep, code = payload.partition(b'\n\n')
+    if not sep:
+        return None
+    req = {}
+    for line in head.decode('ascii', 'replace').split('\n'):
+        k, _, v = line.partition('=')
+        req[k] = v
+    try:
+        d = req['dir']
+        return {
+            'dir': d,
+            'code': code if req.get('code') == '1' else None,
+            'max': int(req.get('max', '0')),
+            'grace': int(req.get('grace', '1000')) / 1000.0,
+        } if is_run_dir(d) else None
+    except (KeyError, ValueError):
+        return None
+
+
+def oom_kill_count(text):
+    """The `oom_kill N` line of cgroup v2's memory.events or v1's memory.oom_control."""
+    for line in text.splitlines():
+        key, _, value = line.partition(' ')
+        if key == 'oom_kill' and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+def read_oom_kills(paths=OOM_COUNTERS):
+    """The container's OOM-kill count, or None where no cgroup file says it."""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            text = os.read(fd, 4096).decode('ascii', 'replace')
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        n = oom_kill_count(text)
+        if n is not None:
+            return n
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 0.
 def _stage0_exec(config):
     # The source is our own -c argument in stage 0 (/proc/self/cmdline has it on every Python
     # version); stage 1 keeps a copy to start over with.
@@ -54,107 +293,161 @@ def _stage0_exec(config):
     os.execv(sys.executable or '/usr/bin/python3', ['python3', '-c', _BOOT])
 
 
-if '_CODEACT_STAGE' not in globals():
-    _stage0_exec(sys.argv[1] if len(sys.argv) > 1 else '')
-
 # ---------------------------------------------------------------------------------------------
-# Stage 1. Everything a program could see of this process is kept as `python3 file` has it.
-_BASE_MODULES = set(sys.modules)
-_BUILTINS_COPY = dict(sys.modules['builtins'].__dict__)
-try:
-    os.close(3)
-except OSError:
-    pass
+# Interpreter internals, through ctypes. _Native is required: without it nothing is safe to run
+# here, and the runner stays a keeper that says why. The rest is optional and degrades: without
+# the argument area a child's /proc/self/cmdline shows the runner's, without the recursion
+# counter a program has a few frames less of depth (and the hello says so).
+class _Native:
+    """The libc and CPython entry points a child needs to become the program."""
 
-import _signal  # noqa: E402  (loaded by the interpreter already: adds nothing to sys.modules)
-import time  # noqa: E402  (likewise)
+    PR_SET_DUMPABLE = 4
 
-_VERSION = 1
-_RUNS = '/sandbox/runs'
-_HEADER = 12
-_MAX_IN = 4 * 1024 * 1024
-_CHUNK = 65536
-_SIGKILL = 9
-_SIGCHLD = 17
+    def __init__(self):
+        if ctypes is None:
+            raise ImportError('no module named ctypes')
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+        libc.prctl.restype = ctypes.c_int
+        libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+        libc.fopen.restype = ctypes.c_void_p
+        self.libc = libc
+        # First of all: nobody but root may open /proc/1/fd (the channel), ptrace or read our memory.
+        if not self.set_dumpable(False):
+            raise OSError(ctypes.get_errno(), 'prctl(PR_SET_DUMPABLE, 0) failed')
+        # The parser, compiler and evaluator `python3 file` uses (pyrun_file); the exception, if
+        # any, comes back to us and is handled as PyErr_Print and Py_FinalizeEx would.
+        pyrun = ctypes.pythonapi.PyRun_FileExFlags
+        pyrun.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.py_object, ctypes.py_object, ctypes.c_int, ctypes.c_void_p]
+        pyrun.restype = ctypes.py_object
+        self.pyrun = pyrun
+        libc.fflush.argtypes = [ctypes.c_void_p]
+        libc.exit.argtypes = [ctypes.c_int]
+
+        class _CompilerFlags(ctypes.Structure):
+            _fields_ = [('cf_flags', ctypes.c_int), ('cf_feature_version', ctypes.c_int)]
+
+        self._cflags = _CompilerFlags(0, sys.version_info[1])
+        self.cflags = ctypes.addressof(self._cflags)
+
+    def set_dumpable(self, on):
+        return self.libc.prctl(self.PR_SET_DUMPABLE, 1 if on else 0, 0, 0, 0) == 0
 
 
-def _parse_config(text):
-    cfg = {}
-    for part in text.split(';'):
-        k, _, v = part.partition('=')
-        if k:
-            cfg[k] = v
-    return cfg
-
-
-_CFG = _parse_config(_CODEACT_CONFIG)  # noqa: F821 (set by stage 0)
-_PRELOAD = [m for m in _CFG.get('preload', '').split(',') if m]
-_NOTED_DIRTY = [m for m in _CFG.get('dirty', '').split(',') if m]
-
-
-def _log(msg):
+def _argv_area():
+    """Where this process's argv strings live (arg_start, arg_end of /proc/self/stat): a child
+    rewrites them so /proc/self/cmdline reads `python3\\0<path>\\0`, as for the plain path."""
     try:
-        os.write(2, ('[codeact-runner] %s\n' % msg).encode('utf-8', 'replace'))
-    except OSError:
-        pass
+        with open('/proc/self/stat', 'rb') as f:
+            stat = f.read()
+        fields = stat[stat.rindex(b')') + 2:].split()
+        return int(fields[45]), int(fields[46])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
-# The work area's layout (the host does the same; whoever is first wins, both are idempotent).
-for _d in ('/sandbox/home', '/sandbox/tmp', _RUNS):
-    try:
-        os.makedirs(_d, 0o700, exist_ok=True)
-    except OSError as e:
-        _log('cannot create %s: %s' % (_d, e))
-del _d
+class _RecursionDepth:
+    """The program's module frame runs below a few of ours (stage 1's exec, this module, the call
+    into PyRun_FileExFlags), so it would hit RecursionError a few calls earlier than under
+    `python3 file`. The thread state's recursion counter is found (it is the int pair that follows
+    sys.setrecursionlimit), and each child gets back exactly the depth a plain run has, measured
+    once against a real `python3` here. The counter must be set in the frame that calls
+    PyRun_FileExFlags, as the calibration does (a return would move it)."""
 
-# Channel off fds 0/1: stray prints of preloaded modules go to stderr (the host's log), and a
-# child's 0/1/2 are simply replaced.
-# Python handles SIGINT (KeyboardInterrupt); PID 1 must not, or a program could stop the runner
-# with kill(1, SIGINT). Every other signal has no handler here, so the kernel drops them.
-_signal.signal(2, _signal.SIG_IGN)
+    PROBE = (
+        b'import sys\n'
+        b'def _d(n):\n'
+        b'    try:\n'
+        b'        return _d(n + 1)\n'
+        b'    except RecursionError:\n'
+        b'        return n\n'
+        b'sys.stdout.write(str(_d(0)))\n'
+    )
 
-_CHAN_IN = os.dup(0)
-_CHAN_OUT = os.dup(1)
-_DEVNULL = os.open('/dev/null', os.O_RDWR | os.O_CLOEXEC)
-os.dup2(_DEVNULL, 0, inheritable=True)
-os.dup2(2, 1, inheritable=True)
+    def __init__(self, native):
+        self.native = native
+        self.field = None  # address of the remaining-depth counter in this thread's state
+        self.target = None  # its value right before the program's module frame starts, as in a plain run
 
-_unusable = None
-try:
-    import ctypes  # noqa: E402
+    def calibrate(self):
+        """Finds and verifies the counter; returns why not, or None."""
+        try:
+            field = self._find_field()
+            if field is None:
+                return 'recursion counter not found'
+            probe = '/sandbox/tmp/.codeact-depth-%d.py' % os.getpid()
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.write(fd, self.PROBE)
+            os.close(fd)
+            try:
+                plain = self._depth(probe.encode(), False)
+                here = self._depth(probe.encode(), True, field)
+                if plain is None or here is None:
+                    return 'depth probe failed'
+                target = here[0] + plain - here[1]
+                again = self._depth(probe.encode(), True, field, target)
+                if again is None or again[1] != plain:
+                    return 'depth compensation did not verify (%s != %s)' % (again, plain)
+                self.field, self.target = field, target
+            finally:
+                os.unlink(probe)
+        except Exception as e:  # noqa: BLE001
+            self.field, self.target = None, None
+            return 'recursion calibration failed: %s' % e
+        return None
 
-    _libc = ctypes.CDLL(None, use_errno=True)
-    _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    _libc.prctl.restype = ctypes.c_int
-    _libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-    _libc.fopen.restype = ctypes.c_void_p
-    _PR_SET_DUMPABLE = 4
-    # First of all: nobody but root may open /proc/1/fd (the channel), ptrace or read our memory.
-    if _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), 'prctl(PR_SET_DUMPABLE, 0) failed')
-    # The parser, compiler and evaluator `python3 file` uses (pyrun_file); the exception, if any,
-    # comes back to us and is handled below exactly as PyErr_Print and Py_FinalizeEx would.
-    _pyrun = ctypes.pythonapi.PyRun_FileExFlags
-    _pyrun.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.py_object, ctypes.py_object, ctypes.c_int, ctypes.c_void_p]
-    _pyrun.restype = ctypes.py_object
-    _libc.fflush.argtypes = [ctypes.c_void_p]
-    _libc.exit.argtypes = [ctypes.c_int]
+    @staticmethod
+    def _find_field():
+        base = ctypes.pythonapi.PyThreadState_Get
+        base.restype = ctypes.c_void_p
+        addr = base()
+        limit = sys.getrecursionlimit()
+        ints = (ctypes.c_int * 32).from_address(addr)
+        found = None
+        for i in range(1, 32):
+            if ints[i] == limit and 0 < ints[i - 1] < limit:
+                sys.setrecursionlimit(limit + 7)
+                ok = ints[i] == limit + 7
+                sys.setrecursionlimit(limit)
+                if ok and ints[i] == limit:
+                    found = addr + 4 * (i - 1)
+                    break
+        return found
 
-    class _CompilerFlags(ctypes.Structure):
-        _fields_ = [('cf_flags', ctypes.c_int), ('cf_feature_version', ctypes.c_int)]
+    def _depth(self, script_path, via_runner, field=None, target=None):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.dup2(w, 1)
+                if via_runner:
+                    native = self.native
+                    counter = ctypes.c_int.from_address(field)
+                    if target is not None:
+                        counter.value = target
+                    os.write(w, b'%d:' % counter.value)
+                    fp = native.libc.fopen(script_path, b'rb')
+                    g = {'__name__': '__main__', '__builtins__': sys.modules['builtins']}
+                    native.pyrun(fp, script_path, 257, g, g, 1, native.cflags)
+                    sys.stdout.flush()
+                else:
+                    os.execv(sys.executable or '/usr/bin/python3', ['python3', script_path.decode()])
+            finally:
+                os._exit(0)
+        os.close(w)
+        out = b''
+        while True:
+            chunk = os.read(r, 64)
+            if not chunk:
+                break
+            out += chunk
+        os.close(r)
+        os.waitpid(pid, 0)
+        if via_runner:
+            before, _, depth = out.partition(b':')
+            return (int(before), int(depth)) if before.isdigit() and depth.isdigit() else None
+        return int(out) if out.isdigit() else None
 
-    _cflags = _CompilerFlags(0, sys.version_info[1])
-    import select  # noqa: E402
-except Exception as e:  # no ctypes/libffi, an exotic libc: stay a keeper and say so
-    _unusable = 'runner unavailable: %s: %s' % (type(e).__name__, e)
-    _log(_unusable)
-
-# sys.path as a script would have it, minus its first entry (the script's directory), which
-# each child sets. `-c` put '' (the current directory) there: preloading must not look in it.
-if sys.path and sys.path[0] in ('', os.getcwd()):
-    del sys.path[0]
-sys.path_importer_cache.pop('', None)
-_PATH_TAIL = list(sys.path)
 
 # ---------------------------------------------------------------------------------------------
 # Preloading. A module is kept only if importing it here is invisible to a program that does not
@@ -260,18 +553,26 @@ def _difference(before, after, extra):
     return None
 
 
-def _preload():
+def _extra_modules():
+    """Top-level names of the modules loaded here that a fresh `python3 file` would not have."""
+    return {m.split('.')[0] for m in set(sys.modules) - _BASE_MODULES}
+
+
+def _preload(names, capture_dir='/sandbox/tmp'):
+    """Imports `names` in order; returns (preloaded, missing, dirty), dirty being the first module
+    that was not invisible (the runner then starts over without it). What the imports print
+    goes to an unnamed file in `capture_dir`."""
     preloaded, missing, dirty = [], [], []
-    if not _PRELOAD or _unusable:
+    if not names:
         return preloaded, missing, dirty
     try:
-        capture = os.open('/sandbox/tmp', os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        capture = os.open(capture_dir, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
     except OSError as e:
         _log('cannot capture import output (%s); not preloading' % e)
-        return preloaded, list(_PRELOAD), dirty
+        return preloaded, list(names), dirty
     saved = os.dup(1), os.dup(2)
     try:
-        for name in _PRELOAD:
+        for name in names:
             if name.split('.')[0] == 'matplotlib' and os.environ.get('MPLBACKEND', '').lower() not in _NON_INTERACTIVE:
                 missing.append(name)  # would pick an interactive backend: leave it to the program
                 continue
@@ -286,13 +587,15 @@ def _preload():
             except BaseException as e:  # noqa: BLE001 - a broken install must not break the runner
                 failure = 'error: %s' % type(e).__name__
             finally:
+                # A print() at import time may still sit in sys.stdout's buffer: into the capture
+                # with it, or every child would print it when its own output is flushed.
+                _flush_io()
                 os.dup2(saved[0], 1)
                 os.dup2(saved[1], 2)
             if failure == 'missing':
                 missing.append(name)
                 continue
-            extra = {m.split('.')[0] for m in set(sys.modules) - _BASE_MODULES}
-            reason = failure or _difference(before, _snapshot(), extra)
+            reason = failure or _difference(before, _snapshot(), _extra_modules())
             if not reason and os.fstat(capture).st_size:
                 reason = 'printed output'
             if reason:
@@ -317,245 +620,44 @@ def _open_fds():
     return fds
 
 
-_fds_before = _open_fds()
-_preloaded, _missing, _dirty = _preload()
-# Descriptors a preloaded module keeps open (a fresh import would have them too): children keep them.
-_KEEP_FDS = _open_fds() - _fds_before
-del _fds_before
-if _dirty:
-    # Start over without the module: this process can no longer be what a fresh one would be.
-    _bad = _dirty[0].split('(')[0]
-    _log('not preloading %s: %s' % (_bad, _dirty[0]))
-    os.dup2(_CHAN_IN, 0)
-    os.dup2(_CHAN_OUT, 1)
-    _keep = [m for m in _PRELOAD if m != _bad]
-    _stage0_exec('preload=%s;dirty=%s' % (','.join(_keep), ','.join(_NOTED_DIRTY + [_dirty[0]])))
-
-import gc  # noqa: E402
-
-# Everything preloaded goes to the permanent generation: a child's collections (and its exit)
-# never walk it, so they cost what the program's own objects cost, and its pages stay shared.
-gc.collect()
-gc.freeze()
-
-
-def _unraisable_type():
-    seen = []
-    hook = sys.unraisablehook
-    sys.unraisablehook = seen.append
-
-    class _Probe:
-        def __del__(self):
-            raise RuntimeError
-
-    _Probe()
-    sys.unraisablehook = hook
-    return type(seen[0]) if seen else None
-
-
-_UnraisableHookArgs = _unraisable_type()
-
-# Modules a fresh `python3 program.py` would not have: a file of the same name next to the
-# program would shadow them there, but not here (they are already imported).
-# (Built-in modules are found before sys.path is searched: nothing shadows them.)
-_EXTRA_TOP = sorted({m.split('.')[0] for m in set(sys.modules) - _BASE_MODULES} - set(sys.builtin_module_names))
-_EXTRA_SET = set(_EXTRA_TOP)
-
-# Where the program's argv strings live: a child rewrites them so /proc/self/cmdline reads
-# `python3\0<path>\0`, as for the plain path.
-_ARGS = None
-try:
-    with open('/proc/self/stat', 'rb') as _f:
-        _stat = _f.read()
-    _fields = _stat[_stat.rindex(b')') + 2:].split()
-    _ARGS = (int(_fields[45]), int(_fields[46]))
-    del _f, _stat, _fields
-except (OSError, ValueError, IndexError):
-    pass
-
-
 # ---------------------------------------------------------------------------------------------
-# The channel.
-def _js(v):
-    if v is None:
-        return 'null'
-    if v is True:
-        return 'true'
-    if v is False:
-        return 'false'
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, str):
-        out = []
-        for c in v:
-            o = ord(c)
-            if c in '"\\' or o < 0x20 or o > 0x7e:
-                out.append('\\u%04x' % o if o < 0x10000 else '?')
-            else:
-                out.append(c)
-        return '"' + ''.join(out) + '"'
-    if isinstance(v, (list, tuple)):
-        return '[' + ','.join(_js(x) for x in v) + ']'
-    if isinstance(v, dict):
-        return '{' + ','.join(_js(str(k)) + ':' + _js(x) for k, x in v.items()) + '}'
-    return _js(str(v))
+# The runner's loop.
+class Channel:
+    """The host's end: the container's attach stream, moved off fds 0/1."""
 
-
-def _send(kind, rid, payload):
-    if isinstance(payload, dict):
-        payload = _js(payload).encode()
-    data = memoryview(b'CX' + kind + b'\0' + rid.to_bytes(4, 'big') + len(payload).to_bytes(4, 'big') + payload)
-    while data:
-        try:
-            data = data[os.write(_CHAN_OUT, data):]
-        except InterruptedError:
-            continue
-        except BrokenPipeError:
-            return
-
-
-class _Input:
-    """Frames from the host; garbage (e.g. a half-written frame of a host that died) is skipped."""
-
-    def __init__(self):
-        self.buf = b''
+    def __init__(self, fd_in, fd_out):
+        self.fd_in = fd_in
+        self.fd_out = fd_out
+        self.reader = FrameReader()
         self.closed = False
+
+    def send(self, kind, rid, payload):
+        data = memoryview(encode_frame(kind, rid, payload))
+        while data:
+            try:
+                data = data[os.write(self.fd_out, data):]
+            except InterruptedError:
+                continue
+            except BrokenPipeError:
+                return
 
     def feed(self):
         try:
-            data = os.read(_CHAN_IN, _CHUNK)
+            data = os.read(self.fd_in, CHUNK)
         except (InterruptedError, BlockingIOError):
             return
         if not data:
             self.closed = True
-        self.buf += data
+        self.reader.push(data)
 
     def frames(self):
-        while True:
-            at = self.buf.find(b'CX')
-            if at < 0:
-                self.buf = self.buf[-1:]
-                return
-            if at:
-                self.buf = self.buf[at:]
-            if len(self.buf) < _HEADER:
-                return
-            kind = self.buf[2:3]
-            rid = int.from_bytes(self.buf[4:8], 'big')
-            n = int.from_bytes(self.buf[8:12], 'big')
-            if kind not in (b'h', b'r', b'k') or n > _MAX_IN:
-                self.buf = self.buf[2:]
-                continue
-            if len(self.buf) < _HEADER + n:
-                return
-            payload = self.buf[_HEADER:_HEADER + n]
-            self.buf = self.buf[_HEADER + n:]
-            yield kind, rid, payload
-
-
-_input = _Input()
-_wake_r, _wake_w = os.pipe()
-os.set_blocking(_wake_r, False)
-os.set_blocking(_wake_w, False)
-_OWN_FDS = {_CHAN_IN, _CHAN_OUT, _DEVNULL, _wake_r, _wake_w}
-_zombies = {}  # pid -> wait status of children we reaped, for the one we wait for
-
-
-def _on_sigchld(_signum, _frame):
-    pass
-
-
-if not _unusable:
-    _signal.signal(_SIGCHLD, _on_sigchld)
-    _signal.siginterrupt(_SIGCHLD, False)
-    _signal.set_wakeup_fd(_wake_w, warn_on_full_buffer=False)
-
-
-def _reap(watch):
-    """Reaps every finished child (we are PID 1: orphans are ours); returns the status of `watch`."""
-    try:
-        while os.read(_wake_r, 4096):
-            pass
-    except (BlockingIOError, InterruptedError):
-        pass
-    found = None
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        except InterruptedError:
-            continue
-        if pid == 0:
-            break
-        if pid == watch:
-            found = status
-    return found
-
-
-def _hello(payload):
-    nonce = ''
-    for line in payload.decode('ascii', 'replace').splitlines():
-        k, _, v = line.partition('=')
-        if k == 'nonce':
-            nonce = v[:64]
-    info = {
-        't': 'hello',
-        'v': _VERSION,
-        'nonce': nonce,
-        'pid': os.getpid(),
-        'python': '%d.%d.%d' % sys.version_info[:3],
-        'usable': _unusable is None,
-        'preloaded': _preloaded,
-        'missing': _missing,
-        'dirty': _NOTED_DIRTY,
-    }
-    if _recursion_problem:
-        info['reason'] = _recursion_problem
-    if _unusable:
-        info['reason'] = _unusable
-    return info
-
-
-def _valid_dir(d):
-    if not d.startswith(_RUNS + '/'):
-        return False
-    name = d[len(_RUNS) + 1:]
-    digits, dash, rand = name.partition('-')
-    return (
-        dash == '-'
-        and 4 <= len(digits) <= 9
-        and digits.isdigit()
-        and digits.isascii()
-        and len(rand) == 6
-        and all(c in '0123456789abcdef' for c in rand)
-    )
-
-
-def _parse_run(payload):
-    head, sep, code = payload.partition(b'\n\n')
-    if not sep:
-        return None
-    req = {}
-    for line in head.decode('ascii', 'replace').split('\n'):
-        k, _, v = line.partition('=')
-        req[k] = v
-    try:
-        d = req['dir']
-        return {
-            'dir': d,
-            'code': code if req.get('code') == '1' else None,
-            'max': int(req.get('max', '0')),
-            'grace': int(req.get('grace', '1000')) / 1000.0,
-        } if _valid_dir(d) else None
-    except (KeyError, ValueError):
-        return None
+        return self.reader.frames()
 
 
 _MODULE_SUFFIXES = ('.py', '.pyc', '.pyw', '.so', '.pyd')
 
 
-def _shadowing(d):
+def _shadowing(d, extra):
     """Why the program could see a difference here: a file next to it that a fresh interpreter
     would import instead of an already-loaded module, or a matplotlibrc a fresh import would read."""
     try:
@@ -563,52 +665,37 @@ def _shadowing(d):
     except OSError as e:
         return 'cannot list the run directory (%s)' % e.strerror
     for n in names:
-        if n == 'matplotlibrc' and 'matplotlib' in _EXTRA_SET:
+        if n == 'matplotlibrc' and 'matplotlib' in extra:
             return 'matplotlibrc'
         base = n
         for suffix in _MODULE_SUFFIXES:
             if n.endswith(suffix):
                 base = n[: -len(suffix)].split('.')[0]
                 break
-        if base in _EXTRA_SET:
+        if base in extra:
             return 'shadows %s' % base
     return None
 
 
-def _stale():
-    """Import-time inputs that changed since preloading (a later fresh import would see them)."""
-    for p in _STALE_PATHS:
-        try:
-            st = os.stat(p)
-            now = (st.st_ino, st.st_mtime_ns)
-        except OSError:
-            now = None
-        if now != _STALE_STATE.get(p):
-            return 'changed: %s' % p
-    return None
-
-
-def _stale_paths():
+def _stale_paths(extra):
+    """Import-time inputs that a later fresh import would read (a program may change them)."""
     paths = []
     home = os.environ.get('HOME')
     if home and not sys.flags.no_user_site:
         v = '%d.%d' % sys.version_info[:2]
         paths.append(os.path.join(home, '.local', 'lib', 'python' + v, 'site-packages'))
     mpl = os.environ.get('MPLCONFIGDIR')
-    if mpl and 'matplotlib' in _EXTRA_SET:
+    if mpl and 'matplotlib' in extra:
         paths.append(os.path.join(mpl, 'matplotlibrc'))
     return paths
 
 
-_STALE_PATHS = _stale_paths()
-_STALE_STATE = {}
-for _p in _STALE_PATHS:
+def _stat_key(path):
     try:
-        _st = os.stat(_p)
-        _STALE_STATE[_p] = (_st.st_ino, _st.st_mtime_ns)
+        st = os.stat(path)
+        return st.st_ino, st.st_mtime_ns
     except OSError:
-        _STALE_STATE[_p] = None
-del _p
+        return None
 
 
 def _write_program(d, code):
@@ -653,254 +740,272 @@ def _kill_all(pid):
         pass
 
 
-def _run(rid, req, poller):
-    """Runs one program in a forked child. Returns the child's spec in the child; None in the runner."""
-    d = req['dir']
-    if req['code'] is not None:
-        problem = _write_program(d, req['code'])
-        if problem:
-            _send(b'D', rid, {'t': 'declined', 'reason': problem, 'written': False})
-            return None
-    why = _stale() or _shadowing(d)
-    if why:
-        _send(b'D', rid, {'t': 'declined', 'reason': why, 'written': True})
-        return None
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError as e:
-        for fd in (out_r, out_w, err_r, err_w):
-            os.close(fd)
-        _send(b'D', rid, {'t': 'declined', 'reason': 'fork: %s' % e.strerror, 'written': True})
-        return None
-    if pid == 0:
-        return (d, out_w, err_w)
-    os.close(out_w)
-    os.close(err_w)
-    _send(b'S', rid, {'t': 'started', 'pid': pid})
-    _supervise(rid, req, pid, out_r, err_r, poller)
-    return None
+def _on_sigchld(_signum, _frame):
+    pass
 
 
-def _supervise(rid, req, pid, out_r, err_r, poller):
-    streams = {out_r: b'O', err_r: b'E'}
-    for fd in streams:
-        poller.register(fd, select.POLLIN)
-    status = None
-    killed = limited = orphans = False
-    total = 0
-    exited_at = kill_at = None
-    limit = req['max']
+class Runner:
+    """PID 1 once set up: answers hellos, runs each program in a forked child, reaps orphans."""
 
-    def kill():
-        nonlocal kill_at
-        if kill_at is None:
-            kill_at = time.monotonic()
-            _kill_all(pid)
+    def __init__(self, channel, unusable, preloaded, missing, noted_dirty, extra, own_fds):
+        self.channel = channel
+        self.unusable = unusable
+        self.problem = None  # why programs run a little differently here (the hello says it)
+        self.preloaded = preloaded
+        self.missing = missing
+        self.noted_dirty = noted_dirty
+        self.extra = extra
+        self.pending_hellos = []
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        # Descriptors every child closes, whatever a preloaded module keeps open.
+        self.own_fds = set(own_fds) | {channel.fd_in, channel.fd_out, self.wake_r, self.wake_w}
+        if not unusable:
+            _signal.signal(_SIGCHLD, _on_sigchld)
+            _signal.siginterrupt(_SIGCHLD, False)
+            _signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
+        self.stale_paths = _stale_paths(extra)
+        self.stale_state = {p: _stat_key(p) for p in self.stale_paths}
 
-    def handle_input():
-        nonlocal killed
-        for kind, frid, payload in _input.frames():
-            if kind == b'k' and frid == rid:
-                killed = True
-                kill()
-            elif kind == b'h':
-                # A new host attached: the one that started this run is gone.
-                killed = True
-                kill()
-                _pending_hello.append(payload)
+    def hello(self, payload):
+        nonce = hello_nonce(payload)
+        python = '%d.%d.%d' % sys.version_info[:3]
+        reply = hello_reply(nonce, os.getpid(), python, self.unusable, self.problem, self.preloaded, self.missing, self.noted_dirty)
+        self.channel.send(b'H', 0, reply)
 
-    # Frames that arrived together with the run request (a kill sent at once) are already buffered.
-    handle_input()
-
-    while True:
-        reaped = _reap(pid)
-        now = time.monotonic()
-        if status is None and reaped is not None:
-            status = reaped
-            exited_at = now
-        if status is not None and not streams:
-            break
-        if kill_at is not None and now - kill_at > 5:
-            break  # what we killed does not go away (uninterruptible sleep?): report what we have
-        if status is not None and kill_at is None:
-            left = exited_at + req['grace'] - now
-            if left <= 0:
-                # The program is gone but something it started still holds its output.
-                orphans = True
-                kill()
-                timeout = 50
-            else:
-                timeout = int(left * 1000) + 1
-        elif kill_at is not None:
-            timeout = 50
-        else:
-            timeout = None
+    def reap(self, watch):
+        """Reaps every finished child (we are PID 1: orphans are ours); returns the status of `watch`."""
         try:
-            events = poller.poll(timeout)
-        except InterruptedError:
-            continue
-        for fd, _ev in events:
-            if fd == _wake_r:
-                continue  # reaped at the top of the loop
-            if fd == _CHAN_IN:
-                _input.feed()
-                if _input.closed:
-                    poller.unregister(_CHAN_IN)
-                handle_input()
-                continue
-            kind = streams.get(fd)
-            if kind is None:
-                continue
+            while os.read(self.wake_r, 4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+        found = None
+        while True:
             try:
-                data = os.read(fd, _CHUNK)
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
             except InterruptedError:
                 continue
-            except OSError:
-                data = b''
-            if not data:
-                poller.unregister(fd)
-                os.close(fd)
-                del streams[fd]
-                continue
-            if limited:
-                continue
-            total += len(data)
-            _send(kind, rid, data)
-            if limit and total > limit:
-                limited = True
-                kill()
-    for fd in list(streams):
-        poller.unregister(fd)
-        os.close(fd)
-    code = sig = None
-    if status is not None:
-        if os.WIFEXITED(status):
-            code = os.WEXITSTATUS(status)
-        elif os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-            code = 128 + sig
-    _send(b'X', rid, {'t': 'exit', 'exitCode': code, 'signal': sig, 'killed': killed, 'limited': limited, 'orphans': orphans})
+            if pid == 0:
+                break
+            if pid == watch:
+                found = status
+        return found
 
+    def stale(self):
+        """Import-time inputs that changed since preloading (a later fresh import would see them)."""
+        for p in self.stale_paths:
+            if _stat_key(p) != self.stale_state.get(p):
+                return 'changed: %s' % p
+        return None
 
-_pending_hello = []
-
-
-def _serve():
-    """The runner's loop. Returns only in a forked child, with what it needs to become the program."""
-    poller = select.poll()
-    poller.register(_CHAN_IN, select.POLLIN)
-    poller.register(_wake_r, select.POLLIN)
-    while True:
-        while _pending_hello:
-            _send(b'H', 0, _hello(_pending_hello.pop(0)))
-        try:
-            events = poller.poll(None)
-        except InterruptedError:
-            continue
-        for fd, _ev in events:
-            if fd == _wake_r:
-                _reap(None)
-            elif fd == _CHAN_IN:
-                _input.feed()
-                if _input.closed:
-                    # No host can reach us any more; go on reaping orphans like the keeper.
-                    poller.unregister(_CHAN_IN)
-        # Lazily, one frame at a time: a kill sent right behind a run must stay in the buffer
-        # for that run's supervisor to see, not be consumed (and dropped) here.
-        for kind, rid, payload in _input.frames():
-            if kind == b'h':
-                _send(b'H', 0, _hello(payload))
-            elif kind == b'r':
-                req = _parse_run(payload)
-                if req is None:
-                    _send(b'D', rid, {'t': 'declined', 'reason': 'invalid request', 'written': False})
-                    continue
-                child = _run(rid, req, poller)
-                if child is not None:
-                    return child
-                _reap(None)
-
-
-def _become_program(spec):
-    """In the forked child: turn this process into `python3 <dir>/program.py` as seen from inside."""
-    d, out_w, err_w = spec
-    os.setsid()
-    null = os.open('/dev/null', os.O_RDONLY)
-    os.dup2(null, 0, inheritable=True)
-    os.dup2(out_w, 1, inheritable=True)
-    os.dup2(err_w, 2, inheritable=True)
-    for fd in os.listdir('/proc/self/fd'):
-        fd = int(fd)
-        if fd > 2 and (fd not in _KEEP_FDS or fd in _OWN_FDS):
+    def serve(self):
+        """The runner's loop. Returns only in a forked child, with what it needs to become the program."""
+        poller = select.poll()
+        poller.register(self.channel.fd_in, select.POLLIN)
+        poller.register(self.wake_r, select.POLLIN)
+        while True:
+            while self.pending_hellos:
+                self.hello(self.pending_hellos.pop(0))
             try:
+                events = poller.poll(None)
+            except InterruptedError:
+                continue
+            for fd, _ev in events:
+                if fd == self.wake_r:
+                    self.reap(None)
+                elif fd == self.channel.fd_in:
+                    self.channel.feed()
+                    if self.channel.closed:
+                        # No host can reach us any more; go on reaping orphans like the keeper.
+                        poller.unregister(self.channel.fd_in)
+            # Lazily, one frame at a time: a kill sent right behind a run must stay in the buffer
+            # for that run's supervisor to see, not be consumed (and dropped) here.
+            for kind, rid, payload in self.channel.frames():
+                if kind == b'h':
+                    self.hello(payload)
+                elif kind == b'r':
+                    req = parse_run_request(payload)
+                    if req is None:
+                        self.channel.send(b'D', rid, declined_reply('invalid request', False))
+                        continue
+                    child = self.run(rid, req, poller)
+                    if child is not None:
+                        return child
+                    self.reap(None)
+
+    def serve_unusable(self):
+        """Nothing is safe to run here. Answers hellos (so the host stops waiting) and reaps orphans."""
+        poller = select.poll()
+        poller.register(self.channel.fd_in, select.POLLIN)
+        while True:
+            try:
+                for _fd, _ev in poller.poll(1000):
+                    self.channel.feed()
+                    if self.channel.closed:
+                        poller.unregister(self.channel.fd_in)
+                    for kind, rid, payload in list(self.channel.frames()):
+                        if kind == b'h':
+                            self.hello(payload)
+                        elif kind == b'r':
+                            self.channel.send(b'D', rid, declined_reply(self.unusable, False))
+            except InterruptedError:
+                pass
+            try:
+                while os.waitpid(-1, os.WNOHANG)[0]:
+                    pass
+            except ChildProcessError:
+                pass
+
+    def run(self, rid, req, poller):
+        """Runs one program in a forked child. Returns the child's spec in the child; None in the runner."""
+        d = req['dir']
+        if req['code'] is not None:
+            problem = _write_program(d, req['code'])
+            if problem:
+                self.channel.send(b'D', rid, declined_reply(problem, False))
+                return None
+        why = self.stale() or _shadowing(d, self.extra)
+        if why:
+            self.channel.send(b'D', rid, declined_reply(why, True))
+            return None
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        oom_before = read_oom_kills()
+        try:
+            pid = os.fork()
+        except OSError as e:
+            for fd in (out_r, out_w, err_r, err_w):
                 os.close(fd)
-            except OSError:
-                pass
-    _signal.set_wakeup_fd(-1)
-    _signal.signal(_SIGCHLD, _signal.SIG_DFL)
-    _signal.signal(2, _signal.default_int_handler)
-    _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
-    path = d + '/program.py'
-    if _ARGS is not None:
-        want = b'python3\0' + path.encode() + b'\0'
-        size = _ARGS[1] - _ARGS[0]
-        if len(want) <= size:
-            ctypes.memmove(_ARGS[0], want + b'\0' * (size - len(want)), size)
-    os.chdir(d)
-    sys.argv[:] = [path]
-    try:
-        sys.orig_argv[:] = ['python3', path]
-    except AttributeError:
-        pass
-    sys.path[:] = [d] + _PATH_TAIL
-    # A fresh interpreter seeds numpy's global generator from the OS; a fork would repeat ours.
-    # (`random` reseeds itself after fork.)
-    np_random = sys.modules.get('numpy.random')
-    if np_random is not None:
-        np_random.seed()
-    # A fresh __main__, as the interpreter makes it before running a file.
-    import builtins
+            self.channel.send(b'D', rid, declined_reply('fork: %s' % e.strerror, True))
+            return None
+        if pid == 0:
+            return (d, out_w, err_w)
+        os.close(out_w)
+        os.close(err_w)
+        self.channel.send(b'S', rid, started_reply(pid))
+        self.supervise(rid, req, pid, out_r, err_r, poller, oom_before)
+        return None
 
-    main = type(sys)('__main__')
-    main.__loader__ = sys.modules['__main__'].__dict__.get('__loader__')
-    main.__annotations__ = {}
-    main.__builtins__ = builtins
-    sys.modules['__main__'] = main
-    return path.encode()
+    def supervise(self, rid, req, pid, out_r, err_r, poller, oom_before):
+        channel = self.channel
+        streams = {out_r: b'O', err_r: b'E'}
+        for fd in streams:
+            poller.register(fd, select.POLLIN)
+        status = None
+        killed = limited = orphans = False
+        total = 0
+        exited_at = kill_at = None
+        limit = req['max']
 
+        def kill():
+            nonlocal kill_at
+            if kill_at is None:
+                kill_at = time.monotonic()
+                _kill_all(pid)
 
-if _unusable:
-    # Nothing is safe to run here. Answer hellos (so the host stops waiting) and reap orphans.
-    import select  # noqa: E402,F811
+        def handle_input():
+            nonlocal killed
+            for kind, frid, payload in channel.frames():
+                if kind == b'k' and frid == rid:
+                    killed = True
+                    kill()
+                elif kind == b'h':
+                    # A new host attached: the one that started this run is gone.
+                    killed = True
+                    kill()
+                    self.pending_hellos.append(payload)
 
-    _p = select.poll()
-    _p.register(_CHAN_IN, select.POLLIN)
-    while True:
-        try:
-            for _fd, _ev in _p.poll(1000):
-                _input.feed()
-                if _input.closed:
-                    _p.unregister(_CHAN_IN)
-                for _k, _rid, _pl in list(_input.frames()):
-                    if _k == b'h':
-                        _send(b'H', 0, _hello(_pl))
-                    elif _k == b'r':
-                        _send(b'D', _rid, {'t': 'declined', 'reason': _unusable, 'written': False})
-        except InterruptedError:
-            pass
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        except ChildProcessError:
-            pass
+        # Frames that arrived together with the run request (a kill sent at once) are already buffered.
+        handle_input()
+
+        while True:
+            reaped = self.reap(pid)
+            now = time.monotonic()
+            if status is None and reaped is not None:
+                status = reaped
+                exited_at = now
+            if status is not None and not streams:
+                break
+            if kill_at is not None and now - kill_at > 5:
+                break  # what we killed does not go away (uninterruptible sleep?): report what we have
+            if status is not None and kill_at is None:
+                left = exited_at + req['grace'] - now
+                if left <= 0:
+                    # The program is gone but something it started still holds its output.
+                    orphans = True
+                    kill()
+                    timeout = 50
+                else:
+                    timeout = int(left * 1000) + 1
+            elif kill_at is not None:
+                timeout = 50
+            else:
+                timeout = None
+            try:
+                events = poller.poll(timeout)
+            except InterruptedError:
+                continue
+            for fd, _ev in events:
+                if fd == self.wake_r:
+                    continue  # reaped at the top of the loop
+                if fd == channel.fd_in:
+                    channel.feed()
+                    if channel.closed:
+                        poller.unregister(channel.fd_in)
+                    handle_input()
+                    continue
+                kind = streams.get(fd)
+                if kind is None:
+                    continue
+                try:
+                    data = os.read(fd, CHUNK)
+                except InterruptedError:
+                    continue
+                except OSError:
+                    data = b''
+                if not data:
+                    poller.unregister(fd)
+                    os.close(fd)
+                    del streams[fd]
+                    continue
+                if limited:
+                    continue
+                total += len(data)
+                channel.send(kind, rid, data)
+                if limit and total > limit:
+                    limited = True
+                    kill()
+        for fd in list(streams):
+            poller.unregister(fd)
+            os.close(fd)
+        # The kernel counts an OOM kill before it sends the SIGKILL: a reaped child's is in.
+        channel.send(b'X', rid, exit_reply(status, killed, limited, orphans, oom_before, read_oom_kills()))
+
 
 # ---------------------------------------------------------------------------------------------
-# A child's end, as `python3 file` ends: PyErr_Print for an exception that escaped, then
-# Py_FinalizeEx (threads, atexit, flushing, the program's modules torn down in CPython's order),
-# then exit(). Only the teardown of what was preloaded is skipped: it is what made exiting cost a
-# tenth of a second, and nothing of the program's lives there.
+# The child. It becomes `python3 <dir>/program.py` as seen from inside, runs the file (at this
+# file's module level, see the end), and ends as `python3 file` ends: PyErr_Print for an
+# exception that escaped, then Py_FinalizeEx (threads, atexit, flushing, the program's modules
+# torn down in CPython's order), then exit(). Only the teardown of what was preloaded is skipped:
+# it is what made exiting cost a tenth of a second, and nothing of the program's lives there.
+def _unraisable_type():
+    seen = []
+    hook = sys.unraisablehook
+    sys.unraisablehook = seen.append
+
+    class _Probe:
+        def __del__(self):
+            raise RuntimeError
+
+    _Probe()
+    sys.unraisablehook = hook
+    return type(seen[0]) if seen else None
+
+
 def _write_stderr(text):
     err = getattr(sys, 'stderr', None)
     if err is not None:
@@ -915,18 +1020,6 @@ def _write_stderr(text):
         pass
 
 
-def _unraisable(exc, obj, msg=None):
-    hook = getattr(sys, 'unraisablehook', None)
-    tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
-    if hook is not None and _UnraisableHookArgs is not None:
-        try:
-            hook(_UnraisableHookArgs((type(exc), exc, tb, msg, obj)))
-            return
-        except Exception:  # noqa: BLE001
-            pass
-    _write_stderr('Exception ignored in: %r\n' % (obj,))
-
-
 def _flush_io():
     for name in ('stderr', 'stdout'):
         f = getattr(sys, name, None)
@@ -935,27 +1028,6 @@ def _flush_io():
                 f.flush()
             except Exception:  # noqa: BLE001
                 pass
-
-
-def _flush_std_files():
-    status = 0
-    for name in ('stdout', 'stderr'):
-        f = getattr(sys, name, None)
-        if f is None:
-            continue
-        try:
-            closed = f.closed
-        except Exception:  # noqa: BLE001
-            closed = False
-        if closed:
-            continue
-        try:
-            f.flush()
-        except Exception as e:  # noqa: BLE001
-            if name == 'stdout':
-                _unraisable(e, f)
-            status = -1
-    return status
 
 
 def _exit_status(value):
@@ -985,33 +1057,6 @@ class _Exit(Exception):
         self.status = status
 
 
-def _print_error(value):
-    """PyErr_Print for an exception other than SystemExit (which the caller handles)."""
-    t, tb = type(value), value.__traceback__
-    sys.last_type, sys.last_value, sys.last_traceback = t, value, tb
-    if sys.version_info >= (3, 12):
-        sys.last_exc = value
-    hook = getattr(sys, 'excepthook', None)
-    try:
-        sys.audit('sys.excepthook', hook if hook is not None else None, t, value, tb)
-    except Exception:  # noqa: BLE001
-        pass
-    if hook is None:
-        _write_stderr('sys.excepthook is missing\n')
-        sys.__excepthook__(t, value, tb)
-        return
-    try:
-        hook(t, value, tb)
-    except SystemExit as e:
-        raise _Exit(_exit_status(e)) from None
-    except BaseException as e:  # noqa: BLE001
-        e.__traceback__ = e.__traceback__.tb_next if e.__traceback__ is not None else None
-        _write_stderr('Error in sys.excepthook:\n')
-        sys.__excepthook__(type(e), e, e.__traceback__)
-        _write_stderr('\nOriginal exception was:\n')
-        sys.__excepthook__(t, value, tb)
-
-
 def _module_clear(d):
     for key in list(d):
         if isinstance(key, str) and key[:1] == '_' and key[1:2] != '_' and d.get(key) is not None:
@@ -1021,215 +1066,328 @@ def _module_clear(d):
             d[key] = None
 
 
-def _finalize(status, fork_modules):
-    """Py_FinalizeEx, for everything the program made; returns the exit status."""
-    import _weakref
+class Program:
+    """In a forked child: what it takes from the runner to become the program, and its end."""
 
-    threading = sys.modules.get('threading')
-    if threading is not None:
+    def __init__(self, spec, native, depth, keep_fds, own_fds, argv_area, path_tail, hook_args_type):
+        self.dir, self.out_w, self.err_w = spec
+        self.native = native
+        self.depth = depth
+        self.keep_fds = keep_fds
+        self.own_fds = own_fds
+        self.argv_area = argv_area
+        self.path_tail = path_tail
+        self.hook_args_type = hook_args_type
+        self.path = (self.dir + '/program.py').encode()
+        self.fork_modules = None
+
+    def become(self):
+        """Turns this process into `python3 <dir>/program.py` as seen from inside."""
+        os.setsid()
+        null = os.open('/dev/null', os.O_RDONLY)
+        os.dup2(null, 0, inheritable=True)
+        os.dup2(self.out_w, 1, inheritable=True)
+        os.dup2(self.err_w, 2, inheritable=True)
+        for fd in os.listdir('/proc/self/fd'):
+            fd = int(fd)
+            if fd > 2 and (fd not in self.keep_fds or fd in self.own_fds):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        _signal.set_wakeup_fd(-1)
+        _signal.signal(_SIGCHLD, _signal.SIG_DFL)
+        _signal.signal(_SIGINT, _signal.default_int_handler)
+        self.native.set_dumpable(True)
+        path = self.path.decode()
+        if self.argv_area is not None:
+            want = b'python3\0' + self.path + b'\0'
+            start, end = self.argv_area
+            size = end - start
+            if len(want) <= size:
+                ctypes.memmove(start, want + b'\0' * (size - len(want)), size)
+        os.chdir(self.dir)
+        sys.argv[:] = [path]
         try:
-            threading._shutdown()
-        except BaseException as e:  # noqa: BLE001
-            _unraisable(e, threading)
-    import atexit
+            sys.orig_argv[:] = ['python3', path]
+        except AttributeError:
+            pass
+        sys.path[:] = [self.dir] + self.path_tail
+        # A fresh interpreter seeds numpy's global generator from the OS; a fork would repeat ours.
+        # (`random` reseeds itself after fork.)
+        np_random = sys.modules.get('numpy.random')
+        if np_random is not None:
+            np_random.seed()
+        # A fresh __main__, as the interpreter makes it before running a file.
+        import builtins
 
-    atexit._run_exitfuncs()
-    if _flush_std_files() < 0:
-        status = 120
-    # finalize_modules, restricted to the modules the program imported and __main__.
-    builtins = sys.modules['builtins']
-    builtins._ = None
-    for name in ('path', 'argv', 'ps1', 'ps2', 'last_type', 'last_value', 'last_traceback', 'last_exc', 'path_hooks', 'path_importer_cache', 'meta_path', '__interactivehook__'):
-        if name != 'last_exc' or sys.version_info >= (3, 12):
-            setattr(sys, name, None)
-    for name in ('stdin', 'stdout', 'stderr'):
-        orig = getattr(sys, '__%s__' % name, None)
-        if orig is not None:
-            setattr(sys, name, orig)
-    modules = sys.modules
-    weak = []
-    for name, mod in list(modules.items()):
-        if name in fork_modules and name != '__main__':
-            continue
-        if isinstance(mod, type(sys)):
-            weak.append(_weakref.ref(mod))
-        modules[name] = None
-    bdict = builtins.__dict__
-    if bdict != _BUILTINS_COPY:
-        bdict.clear()
-        bdict.update(_BUILTINS_COPY)
-    gc.collect()
-    for ref in reversed(weak):
-        mod = ref()
-        if mod is not None:
-            _module_clear(mod.__dict__)
-    del weak
-    gc.collect()
-    if _flush_std_files() < 0:
-        status = 120
-    return status
+        main = type(sys)('__main__')
+        main.__loader__ = sys.modules['__main__'].__dict__.get('__loader__')
+        main.__annotations__ = {}
+        main.__builtins__ = builtins
+        sys.modules['__main__'] = main
+        self.fork_modules = set(sys.modules)
 
+    def open_main(self):
+        """The program's globals and its open file, as `python3 file` has them before the first line."""
+        path = self.path.decode()
+        main = sys.modules['__main__'].__dict__
+        main['__file__'] = path
+        main['__cached__'] = None
+        main['__loader__'] = sys.modules['_frozen_importlib_external'].SourceFileLoader('__main__', path)
+        fp = self.native.libc.fopen(self.path, b'rb')
+        if not fp:
+            errno = ctypes.get_errno()
+            _write_stderr("python3: can't open file %r: [Errno %d] %s\n" % (path, errno, os.strerror(errno)))
+            self.native.libc.exit(2)
+        return main, fp
 
-def _finish(exc, main_dict, fork_modules):
-    """What follows the program's last statement; never returns."""
-    # Our references to the program's namespace and exception go: as in `python3 file`, its
-    # objects die when its modules are torn down (their __del__ runs then).
-    g = _finish.__globals__
-    g.pop('_main', None)
-    g.pop('_exc', None)
-    status = 0
-    sigint = False
-    try:
-        _flush_io()
-        if exc is not None:
-            if exc.__traceback__ is not None:
-                exc.__traceback__ = exc.__traceback__.tb_next  # our frame, which `python3 file` has not
-            if isinstance(exc, SystemExit):
-                # PyErr_Print -> Py_Exit: __file__ is still set while atexit handlers run.
-                status = _exit_status(exc)
+    def finish(self, ending):
+        """What follows the program's last statement; never returns. `ending` holds the program's
+        exception (or None) and namespace, and is emptied: as in `python3 file`, the program's
+        objects die when its modules are torn down (their __del__ runs then), not before."""
+        exc, main_dict = ending
+        ending.clear()
+        status = 0
+        sigint = False
+        try:
+            _flush_io()
+            if exc is not None:
+                if exc.__traceback__ is not None:
+                    exc.__traceback__ = exc.__traceback__.tb_next  # our frame, which `python3 file` has not
+                if isinstance(exc, SystemExit):
+                    # PyErr_Print -> Py_Exit: __file__ is still set while atexit handlers run.
+                    status = _exit_status(exc)
+                else:
+                    sigint = type(exc) is KeyboardInterrupt
+                    status = 1
+                    self._print_error(exc)
+                    main_dict.pop('__file__', None)
+                    main_dict.pop('__cached__', None)
             else:
-                sigint = type(exc) is KeyboardInterrupt
-                status = 1
-                _print_error(exc)
                 main_dict.pop('__file__', None)
                 main_dict.pop('__cached__', None)
-        else:
-            main_dict.pop('__file__', None)
-            main_dict.pop('__cached__', None)
-    except _Exit as e:
-        status = e.status
-    del exc, main_dict
-    status = _finalize(status, fork_modules)
-    if sigint:
-        _signal.signal(2, _signal.SIG_DFL)
-        os.kill(os.getpid(), 2)
-        status = 130
-    _libc.fflush(None)
-    _libc.exit(status)
+        except _Exit as e:
+            status = e.status
+        del exc, main_dict
+        status = self._finalize(status)
+        if sigint:
+            _signal.signal(_SIGINT, _signal.SIG_DFL)
+            os.kill(os.getpid(), _SIGINT)
+            status = 130
+        self.native.libc.fflush(None)
+        self.native.libc.exit(status)
+
+    def _unraisable(self, exc, obj, msg=None):
+        hook = getattr(sys, 'unraisablehook', None)
+        tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+        if hook is not None and self.hook_args_type is not None:
+            try:
+                hook(self.hook_args_type((type(exc), exc, tb, msg, obj)))
+                return
+            except Exception:  # noqa: BLE001
+                pass
+        _write_stderr('Exception ignored in: %r\n' % (obj,))
+
+    def _flush_std_files(self):
+        status = 0
+        for name in ('stdout', 'stderr'):
+            f = getattr(sys, name, None)
+            if f is None:
+                continue
+            try:
+                closed = f.closed
+            except Exception:  # noqa: BLE001
+                closed = False
+            if closed:
+                continue
+            try:
+                f.flush()
+            except Exception as e:  # noqa: BLE001
+                if name == 'stdout':
+                    self._unraisable(e, f)
+                status = -1
+        return status
+
+    def _print_error(self, value):
+        """PyErr_Print for an exception other than SystemExit (which the caller handles)."""
+        t, tb = type(value), value.__traceback__
+        sys.last_type, sys.last_value, sys.last_traceback = t, value, tb
+        if sys.version_info >= (3, 12):
+            sys.last_exc = value
+        hook = getattr(sys, 'excepthook', None)
+        try:
+            sys.audit('sys.excepthook', hook if hook is not None else None, t, value, tb)
+        except Exception:  # noqa: BLE001
+            pass
+        if hook is None:
+            _write_stderr('sys.excepthook is missing\n')
+            sys.__excepthook__(t, value, tb)
+            return
+        try:
+            hook(t, value, tb)
+        except SystemExit as e:
+            raise _Exit(_exit_status(e)) from None
+        except BaseException as e:  # noqa: BLE001
+            e.__traceback__ = e.__traceback__.tb_next if e.__traceback__ is not None else None
+            _write_stderr('Error in sys.excepthook:\n')
+            sys.__excepthook__(type(e), e, e.__traceback__)
+            _write_stderr('\nOriginal exception was:\n')
+            sys.__excepthook__(t, value, tb)
+
+    def _finalize(self, status):
+        """Py_FinalizeEx, for everything the program made; returns the exit status."""
+        import _weakref
+
+        threading = sys.modules.get('threading')
+        if threading is not None:
+            try:
+                threading._shutdown()
+            except BaseException as e:  # noqa: BLE001
+                self._unraisable(e, threading)
+        import atexit
+
+        atexit._run_exitfuncs()
+        if self._flush_std_files() < 0:
+            status = 120
+        # finalize_modules, restricted to the modules the program imported and __main__.
+        builtins = sys.modules['builtins']
+        builtins._ = None
+        for name in ('path', 'argv', 'ps1', 'ps2', 'last_type', 'last_value', 'last_traceback', 'last_exc', 'path_hooks', 'path_importer_cache', 'meta_path', '__interactivehook__'):
+            if name != 'last_exc' or sys.version_info >= (3, 12):
+                setattr(sys, name, None)
+        for name in ('stdin', 'stdout', 'stderr'):
+            orig = getattr(sys, '__%s__' % name, None)
+            if orig is not None:
+                setattr(sys, name, orig)
+        modules = sys.modules
+        fork_modules = self.fork_modules
+        weak = []
+        for name, mod in list(modules.items()):
+            if name in fork_modules and name != '__main__':
+                continue
+            if isinstance(mod, type(sys)):
+                weak.append(_weakref.ref(mod))
+            modules[name] = None
+        bdict = builtins.__dict__
+        if bdict != _BUILTINS_COPY:
+            bdict.clear()
+            bdict.update(_BUILTINS_COPY)
+        gc.collect()
+        for ref in reversed(weak):
+            mod = ref()
+            if mod is not None:
+                _module_clear(mod.__dict__)
+        del weak
+        gc.collect()
+        if self._flush_std_files() < 0:
+            status = 120
+        return status
 
 
 # ---------------------------------------------------------------------------------------------
-# Recursion depth. The program's module frame runs below a few of ours (stage 1's exec, this
-# module, the call into PyRun_FileExFlags), so it would hit RecursionError a few calls earlier
-# than under `python3 file`. The thread state's recursion counter is found (it is the int pair
-# that follows sys.setrecursionlimit), and each child gets back exactly the depth a plain run
-# has, measured once against a real `python3 -c` here.
-_DEPTH_PROBE = (
-    b'import sys\n'
-    b'def _d(n):\n'
-    b'    try:\n'
-    b'        return _d(n + 1)\n'
-    b'    except RecursionError:\n'
-    b'        return n\n'
-    b'sys.stdout.write(str(_d(0)))\n'
-)
-_RECURSION_FIELD = None  # address of the remaining-depth counter in this thread's state
-_RECURSION_TARGET = None  # its value right before the program's module frame starts, as in a plain run
-
-
-def _find_recursion_field():
-    base = ctypes.pythonapi.PyThreadState_Get
-    base.restype = ctypes.c_void_p
-    addr = base()
-    limit = sys.getrecursionlimit()
-    ints = (ctypes.c_int * 32).from_address(addr)
-    found = None
-    for i in range(1, 32):
-        if ints[i] == limit and 0 < ints[i - 1] < limit:
-            sys.setrecursionlimit(limit + 7)
-            ok = ints[i] == limit + 7
-            sys.setrecursionlimit(limit)
-            if ok and ints[i] == limit:
-                found = addr + 4 * (i - 1)
-                break
-    return found
-
-
-def _depth(script_path, via_runner, field=None, target=None):
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.dup2(w, 1)
-            if via_runner:
-                counter = ctypes.c_int.from_address(field)
-                if target is not None:
-                    counter.value = target
-                os.write(w, b'%d:' % counter.value)
-                fp = _libc.fopen(script_path, b'rb')
-                g = {'__name__': '__main__', '__builtins__': sys.modules['builtins']}
-                _pyrun(fp, script_path, 257, g, g, 1, ctypes.addressof(_cflags))
-                sys.stdout.flush()
-            else:
-                os.execv(sys.executable or '/usr/bin/python3', ['python3', script_path.decode()])
-        finally:
-            os._exit(0)
-    os.close(w)
-    out = b''
-    while True:
-        chunk = os.read(r, 64)
-        if not chunk:
-            break
-        out += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
-    if via_runner:
-        before, _, depth = out.partition(b':')
-        return (int(before), int(depth)) if before.isdigit() and depth.isdigit() else None
-    return int(out) if out.isdigit() else None
-
-
-def _calibrate_recursion():
-    global _RECURSION_FIELD, _RECURSION_TARGET
+def main():
+    """Stage 0 hands over to stage 1 (an exec: it never returns). Stage 1 sets up and serves for
+    good; it returns only in a forked child, with the Program that child is to become."""
+    if '_CODEACT_STAGE' not in globals():
+        _stage0_exec(sys.argv[1] if len(sys.argv) > 1 else '')
+    # Stage 1. Everything a program could see of this process is kept as `python3 file` has it.
     try:
-        field = _find_recursion_field()
-        if field is None:
-            return 'recursion counter not found'
-        probe = '/sandbox/tmp/.codeact-depth-%d.py' % os.getpid()
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.write(fd, _DEPTH_PROBE)
-        os.close(fd)
+        os.close(3)
+    except OSError:
+        pass
+    cfg = parse_config(_CODEACT_CONFIG)  # noqa: F821 (set by stage 0)
+    preload = [m for m in cfg.get('preload', '').split(',') if m]
+    noted_dirty = [m for m in cfg.get('dirty', '').split(',') if m]
+
+    # The work area's layout (the host does the same; whoever is first wins, both are idempotent).
+    for d in ('/sandbox/home', '/sandbox/tmp', RUNS):
         try:
-            plain = _depth(probe.encode(), False)
-            here = _depth(probe.encode(), True, field)
-            if plain is None or here is None:
-                return 'depth probe failed'
-            target = here[0] + plain - here[1]
-            again = _depth(probe.encode(), True, field, target)
-            if again is None or again[1] != plain:
-                return 'depth compensation did not verify (%s != %s)' % (again, plain)
-            _RECURSION_FIELD, _RECURSION_TARGET = field, target
-        finally:
-            os.unlink(probe)
-    except Exception as e:  # noqa: BLE001
-        _RECURSION_FIELD, _RECURSION_TARGET = None, None
-        return 'recursion calibration failed: %s' % e
-    return None
+            os.makedirs(d, 0o700, exist_ok=True)
+        except OSError as e:
+            _log('cannot create %s: %s' % (d, e))
+
+    # Python handles SIGINT (KeyboardInterrupt); PID 1 must not, or a program could stop the runner
+    # with kill(1, SIGINT). Every other signal has no handler here, so the kernel drops them.
+    _signal.signal(_SIGINT, _signal.SIG_IGN)
+
+    # Channel off fds 0/1: stray prints of preloaded modules go to stderr (the host's log), and a
+    # child's 0/1/2 are simply replaced.
+    chan_in = os.dup(0)
+    chan_out = os.dup(1)
+    devnull = os.open('/dev/null', os.O_RDWR | os.O_CLOEXEC)
+    os.dup2(devnull, 0, inheritable=True)
+    os.dup2(2, 1, inheritable=True)
+
+    native = unusable = None
+    try:
+        native = _Native()
+    except Exception as e:  # no ctypes/libffi, an exotic libc: stay a keeper and say so
+        unusable = 'runner unavailable: %s: %s' % (type(e).__name__, e)
+        _log(unusable)
+
+    # sys.path as a script would have it, minus its first entry (the script's directory), which
+    # each child sets. `-c` put '' (the current directory) there: preloading must not look in it.
+    if sys.path and sys.path[0] in ('', os.getcwd()):
+        del sys.path[0]
+    sys.path_importer_cache.pop('', None)
+    path_tail = list(sys.path)
+
+    fds_before = _open_fds()
+    preloaded, missing, dirty = _preload(preload if native else [])
+    # Descriptors a preloaded module keeps open (a fresh import would have them too): children keep them.
+    keep_fds = _open_fds() - fds_before
+    if dirty:
+        # Start over without the module: this process can no longer be what a fresh one would be.
+        bad = dirty[0].split('(')[0]
+        _log('not preloading %s: %s' % (bad, dirty[0]))
+        os.dup2(chan_in, 0)
+        os.dup2(chan_out, 1)
+        keep = [m for m in preload if m != bad]
+        _stage0_exec('preload=%s;dirty=%s' % (','.join(keep), ','.join(noted_dirty + [dirty[0]])))
+
+    # Everything preloaded goes to the permanent generation: a child's collections (and its exit)
+    # never walk it, so they cost what the program's own objects cost, and its pages stay shared.
+    gc.collect()
+    gc.freeze()
+
+    hook_args_type = _unraisable_type()
+    # Modules a fresh `python3 program.py` would not have: a file of the same name next to the
+    # program would shadow them there, but not here (they are already imported).
+    # (Built-in modules are found before sys.path is searched: nothing shadows them.)
+    extra = _extra_modules() - set(sys.builtin_module_names)
+    argv_area = _argv_area()
+
+    runner = Runner(Channel(chan_in, chan_out), unusable, preloaded, missing, noted_dirty, extra, {devnull})
+    if unusable:
+        runner.serve_unusable()
+
+    depth = _RecursionDepth(native)
+    runner.problem = depth.calibrate()
+    if runner.problem:
+        _log(runner.problem)
+    # The probes' children were reaped by waitpid; drain their SIGCHLD wake-ups.
+    runner.reap(None)
+
+    program = Program(runner.serve(), native, depth, keep_fds, runner.own_fds, argv_area, path_tail, hook_args_type)
+    program.become()
+    return program
 
 
-_recursion_problem = _calibrate_recursion()
-if _recursion_problem:
-    _log(_recursion_problem)
-# The probes' children were reaped by waitpid; drain their SIGCHLD wake-ups.
-_reap(None)
-
-_child = _serve()
-_path = _become_program(_child)
-del _child
-_fork_modules = set(sys.modules)
-_main = sys.modules['__main__'].__dict__
-_main['__file__'] = _path.decode()
-_main['__cached__'] = None
-_main['__loader__'] = sys.modules['_frozen_importlib_external'].SourceFileLoader('__main__', _path.decode())
-_fp = _libc.fopen(_path, b'rb')
-if not _fp:
-    _write_stderr("python3: can't open file %r: [Errno %d] %s\n" % (_path.decode(), ctypes.get_errno(), os.strerror(ctypes.get_errno())))
-    _libc.exit(2)
-_exc = None
-if _RECURSION_TARGET is not None:
-    ctypes.c_int.from_address(_RECURSION_FIELD).value = _RECURSION_TARGET
-try:
-    _pyrun(_fp, _path, 257, _main, _main, 1, ctypes.addressof(_cflags))
-except BaseException as _e:  # noqa: BLE001 - the program's uncaught exception, SystemExit included
-    _exc = _e
-_finish(_exc, _main, _fork_modules)
+if __name__ == '__main__':
+    # main() returns only in a forked child. The program runs here, at this file's module level,
+    # so that only two frames of the runner are above its own (the -c line and this file), and the
+    # recursion counter is set in the frame that calls PyRun_FileExFlags, as it was calibrated.
+    _program = main()
+    _main, _fp = _program.open_main()
+    _exc = None
+    if _program.depth.field is not None:
+        ctypes.c_int.from_address(_program.depth.field).value = _program.depth.target
+    try:
+        _program.native.pyrun(_fp, _program.path, 257, _main, _main, 1, _program.native.cflags)
+    except BaseException as _e:  # noqa: BLE001 - the program's uncaught exception, SystemExit included
+        _exc = _e
+    # Our own names for the program's exception and namespace go before its end.
+    _ending = [_exc, _main]
+    del _exc, _main
+    _program.finish(_ending)

@@ -25,6 +25,21 @@ counted() {
   return 0
 }
 
+# The same for Python's unittest: "Ran N tests", then "OK" or "FAILED (failures=F, errors=E)", each
+# optionally with skipped=S, unexpected successes=U. Subtests can make F exceed the tests that
+# failed, so passed stops at 0.
+unittested() {
+  local log="$LOGS/$1.log" status=0 n end f s; shift
+  "$@" 2>&1 | tee "$log" || status=$?
+  n=$({ grep -Eo '^Ran [0-9]+ tests?' "$log" || true; } | awk '{s+=$2} END {print s+0}')
+  end=$({ grep -E '^(OK|FAILED)( \(.*\))?$' "$log" || true; } | tail -1)
+  f=$({ grep -Eo '(failures|errors|unexpected successes)=[0-9]+' <<<"$end" || true; } | awk -F= '{s+=$2} END {print s+0}')
+  s=$({ grep -Eo 'skipped=[0-9]+' <<<"$end" || true; } | awk -F= '{s+=$2} END {print s+0}')
+  passed=$((passed + (n > f + s ? n - f - s : 0))); failed=$((failed + f))
+  if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi
+  return 0
+}
+
 stage "engine and test image"
 bash scripts/ensure-docker.sh
 bash scripts/ensure-test-image.sh
@@ -38,6 +53,9 @@ node scripts/smoke-bundle.mjs
 
 stage "unit tests"
 counted unit npx mocha --config test/.mocharc.unit.json
+
+stage "runner tests (Python unittest, the host's python3)"
+unittested python python3 -B -m unittest discover -s test/python -t test/python
 
 stage "Docker tests (real engine)"
 counted docker npx mocha --config test/.mocharc.docker.json

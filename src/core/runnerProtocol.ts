@@ -173,6 +173,8 @@ export const exitReplySchema = z
     killed: z.boolean(),
     limited: z.boolean(),
     orphans: z.boolean(),
+    /** The kernel killed the program for memory; absent from runners that cannot read the cgroup's OOM-kill counter. */
+    oomKilled: z.boolean().optional(),
   })
   .strict();
 

@@ -56,6 +56,7 @@ const LOG_LINE_MAX = 500;
 export type RunnerState = 'connecting' | 'ready' | 'unusable' | 'broken';
 
 export type RunnerOutcome =
+  /** `oomKilled`: whether the kernel killed the program for memory; absent when the runner could not tell. */
   | { kind: 'exit'; exitCode: number | null; killed: boolean; limited: boolean; orphans: boolean; oomKilled?: boolean }
   /** The program was not started; `written` says whether program.py is in its directory. */
   | { kind: 'declined'; reason: string; written: boolean }
@@ -205,7 +206,14 @@ export class RunnerChannel {
             case RUNNER_KIND.exit: {
               if (!started) throw new ProtocolError('exit before the program started');
               const x = parseReply(exitReplySchema, frame.payload, 'exit');
-              finish({ kind: 'exit', exitCode: x.exitCode, killed: x.killed, limited: x.limited, orphans: x.orphans });
+              finish({
+                kind: 'exit',
+                exitCode: x.exitCode,
+                killed: x.killed,
+                limited: x.limited,
+                orphans: x.orphans,
+                ...(x.oomKilled !== undefined ? { oomKilled: x.oomKilled } : {}),
+              });
               return;
             }
             case RUNNER_KIND.declined: {

@@ -1,9 +1,13 @@
 import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { z } from 'zod';
 import {
   FRAME_HEADER_BYTES,
   FrameDecoder,
   MAX_DATA_PAYLOAD,
   MAX_JSON_PAYLOAD,
+  MAX_REQUEST_PAYLOAD,
   ProtocolError,
   declinedReplySchema,
   encodeFrame,
@@ -13,6 +17,7 @@ import {
   parseReply,
   preloadModuleSchema,
   runnerConfig,
+  startedReplySchema,
 } from '../../src/core/runnerProtocol';
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v));
@@ -157,4 +162,118 @@ describe('runner protocol (unit)', () => {
       assert.equal(preloadModuleSchema.safeParse('pandas; x').success, false);
     });
   });
+});
+
+/** A fixture's bytes: hex, or a list of hex strings and {hex, times} repeats. */
+type BytesSpec = string | (string | { hex: string; times: number })[];
+interface Golden {
+  limits: { headerBytes: number; maxDataPayload: number; maxJsonPayload: number; maxRequestPayload: number };
+  hostToRunner: { name: string; bytes: string; kind: string; id: number; nonce?: string; request?: { dir: string; code?: string; maxOutputBytes: number; orphanGraceMs: number } }[];
+  runnerToHost: { name: string; bytes: string; kind: string; id: number; reply?: unknown; payload?: string }[];
+  hostFrames: { name: string; bytes: BytesSpec; kind: string; id: number; payload: BytesSpec }[];
+  hostFrameErrors: { name: string; bytes: BytesSpec; error: string }[];
+  hostReplies: { name: string; bytes: BytesSpec; reply: unknown }[];
+  hostReplyErrors: { name: string; bytes: BytesSpec; error: string }[];
+}
+
+/** The frames both ends are held to: test/python checks the runner's end against the same file. */
+const golden = JSON.parse(fs.readFileSync(path.join(__dirname, '../fixtures/runner-frames.json'), 'utf8')) as Golden;
+
+function bytesOf(spec: BytesSpec): Buffer {
+  const parts = typeof spec === 'string' ? [spec] : spec;
+  return Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'hex') : Buffer.from(p.hex.repeat(p.times), 'hex'))));
+}
+
+const REPLY: Record<string, [z.ZodType<unknown>, string]> = {
+  H: [helloReplySchema, 'hello'],
+  S: [startedReplySchema, 'started'],
+  X: [exitReplySchema, 'exit'],
+  D: [declinedReplySchema, 'declined'],
+};
+
+function onlyFrame(bytes: Buffer) {
+  const d = new FrameDecoder();
+  const frames = d.push(bytes);
+  assert.equal(frames.length, 1);
+  assert.equal(d.pendingBytes, 0);
+  return frames[0]!;
+}
+
+function reply(kind: string, payload: Buffer): unknown {
+  const [schema, what] = REPLY[kind]!;
+  return parseReply(schema, payload, what);
+}
+
+describe('runner protocol: golden frames (test/fixtures/runner-frames.json)', () => {
+  it('has the limits the runner is tested against', () => {
+    assert.deepEqual(golden.limits, {
+      headerBytes: FRAME_HEADER_BYTES,
+      maxDataPayload: MAX_DATA_PAYLOAD,
+      maxJsonPayload: MAX_JSON_PAYLOAD,
+      maxRequestPayload: MAX_REQUEST_PAYLOAD,
+    });
+  });
+
+  const payloadOf = (g: Golden['hostToRunner'][number]): Buffer => {
+    if (g.kind === 'h') return Buffer.from(`nonce=${g.nonce}`, 'ascii');
+    if (g.kind !== 'r') return Buffer.alloc(0);
+    const { code, ...limits } = g.request!;
+    return encodeRunRequest({ ...limits, ...(code !== undefined ? { code: Buffer.from(code, 'utf8') } : {}) });
+  };
+  for (const g of golden.hostToRunner) {
+    it(`sends: ${g.name}`, () => {
+      const payload = payloadOf(g);
+      assert.equal(encodeFrame(g.kind, g.id, payload).toString('hex'), g.bytes);
+    });
+  }
+
+  for (const g of golden.runnerToHost) {
+    it(`reads the runner's ${g.name}`, () => {
+      const frame = onlyFrame(bytesOf(g.bytes));
+      assert.deepEqual([frame.kind, frame.id], [g.kind, g.id]);
+      if (g.reply !== undefined) assert.deepEqual(reply(frame.kind, frame.payload), g.reply);
+      else assert.equal(frame.payload.toString('hex'), g.payload);
+    });
+  }
+
+  it("reads all of the runner's golden frames from one stream split at every byte", () => {
+    const stream = Buffer.concat(golden.runnerToHost.map((g) => bytesOf(g.bytes)));
+    for (let cut = 0; cut <= stream.length; cut += 7) {
+      const d = new FrameDecoder();
+      const got = [...d.push(stream.subarray(0, cut)), ...d.push(stream.subarray(cut))];
+      assert.deepEqual(
+        got.map((f) => [f.kind, f.id, f.payload.toString('hex')]),
+        golden.runnerToHost.map((g) => [g.kind, g.id, bytesOf(g.bytes).subarray(FRAME_HEADER_BYTES).toString('hex')]),
+        `cut at ${cut}`,
+      );
+    }
+  });
+
+  for (const g of golden.hostFrames) {
+    it(`reads ${g.name}`, () => {
+      const frame = onlyFrame(bytesOf(g.bytes));
+      assert.deepEqual([frame.kind, frame.id], [g.kind, g.id]);
+      assert.ok(frame.payload.equals(bytesOf(g.payload)));
+    });
+  }
+
+  for (const g of golden.hostFrameErrors) {
+    it(`refuses ${g.name}`, () => {
+      assert.throws(() => new FrameDecoder().push(bytesOf(g.bytes)), { name: 'ProtocolError', message: g.error });
+    });
+  }
+
+  for (const g of golden.hostReplies) {
+    it(`parses a reply with ${g.name}`, () => {
+      const frame = onlyFrame(bytesOf(g.bytes));
+      assert.deepEqual(reply(frame.kind, frame.payload), g.reply);
+    });
+  }
+
+  for (const g of golden.hostReplyErrors) {
+    it(`refuses a reply: ${g.name}`, () => {
+      const frame = onlyFrame(bytesOf(g.bytes));
+      assert.throws(() => reply(frame.kind, frame.payload), (e: unknown) => e instanceof ProtocolError && e.message === g.error);
+    });
+  }
 });

@@ -1,0 +1,42 @@
+"""The runner as the sandbox gets it (resources/runner.py, imported: nothing starts), and the
+golden frames that test/unit/runnerProtocol.test.ts holds the host's end to."""
+import importlib.util
+import json
+import os
+import sys
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+
+
+def _load_runner():
+    # resources/ ships as it is: no __pycache__ may appear next to the runner.
+    saved = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
+    try:
+        spec = importlib.util.spec_from_file_location('codeact_runner', os.path.join(ROOT, 'resources', 'runner.py'))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.dont_write_bytecode = saved
+
+
+runner = _load_runner()
+
+with open(os.path.join(ROOT, 'test', 'fixtures', 'runner-frames.json'), encoding='utf-8') as _f:
+    GOLDEN = json.load(_f)
+
+
+def bytes_of(spec):
+    """A fixture's bytes: hex, or a list of hex strings and {hex, times} repeats."""
+    parts = [spec] if isinstance(spec, str) else spec
+    return b''.join(bytes.fromhex(p) if isinstance(p, str) else bytes.fromhex(p['hex']) * p['times'] for p in parts)
+
+
+def read_all(reader, chunks):
+    """The frames a reader yields after each chunk, as (kind, id, payload) tuples."""
+    out = []
+    for chunk in chunks:
+        reader.push(chunk)
+        out.append([(k.decode(), rid, payload) for k, rid, payload in reader.frames()])
+    return out
