@@ -139,7 +139,8 @@ export async function labelImage(docker: Dockerode, staging: string, tag: string
     tag,
     labels,
     signal,
-    log,
+    // Its steps only repeat the labels: detail for debugging, not the build log.
+    log: { ...log, info: log.debug },
     logPrefix: `labelling ${tag}`,
     onProgress: () => {},
   });

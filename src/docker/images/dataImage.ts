@@ -214,11 +214,11 @@ async function buildRoute(o: EnsureDataImageOptions, plan: RoutePlan, signal: Ab
 
 function stopError(why: StopReason, hints: ImageHints, timeoutMs: number): ImageBuildError {
   if (why === 'timeout') {
-    const minutes = Math.round(timeoutMs / 60_000);
+    const within = duration(timeoutMs);
     return new ImageBuildError(
       'build_failed',
-      `The sandbox image build did not finish within ${minutes} minutes and was stopped, so the program was not run. Ask the user to look at the build log in ${hints.log} and to start the build again with ${hints.prepare}.`,
-      `Building the sandbox image took longer than ${minutes} minutes and was stopped. The build log is in ${hints.log}; run ${hints.prepare} to try again.`,
+      `The sandbox image build did not finish within ${within} and was stopped, so the program was not run. Ask the user to look at the build log in ${hints.log} and to start the build again with ${hints.prepare}.`,
+      `Building the sandbox image took longer than ${within} and was stopped. The build log is in ${hints.log}; run ${hints.prepare} to try again.`,
     );
   }
   return new ImageBuildError(
@@ -247,4 +247,9 @@ function noImage(attempts: Attempt[], plans: RoutePlan[], hints: ImageHints): Im
     `Building the sandbox image failed (${attempts.map((a) => `${a.route} route: ${a.reason}`).join('; ')}). The build log is in ${hints.log}.`,
     { cause },
   );
+}
+
+/** "30 minutes", "90 seconds": a deadline as the sentences say it. */
+export function duration(ms: number): string {
+  return ms >= 120_000 ? `${Math.round(ms / 60_000)} minutes` : `${Math.round(ms / 1000)} seconds`;
 }

@@ -18,7 +18,7 @@ import { ImageBuildError, RequirementRejectedError } from './errors';
 import { IMAGE_LABEL, imageLabels, ourImage } from './imageLabels';
 import { pruneImages } from './prune';
 import type { DataImage, ImageHints } from './dataImage';
-import { DEFAULT_HINTS } from './dataImage';
+import { DEFAULT_HINTS, duration } from './dataImage';
 import { shareBuild, type StopReason } from './sharedBuild';
 
 export const PACKAGES_REPOSITORY = 'codeact-sandbox/data-packages';
@@ -176,11 +176,11 @@ export function rejected(e: unknown, requirements: readonly string[], hints: Pac
 
 function stopError(why: StopReason, hints: PackagesHints, timeoutMs: number): ImageBuildError {
   if (why === 'timeout') {
-    const minutes = Math.round(timeoutMs / 60_000);
+    const within = duration(timeoutMs);
     return new ImageBuildError(
       'build_failed',
-      `Installing the packages of ${hints.packagesSetting} did not finish within ${minutes} minutes and was stopped, so the program was not run. Ask the user to look at pip's output in ${hints.log}.`,
-      `Installing ${hints.packagesSetting} took longer than ${minutes} minutes and was stopped. Pip's output is in ${hints.log}.`,
+      `Installing the packages of ${hints.packagesSetting} did not finish within ${within} and was stopped, so the program was not run. Ask the user to look at pip's output in ${hints.log}.`,
+      `Installing ${hints.packagesSetting} took longer than ${within} and was stopped. Pip's output is in ${hints.log}.`,
     );
   }
   return new ImageBuildError(

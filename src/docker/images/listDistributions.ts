@@ -21,7 +21,7 @@ export interface ListingSpec {
   modules: string[];
 }
 
-export const LIST_DISTRIBUTIONS_PY = `import importlib, importlib.metadata as md, json, re, sys
+export const LIST_DISTRIBUTIONS_PY = `import importlib, importlib.metadata as md, importlib.util, json, re, sys
 
 def norm(name):
     return re.sub(r'[-_.]+', '-', name).lower()
@@ -32,11 +32,23 @@ for d in md.distributions():
     name = d.metadata['Name']
     if name and norm(name) not in found:
         found[norm(name)] = (name, d.version)
+def importable(module):
+    try:
+        return importlib.util.find_spec(module) is not None
+    except Exception:
+        return False
+
+# Only names that import (some packagings list stray ones, such as "src"); a distribution whose
+# metadata names none (no top_level.txt, no RECORD) gets its own name when that imports.
 modules = {}
 for module, names in md.packages_distributions().items():
-    if module.isidentifier() and not module.startswith('_'):
+    if module.isidentifier() and not module.startswith('_') and importable(module):
         for n in names:
             modules.setdefault(norm(n), set()).add(module)
+for k, (name, _) in found.items():
+    guess = k.replace('-', '_')
+    if k not in modules and guess.isidentifier() and importable(guess):
+        modules[k] = {guess}
 problems = ['%s is not installed' % r for r in spec['requested'] if norm(r) not in found]
 for m in spec['modules']:
     try:
