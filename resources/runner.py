@@ -25,7 +25,7 @@ import sys
 _BOOT = 'import os;exec(os.read(3,1<<20)) '
 
 
-def _stage0_exec(config):
+def _stage0_exec(config, env=None):
     # The source is our own -c argument in stage 0 (/proc/self/cmdline has it on every Python
     # version); stage 1 keeps a copy to start over with.
     source = globals().get('_CODEACT_SOURCE')
@@ -51,7 +51,11 @@ def _stage0_exec(config):
         os.close(r)
     else:
         os.set_inheritable(3, True)
-    os.execv(sys.executable or '/usr/bin/python3', ['python3', '-c', _BOOT])
+    # A restart passes the environment the runner started with: a module that was not kept may
+    # have changed os.environ (sklearn sets KMP_*), and exec would hand that to every program.
+    if env is None:
+        os.execv(sys.executable or '/usr/bin/python3', ['python3', '-c', _BOOT])
+    os.execve(sys.executable or '/usr/bin/python3', ['python3', '-c', _BOOT], env)
 
 
 if '_CODEACT_STAGE' not in globals():
@@ -60,6 +64,7 @@ if '_CODEACT_STAGE' not in globals():
 # ---------------------------------------------------------------------------------------------
 # Stage 1. Everything a program could see of this process is kept as `python3 file` has it.
 _BASE_MODULES = set(sys.modules)
+_START_ENV = dict(os.environ)
 _BUILTINS_COPY = dict(sys.modules['builtins'].__dict__)
 try:
     os.close(3)
@@ -329,7 +334,7 @@ if _dirty:
     os.dup2(_CHAN_IN, 0)
     os.dup2(_CHAN_OUT, 1)
     _keep = [m for m in _PRELOAD if m != _bad]
-    _stage0_exec('preload=%s;dirty=%s' % (','.join(_keep), ','.join(_NOTED_DIRTY + [_dirty[0]])))
+    _stage0_exec('preload=%s;dirty=%s' % (','.join(_keep), ','.join(_NOTED_DIRTY + [_dirty[0]])), _START_ENV)
 
 import gc  # noqa: E402
 
