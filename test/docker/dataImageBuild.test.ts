@@ -82,6 +82,12 @@ describe('data image builds (integration)', function () {
     const next = await ensureDataImage({ docker, log, recipe: TABULATE_YAML, repository: REPOSITORY, routes });
     assert.equal(next.built, true);
     assert.deepEqual(await ourTags(), [next.tag], 'the tag of the old recipe is gone');
+
+    // A forced rebuild (no cached layers) moves the tag and removes the image it replaced.
+    const rebuilt = await ensureDataImage({ docker, log, recipe: TABULATE_YAML, repository: REPOSITORY, routes, force: true });
+    assert.deepEqual([rebuilt.tag, rebuilt.built], [next.tag, true]);
+    assert.notEqual(rebuilt.id, next.id);
+    await assert.rejects(dockerCli('image', 'inspect', next.id));
   });
 
   it('a cancelled build leaves no image and no build container, and says how to start it again', async function () {

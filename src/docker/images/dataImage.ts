@@ -194,6 +194,8 @@ async function buildRoute(o: EnsureDataImageOptions, plan: RoutePlan, signal: Ab
   const repository = o.repository ?? DATA_REPOSITORY;
   const staging = `${repository}:build-${plan.route}-${plan.hash.slice(0, 16)}`;
   const labels = imageLabels('data', plan.hash, plan.route);
+  // A forced rebuild moves the tag; the image it leaves behind is ours to remove.
+  const previous = o.force ? await docker.getImage(plan.tag).inspect().then((i) => i.Id, () => undefined) : undefined;
   const started = Date.now();
   try {
     await runBuild({ docker, context: plan.context, tag: staging, labels, signal, log, logPrefix: `data image build (${plan.route})`, onProgress: emit, noCache: o.force });
@@ -205,6 +207,13 @@ async function buildRoute(o: EnsureDataImageOptions, plan: RoutePlan, signal: Ab
       `data image ${plan.tag} built by the ${plan.route} route in ${((Date.now() - started) / 1000).toFixed(1)} s: ${(info.Size / 1e9).toFixed(2)} GB, ` +
         `${distributions.length} Python distributions (${distributions.filter((d) => d.requested).map((d) => `${d.name} ${d.version}`).join(', ')})`,
     );
+    if (previous && previous !== id) {
+      await docker
+        .getImage(previous)
+        .remove()
+        .then(() => log.info(`removed the data image ${previous.slice(7, 19)} that the rebuild replaced`))
+        .catch((e: unknown) => log.warn(`could not remove the replaced data image ${previous.slice(7, 19)}: ${describeError(e)}`));
+    }
     return { tag: plan.tag, id, route: plan.route, recipeHash: plan.hash, built: true, distributions };
   } finally {
     // Only untags it when the final image was made from it; removes the image when not.
