@@ -4,7 +4,7 @@
  * shared by concurrent callers, reuse, pruning of an outdated recipe, cancellation, deadlines.
  */
 import * as assert from 'node:assert/strict';
-import { DATA_PACKAGES, ensureDataImage, ImageBuildError, planDataImage, type BuildProgress, type DataRecipe, type RouteName } from '../../src/docker/images';
+import { DATA_PACKAGES, dataImageBuilding, ensureDataImage, ImageBuildError, planDataImage, type BuildProgress, type DataRecipe, type RouteName } from '../../src/docker/images';
 import { delay, docker, dockerCli, log } from './helpers';
 
 const REPOSITORY = `codeact-sandbox/data-itest-${process.pid}`;
@@ -65,10 +65,14 @@ describe('data image builds (integration)', function () {
   it('concurrent callers share one build; later calls reuse it; a new recipe prunes the old tag', async function () {
     const decisions: string[] = [];
     const watching = { ...log, info: (m: string) => (m.startsWith('data image: building') ? decisions.push(m) : log.info(m)) };
-    const [a, b] = await Promise.all([
+    const both = Promise.all([
       ensureDataImage({ docker, log: watching, recipe: TABULATE, repository: REPOSITORY, routes }),
       ensureDataImage({ docker, log: watching, recipe: TABULATE, repository: REPOSITORY, routes }),
     ]);
+    await delay(100);
+    assert.equal(dataImageBuilding(docker, { recipe: TABULATE, repository: REPOSITORY, routes }), true);
+    const [a, b] = await both;
+    assert.equal(dataImageBuilding(docker, { recipe: TABULATE, repository: REPOSITORY, routes }), false);
     assert.equal(decisions.length, 1, decisions.join('\n'));
     assert.equal(a.id, b.id);
     const tag = planDataImage({ recipe: TABULATE, repository: REPOSITORY }).find((p) => p.route === a.route)!.tag;

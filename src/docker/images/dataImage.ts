@@ -18,7 +18,7 @@ import { IMAGE_LABEL, imageLabels, ourImage } from './imageLabels';
 import { pruneImages } from './prune';
 import { DATA_RECIPE, ROUTES, ROUTE_NAMES, type DataRecipe, type RouteName } from './recipe';
 import { PullCancelled, probeBase, startFailureText } from './routes';
-import { shareBuild, type StopReason } from './sharedBuild';
+import { buildRunning, shareBuild, type StopReason } from './sharedBuild';
 
 export const DATA_REPOSITORY = 'codeact-sandbox/data';
 export const DEFAULT_DATA_BUILD_TIMEOUT_MS = 30 * 60_000;
@@ -124,11 +124,20 @@ export async function ensureDataImage(o: EnsureDataImageOptions): Promise<DataIm
   const timeoutMs = o.timeoutMs ?? DEFAULT_DATA_BUILD_TIMEOUT_MS;
   return shareBuild(
     o.docker,
-    `data:${plans.map((p) => p.tag).join(',')}`,
+    buildKey(plans),
     { signal: o.signal, buildSignal: o.buildSignal, onProgress: o.onProgress, timeoutMs },
     (signal, emit, stopped) => buildFirstRoute(o, plans, hints, timeoutMs, signal, emit, stopped),
     () => new ToolError('cancelled', 'The run was cancelled while the sandbox image was being built; the build goes on, and a later call uses the image once it is ready.'),
   );
+}
+
+function buildKey(plans: RoutePlan[]): string {
+  return `data:${plans.map((p) => p.tag).join(',')}`;
+}
+
+/** True while this process builds the data image on this engine (for a status bar: "building sandbox image"). */
+export function dataImageBuilding(docker: Dockerode, t: DataImageTarget = {}): boolean {
+  return buildRunning(docker, buildKey(planDataImage(t)));
 }
 
 interface Attempt {

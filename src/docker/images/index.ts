@@ -4,9 +4,8 @@
  */
 export { ensureImage, imagePresent, type PullProgress } from './pull';
 export { DATA_PACKAGES, DATA_RECIPE, ROUTES, ROUTE_NAMES, pipRequirement, type DataPackage, type DataRecipe, type RouteName } from './recipe';
-export { DATA_REPOSITORY, DEFAULT_HINTS, ensureDataImage, findDataImage, planDataImage, type DataImage, type EnsureDataImageOptions, type ImageHints } from './dataImage';
+export { DATA_REPOSITORY, DEFAULT_HINTS, dataImageBuilding, ensureDataImage, findDataImage, planDataImage, type DataImage, type EnsureDataImageOptions, type ImageHints } from './dataImage';
 export { PACKAGES_REPOSITORY, ensurePackagesImage, type EnsurePackagesImageOptions, type PackagesHints, type PackagesImage } from './derivedImage';
 export { ImageBuildError, RequirementRejectedError } from './errors';
 export { IMAGE_LABEL, imageDistributions } from './imageLabels';
-export { buildRunning } from './sharedBuild';
 export type { BuildPhase, BuildProgress, BuildProgressListener } from './buildProgress';
