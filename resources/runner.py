@@ -30,6 +30,8 @@ import sys
 # What a fresh `python3 file` has loaded, taken before this file imports anything of its own
 # (stage 1's values are the ones used; stage 0 is replaced by an exec).
 _BASE_MODULES = frozenset(sys.modules)
+# The environment the runner started with: a restart goes back to it (see _stage0_exec).
+_START_ENV = dict(os.environ)
 _BUILTINS_COPY = dict(sys.modules['builtins'].__dict__)
 
 import _signal  # noqa: E402  (loaded by the interpreter already: adds nothing to sys.modules)
@@ -264,7 +266,7 @@ def read_oom_kills(paths=OOM_COUNTERS):
 
 # ---------------------------------------------------------------------------------------------
 # Stage 0.
-def _stage0_exec(config):
+def _stage0_exec(config, env=None):
     # The source is our own -c argument in stage 0 (/proc/self/cmdline has it on every Python
     # version); stage 1 keeps a copy to start over with.
     source = globals().get('_CODEACT_SOURCE')
@@ -290,7 +292,11 @@ def _stage0_exec(config):
         os.close(r)
     else:
         os.set_inheritable(3, True)
-    os.execv(sys.executable or '/usr/bin/python3', ['python3', '-c', _BOOT])
+    # A restart passes the environment the runner started with: a module that was not kept may
+    # have changed os.environ (sklearn sets KMP_*), and exec would hand that to every program.
+    if env is None:
+        os.execv(sys.executable or '/usr/bin/python3', ['python3', '-c', _BOOT])
+    os.execve(sys.executable or '/usr/bin/python3', ['python3', '-c', _BOOT], env)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1344,7 +1350,7 @@ def main():
         os.dup2(chan_in, 0)
         os.dup2(chan_out, 1)
         keep = [m for m in preload if m != bad]
-        _stage0_exec('preload=%s;dirty=%s' % (','.join(keep), ','.join(noted_dirty + [dirty[0]])))
+        _stage0_exec('preload=%s;dirty=%s' % (','.join(keep), ','.join(noted_dirty + [dirty[0]])), _START_ENV)
 
     # Everything preloaded goes to the permanent generation: a child's collections (and its exit)
     # never walk it, so they cost what the program's own objects cost, and its pages stay shared.

@@ -8,14 +8,21 @@
 #                                           # numpy, pandas, matplotlib (~150 s, ~1.3 GB)
 #   scripts/ensure-test-image.sh --bench    # also codeact-sandbox/python-bench:bookworm: the data
 #                                           # stack plus python3-ipykernel (npm run bench)
+#   scripts/ensure-test-image.sh --debian   # also debian:bookworm-slim, a bare minbase root (~40 s,
+#                                           # ~80 MB): the base of the data image's Debian route
+#
+# The Debian base is imported under the official image's own name on purpose: the data image's
+# Debian route builds FROM debian:bookworm-slim, and the name is part of its recipe hash, so the
+# tests build exactly the image (and tag) a user with a registry gets, through the same code,
+# with nothing configured for tests. A later `docker pull debian:bookworm-slim` simply replaces it.
 set -euo pipefail
 log() { echo "[ensure-test-image] $*" >&2; }
 # The archive apt already uses here (or $DEBIAN_MIRROR); no mirror host is written in this project.
 MIRROR=
 SUITE=${DEBIAN_SUITE:-bookworm}
 
-build() { # name extra-packages [packages installed afterwards with apt inside the root]
-  local name=$1 include=$2 later=${3:-}
+build() { # name extra-packages [packages installed afterwards with apt inside the root] [command]
+  local name=$1 include=$2 later=${3:-} cmd=${4:-'["python3"]'}
   if docker image inspect "$name" >/dev/null 2>&1; then log "$name exists"; return; fi
   if ! command -v debootstrap >/dev/null 2>&1; then
     log "installing debootstrap"
@@ -28,8 +35,8 @@ build() { # name extra-packages [packages installed afterwards with apt inside t
   local root
   root=$(mktemp -d /var/tmp/codeact-rootfs.XXXXXX)
   trap 'rm -rf "$root"' RETURN
-  log "debootstrap $SUITE with $include into $root"
-  debootstrap --variant=minbase --include="$include" "$SUITE" "$root" "$MIRROR" >"$root.log" 2>&1 \
+  log "debootstrap $SUITE with ${include:-nothing more} into $root"
+  debootstrap --variant=minbase ${include:+--include="$include"} "$SUITE" "$root" "$MIRROR" >"$root.log" 2>&1 \
     || { tail -30 "$root.log" >&2; rm -f "$root.log"; return 1; }
   rm -f "$root.log"
   if [ -n "$later" ]; then
@@ -51,7 +58,7 @@ build() { # name extra-packages [packages installed afterwards with apt inside t
   tar -C "$root" -c . | docker import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'ENV LANG=C.UTF-8' \
-    --change 'CMD ["python3"]' - "$name" >/dev/null
+    --change "CMD $cmd" - "$name" >/dev/null
   log "$name ready"
 }
 
@@ -59,6 +66,7 @@ build codeact-sandbox/python:bookworm python3
 for arg in "$@"; do
   case "$arg" in
     --data) build codeact-sandbox/python-data:bookworm python3,python3-numpy,python3-pandas,python3-matplotlib ;;
+    --debian) build debian:bookworm-slim '' '' '["bash"]' ;;
     --bench) build codeact-sandbox/python-bench:bookworm python3,python3-numpy,python3-pandas,python3-matplotlib python3-ipykernel,python3-jupyter-client ;;
     *) log "unknown option $arg"; exit 2 ;;
   esac

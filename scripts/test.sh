@@ -42,7 +42,7 @@ unittested() {
 
 stage "engine and test image"
 bash scripts/ensure-docker.sh
-bash scripts/ensure-test-image.sh
+bash scripts/ensure-test-image.sh --debian
 bash scripts/ensure-sshd.sh
 
 stage "typecheck, lint, bundle"
