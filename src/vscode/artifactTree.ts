@@ -31,10 +31,10 @@ export class ArtifactTreeProvider implements vscode.TreeDataProvider<ArtifactNod
     this.changed.dispose();
   }
 
-  getChildren(node?: ArtifactNode): ArtifactNode[] {
-    if (!node) return this.store.listSessions().map((session) => ({ kind: 'session', session }));
+  async getChildren(node?: ArtifactNode): Promise<ArtifactNode[]> {
+    if (!node) return (await this.store.listSessions()).map((session) => ({ kind: 'session', session }));
     if (node.kind === 'session') {
-      return this.store.listRuns(node.session.sessionDigest).map((record) => ({ kind: 'run', sessionDigest: node.session.sessionDigest, record }));
+      return (await this.store.listRuns(node.session.sessionDigest)).map((record) => ({ kind: 'run', sessionDigest: node.session.sessionDigest, record }));
     }
     if (node.kind === 'run') {
       return node.record.files.map((file) => ({ kind: 'file', sessionDigest: node.sessionDigest, record: node.record, file }));
@@ -106,7 +106,7 @@ export function registerArtifactView(store: ArtifactStore, subscriptions: vscode
   const fileNode = (n: ArtifactNode | undefined): (ArtifactNode & { kind: 'file' }) | undefined => (n?.kind === 'file' ? n : undefined);
 
   subscriptions.push(
-    vscode.commands.registerCommand(COMMAND.refresh, () => provider.refresh()),
+    vscode.commands.registerCommand(COMMAND.refresh, () => store.reload()),
     vscode.commands.registerCommand(COMMAND.openFile, async (n?: ArtifactNode) => {
       const f = fileNode(n);
       if (f) await vscode.commands.executeCommand('vscode.open', provider.uriOf(f));
@@ -114,9 +114,9 @@ export function registerArtifactView(store: ArtifactStore, subscriptions: vscode
     vscode.commands.registerCommand(COMMAND.showRun, async (n?: ArtifactNode) => {
       if (n?.kind !== 'run') return;
       const r = n.record;
-      const streams = (['stdout', 'stderr'] as const)
-        .map((s) => store.streamFile(n.sessionDigest, r.runId, s))
-        .filter((p): p is string => p !== undefined);
+      const streams = (await Promise.all((['stdout', 'stderr'] as const).map((s) => store.streamFile(n.sessionDigest, r.runId, s)))).filter(
+        (p): p is string => p !== undefined,
+      );
       const fence = r.program.includes('```') ? '~~~~' : '```';
       const doc = await vscode.workspace.openTextDocument({
         language: 'markdown',
@@ -157,18 +157,18 @@ export function registerArtifactView(store: ArtifactStore, subscriptions: vscode
       const f = fileNode(n);
       if (f) await vscode.env.clipboard.writeText(provider.uriOf(f).fsPath);
     }),
-    vscode.commands.registerCommand(COMMAND.deleteRun, (n?: ArtifactNode) => {
-      if (n?.kind === 'run') store.deleteRun(n.sessionDigest, n.record.runId);
+    vscode.commands.registerCommand(COMMAND.deleteRun, async (n?: ArtifactNode) => {
+      if (n?.kind === 'run') await store.deleteRun(n.sessionDigest, n.record.runId);
     }),
-    vscode.commands.registerCommand(COMMAND.deleteSession, (n?: ArtifactNode) => {
-      if (n?.kind === 'session') store.deleteSession(n.session.sessionDigest);
+    vscode.commands.registerCommand(COMMAND.deleteSession, async (n?: ArtifactNode) => {
+      if (n?.kind === 'session') await store.deleteSession(n.session.sessionDigest);
     }),
     vscode.commands.registerCommand(COMMAND.clearAll, async (options?: { confirmed?: boolean }) => {
       const ok =
         options?.confirmed === true ||
         (await vscode.window.showWarningMessage('Delete all runs and files kept by CodeAct Sandbox?', { modal: true }, 'Delete All')) ===
           'Delete All';
-      if (ok) store.clear();
+      if (ok) await store.clear();
     }),
   );
   return provider;

@@ -22,7 +22,7 @@ export interface CodeactApi {
   /** Where runs and produced files are kept. */
   artifactsRoot: string;
   /** The artifact tree as rendered: label, description and children of every item. */
-  treeSnapshot(): TreeSnapshot[];
+  treeSnapshot(): Promise<TreeSnapshot[]>;
   /** The backend, image and engine of the latest sandbox (as the status bar shows them). */
   backend(): { backend?: string; reason?: string; image?: string; engine?: string };
 }
@@ -49,7 +49,8 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
     // Per workspace when there is one, so each project's runs stay with it; never inside the
     // workspace itself: these files were written by model-written code.
     const store = new ArtifactStore(path.join((context.storageUri ?? context.globalStorageUri).fsPath, 'runs'));
-    store.prune(initial.artifactsBudgetMb * 1024 * 1024);
+    // The first use walks the store: in the background, never blocking activation.
+    void store.prune(initial.artifactsBudgetMb * 1024 * 1024).catch((e: unknown) => logger.warn(`could not prune the stored runs: ${describeError(e)}`));
     const tree = registerArtifactView(store, context.subscriptions);
     if (initial.outputsMode === 'manifest') {
       try {
@@ -100,17 +101,19 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
       artifactsRoot: store.root,
       backend: () => sandboxes.describe(),
       treeSnapshot: () => {
-        const walk = (node?: ArtifactNode): TreeSnapshot[] =>
-          tree.getChildren(node).map((child) => {
-            const item = tree.getTreeItem(child);
-            const label = typeof item.label === 'string' ? item.label : (item.label?.label ?? '');
-            return {
-              label,
-              ...(typeof item.description === 'string' ? { description: item.description } : {}),
-              ...(item.resourceUri ? { resourceUri: item.resourceUri.toString() } : {}),
-              children: walk(child),
-            };
-          });
+        const walk = async (node?: ArtifactNode): Promise<TreeSnapshot[]> =>
+          Promise.all(
+            (await tree.getChildren(node)).map(async (child) => {
+              const item = tree.getTreeItem(child);
+              const label = typeof item.label === 'string' ? item.label : (item.label?.label ?? '');
+              return {
+                label,
+                ...(typeof item.description === 'string' ? { description: item.description } : {}),
+                ...(item.resourceUri ? { resourceUri: item.resourceUri.toString() } : {}),
+                children: await walk(child),
+              };
+            }),
+          );
         return walk();
       },
     };
