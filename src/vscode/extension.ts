@@ -11,6 +11,7 @@ import { ExecuteCodeTool } from './executeCodeTool';
 import { COMMAND, TOOL_NAME } from './ids';
 import { createLog } from './log';
 import { SandboxService } from './sandboxService';
+import { createVscodeUi, createVscodeWorkspace } from './vscodeUi';
 
 /** What the extension hands to other extensions and to its own tests. */
 export interface CodeactApi {
@@ -39,10 +40,12 @@ let service: SandboxService | undefined;
 export function activate(context: vscode.ExtensionContext): CodeactApi {
   const { channel, logger } = createLog();
   context.subscriptions.push(channel);
+  const ui = createVscodeUi();
   try {
-    const settings = new SettingsReader(logger);
+    const workspace = createVscodeWorkspace();
+    const settings = new SettingsReader(logger, workspace, ui);
     const initial = settings.read();
-    const sandboxes = new SandboxService(settings, logger, currentOwner('vscode', VERSION), context.workspaceState);
+    const sandboxes = new SandboxService({ settings, log: logger, owner: currentOwner('vscode', VERSION), ui, workspace, state: context.workspaceState });
     service = sandboxes;
     context.subscriptions.push({ dispose: () => void sandboxes.dispose() });
 
@@ -51,14 +54,14 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
     const store = new ArtifactStore(path.join((context.storageUri ?? context.globalStorageUri).fsPath, 'runs'));
     // The first use walks the store: in the background, never blocking activation.
     void store.prune(initial.artifactsBudgetMb * 1024 * 1024).catch((e: unknown) => logger.warn(`could not prune the stored runs: ${describeError(e)}`));
-    const tree = registerArtifactView(store, context.subscriptions);
+    const tree = registerArtifactView(store, ui, context.subscriptions);
     if (initial.outputsMode === 'manifest') {
       try {
         checkManifestCaps(initial.filesOutMaxFiles);
       } catch (e) {
         const message = isToolError(e) ? e.modelMessage : describeError(e);
         logger.error(message);
-        void vscode.window.showErrorMessage(`CodeAct Sandbox: ${message}`);
+        ui.showError(`CodeAct Sandbox: ${message}`);
       }
     }
     const tool = new ExecuteCodeTool(sandboxes, settings, logger, `window:${vscode.env.sessionId}`, store, () => sandboxes.describe().image);
@@ -71,15 +74,15 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
           logger.error(describeError(e));
           return 0;
         });
-        void vscode.window.showInformationMessage(`CodeAct Sandbox: removed ${n} sandbox${n === 1 ? '' : 'es'}.`);
+        ui.showInfo(`CodeAct Sandbox: removed ${n} sandbox${n === 1 ? '' : 'es'}.`);
       }),
       vscode.commands.registerCommand(COMMAND.rebuildDevcontainer, async () => {
         try {
           await sandboxes.rebuildDevcontainer();
-          void vscode.window.showInformationMessage('CodeAct Sandbox: the Dev Container image was rebuilt; the next call uses it.');
+          ui.showInfo('CodeAct Sandbox: the Dev Container image was rebuilt; the next call uses it.');
         } catch (e) {
           logger.error(`rebuild failed: ${describeError(e)}`);
-          void vscode.window.showErrorMessage(`CodeAct Sandbox: ${isToolError(e) ? e.modelMessage : describeError(e)}`);
+          ui.showError(`CodeAct Sandbox: ${isToolError(e) ? e.modelMessage : describeError(e)}`);
         }
       }),
     );
@@ -119,7 +122,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
     };
   } catch (e) {
     // Shown to the user, then rethrown so VS Code marks the activation as failed.
-    void vscode.window.showErrorMessage(`CodeAct Sandbox failed to start: ${describeError(e)}`);
+    ui.showError(`CodeAct Sandbox failed to start: ${describeError(e)}`);
     logger.error(`activation failed: ${describeError(e)}`);
     throw e;
   }
