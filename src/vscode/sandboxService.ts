@@ -182,6 +182,8 @@ export class SandboxService implements SandboxProvider {
       docker: createDockerClient(engine),
       owner: this.o.owner,
       spec: (signal) => this.specFor(signal),
+      // Pre-warming runs while the chat prepares a call: it must never ask, build or pull.
+      prewarmSpec: () => this.prewarmSpec(),
       imageSettingHint: `the ${CONFIG_SECTION}.image setting`,
       log: this.o.log,
       idleMs: s.idleMinutes * 60_000,

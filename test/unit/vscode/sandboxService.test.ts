@@ -20,6 +20,11 @@ const BUILDING = 'withProgress: CodeAct Sandbox: building the Dev Container imag
 // No engine listens here: a sandbox is never created, whatever the service decides.
 const NO_ENGINE = 'unix:///nonexistent/codeact-unit-test.sock';
 
+/** Lets every promise chain already started run to its end. */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+}
+
 async function until(what: string, condition: () => boolean): Promise<void> {
   for (let i = 0; i < 500 && !condition(); i++) await new Promise((r) => setTimeout(r, 5));
   assert.ok(condition(), `timed out waiting for ${what}`);
@@ -93,6 +98,29 @@ describe('sandbox service (unit)', () => {
   }
 
   describe('pre-warming', () => {
+    it('never shows a dialog or builds, and hands the provider a spec for that', async () => {
+      // Absent and never asked; absent but approved (it would have to be built); present but never approved.
+      const states: [boolean | undefined, boolean][] = [
+        [undefined, false],
+        [true, false],
+        [undefined, true],
+      ];
+      for (const [i, [approval, present]] of states.entries()) {
+        if (approval === undefined) state.values.delete(BUILD_APPROVED_KEY);
+        else state.values.set(BUILD_APPROVED_KEY, approval);
+        imagePresent = present;
+        service.prewarm(`chat:${i}`);
+        await until('the Dev Container image lookup', () => plans.length > i);
+        await settle();
+        assert.deepEqual(ui.shown, [], `approval ${approval}, image present ${present}`);
+        assert.deepEqual(builds, []);
+        assert.equal(state.values.get(BUILD_APPROVED_KEY), approval);
+      }
+      assert.equal(providers.length, 1);
+      assert.equal(typeof providers[0]!.prewarmSpec, 'function', 'the provider is given a prewarm spec');
+      assert.deepEqual(service.active, new Map(), 'no sandbox was created ahead of time');
+    });
+
     it('gives no spec for a Dev Container image that is absent or never approved, nor where the call would refuse', async () => {
       assert.equal(await service.prewarmSpec(), undefined); // absent, never asked
       imagePresent = true;
