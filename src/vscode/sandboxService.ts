@@ -25,7 +25,6 @@ import { pullProgress, statusView } from './status';
 import type { StatusItem, Ui, WorkspaceEnv, WorkspaceState } from './ui';
 
 export const BUILD_APPROVED_KEY = 'codeactSandbox.devcontainerBuildApproved';
-const BUILD_LOG_HINT = 'the "CodeAct Sandbox" output channel';
 
 /** The Dev Container image operations the service uses (the Docker layer's; tests pass fakes). */
 export interface DevcontainerImages {
@@ -70,9 +69,9 @@ export class SandboxService implements SandboxProvider {
   private image: string | undefined;
   private readonly devcontainer: DevcontainerImages;
 
-  constructor(private readonly o: SandboxServiceOptions) {
-    this.devcontainer = o.devcontainer ?? { plan: planDevcontainerImage, ensure: ensureDevcontainerImage };
-    this.status = o.ui.createStatusItem({ id: 'codeactSandbox.status', name: 'CodeAct Sandbox', command: COMMAND.showLog });
+  constructor(private readonly deps: SandboxServiceOptions) {
+    this.devcontainer = deps.devcontainer ?? { plan: planDevcontainerImage, ensure: ensureDevcontainerImage };
+    this.status = deps.ui.createStatusItem({ id: 'codeactSandbox.status', name: 'CodeAct Sandbox', command: COMMAND.showLog });
   }
 
   /** Sandboxes currently held, by session key. */
@@ -106,28 +105,15 @@ export class SandboxService implements SandboxProvider {
   /** Removes sandboxes left by windows that crashed, on the configured engine. */
   async removeOrphans(): Promise<number> {
     const p = this.current();
-    return removeOrphanedSandboxes(p.docker, this.o.owner, this.o.log);
+    return removeOrphanedSandboxes(p.docker, this.deps.owner, this.deps.log);
   }
 
   /** Builds the Dev Container image again and replaces the sandboxes that ran the old one. */
   async rebuildDevcontainer(): Promise<void> {
-    const folder = this.o.workspace.localFolder();
+    const folder = this.deps.workspace.localFolder();
     if (!folder) throw new ToolError('invalid_settings', 'No local workspace folder is open, so there is no Dev Container to build.');
-    const provider = this.current();
-    await this.o.ui.withProgress('CodeAct Sandbox: building the Dev Container image', async (report, signal) => {
-      await this.devcontainer.ensure({
-        docker: provider.docker,
-        workspaceFolder: folder,
-        log: this.o.log,
-        signal,
-        onProgress: (message) => report({ message }),
-        force: true,
-        timeoutMs: this.o.settings.read().devcontainerBuildTimeoutMinutes * 60_000,
-        ...(this.engine ? { engine: this.engine } : {}),
-        logHint: BUILD_LOG_HINT,
-      });
-    });
-    await provider.removeAll();
+    await this.build(folder, this.deps.settings.read(), undefined, true);
+    await this.current().removeAll();
   }
 
   /**
@@ -136,7 +122,7 @@ export class SandboxService implements SandboxProvider {
    * approved building it; the provider still checks that the configured image is present.
    */
   async prewarmSpec(): Promise<SandboxSpec | undefined> {
-    const s = this.o.settings.read();
+    const s = this.deps.settings.read();
     let facts: SandboxFacts;
     try {
       ({ facts } = await this.gather(s));
@@ -158,14 +144,14 @@ export class SandboxService implements SandboxProvider {
 
   /** The provider for the engine the settings name now. */
   private current(): DockerSandboxProvider {
-    const s = this.o.settings.read();
-    const explicitTls = this.o.settings.isExplicit('dockerTlsVerify');
+    const s = this.deps.settings.read();
+    const explicitTls = this.deps.settings.isExplicit('dockerTlsVerify');
     const key = JSON.stringify([s.dockerHost, s.dockerCertPath, explicitTls ? s.dockerTlsVerify : null, s.idleMinutes]);
     if (this.provider && key === this.providerKey) return this.provider;
     const old = this.provider;
     this.provider = undefined;
     if (old) {
-      this.o.log.info('the Docker connection settings changed; removing the sandboxes on the previous engine');
+      this.deps.log.info('the Docker connection settings changed; removing the sandboxes on the previous engine');
       void old.dispose();
     }
     // Throws a ToolError with a model-facing sentence for a bad URL or certificate folder.
@@ -176,18 +162,18 @@ export class SandboxService implements SandboxProvider {
       hint: `the ${CONFIG_SECTION}.dockerHost setting`,
     });
     this.engine = engine;
-    this.o.log.info(`Docker engine: ${engine.description}`);
-    const create = this.o.createProvider ?? ((options) => new DockerSandboxProvider(options));
+    this.deps.log.info(`Docker engine: ${engine.description}`);
+    const create = this.deps.createProvider ?? ((options) => new DockerSandboxProvider(options));
     this.provider = create({
       docker: createDockerClient(engine),
-      owner: this.o.owner,
+      owner: this.deps.owner,
       spec: (signal) => this.specFor(signal),
       // Pre-warming runs while the chat prepares a call: it must never ask, build or pull.
       prewarmSpec: () => this.prewarmSpec(),
       imageSettingHint: `the ${CONFIG_SECTION}.image setting`,
-      log: this.o.log,
+      log: this.deps.log,
       idleMs: s.idleMinutes * 60_000,
-      onPull: (image, pull) => this.o.ui.withProgress(`CodeAct Sandbox: pulling ${image}`, (report, signal) => pull(pullProgress(report), signal)),
+      onPull: (image, pull) => this.deps.ui.withProgress(`CodeAct Sandbox: pulling ${image}`, (report, signal) => pull(pullProgress(report), signal)),
     });
     this.providerKey = key;
     return this.provider;
@@ -195,7 +181,7 @@ export class SandboxService implements SandboxProvider {
 
   /** The spec for a call: may ask the user and build first (the call waits for both). */
   private async specFor(signal: AbortSignal): Promise<SandboxSpec> {
-    const s = this.o.settings.read();
+    const s = this.deps.settings.read();
     const { facts, folder } = await this.gather(s);
     const { choice, image } = await this.carryOut(decideSandbox(facts), { facts, folder, settings: s, signal });
     this.showStatus(choice, image);
@@ -204,15 +190,15 @@ export class SandboxService implements SandboxProvider {
 
   /** What the decision is made from; the only effects are reading the workspace and inspecting an image. */
   private async gather(s: Settings): Promise<{ facts: SandboxFacts; folder: string | undefined }> {
-    const folder = this.o.workspace.localFolder();
-    const trusted = this.o.workspace.isTrusted();
+    const folder = this.deps.workspace.localFolder();
+    const trusted = this.deps.workspace.isTrusted();
     const choice = await chooseBackend({
       setting: s.backend,
       ...(folder ? { workspaceFolder: folder } : {}),
       trusted,
       settingHint: `the ${CONFIG_SECTION}.backend setting`,
     });
-    const stored = this.o.state.get<unknown>(BUILD_APPROVED_KEY);
+    const stored = this.deps.state.get<unknown>(BUILD_APPROVED_KEY);
     const facts: SandboxFacts = { setting: s.backend, configuredImage: s.image, choice, trusted, approval: typeof stored === 'boolean' ? stored : undefined };
     if (!folder || !needsDevcontainerImage(facts)) return { facts, folder };
     const plan = await this.devcontainer.plan(this.current().docker, folder);
@@ -228,31 +214,32 @@ export class SandboxService implements SandboxProvider {
       case 'refuse':
         throw new ToolError(decision.code, decision.message);
       case 'ask': {
-        const answer = await this.o.ui.askModal(buildQuestion(decision.configFile), BUILD_ANSWER.build, BUILD_ANSWER.decline);
+        const answer = await this.deps.ui.askModal(buildQuestion(decision.configFile), BUILD_ANSWER.build, BUILD_ANSWER.decline);
         const approved = answer === BUILD_ANSWER.build;
-        await this.o.state.update(BUILD_APPROVED_KEY, approved);
+        await this.deps.state.update(BUILD_APPROVED_KEY, approved);
         return this.carryOut(decideAfterAnswer(call.facts, decision, approved), call);
       }
       case 'build':
-        return { choice: decision.choice, image: await this.build(call) };
+        // chooseBackend picks the devcontainer backend only with a folder open.
+        if (!call.folder) throw new Error('a Dev Container build without a workspace folder');
+        return { choice: decision.choice, image: await this.build(call.folder, call.settings, call.signal) };
     }
   }
 
-  private async build({ folder, settings: s, signal }: CallContext): Promise<string> {
-    // chooseBackend picks the devcontainer backend only with a folder open.
-    if (!folder) throw new Error('a Dev Container build without a workspace folder');
+  /** Builds with a cancellable progress notification; either it or the call's `signal` stops the build. */
+  private build(folder: string, s: Settings, signal: AbortSignal | undefined, force = false): Promise<string> {
     const docker = this.current().docker;
-    return this.o.ui.withProgress('CodeAct Sandbox: building the Dev Container image', async (report, buildSignal) => {
-      // Either the call's cancellation or the notification's stops the build.
+    return this.deps.ui.withProgress('CodeAct Sandbox: building the Dev Container image', async (report, notification) => {
       const built = await this.devcontainer.ensure({
         docker,
         workspaceFolder: folder,
-        log: this.o.log,
-        signal: AbortSignal.any([signal, buildSignal]),
+        log: this.deps.log,
+        signal: signal ? AbortSignal.any([signal, notification]) : notification,
         onProgress: (message) => report({ message }),
+        ...(force ? { force } : {}),
         timeoutMs: s.devcontainerBuildTimeoutMinutes * 60_000,
         ...(this.engine ? { engine: this.engine } : {}),
-        logHint: BUILD_LOG_HINT,
+        logHint: 'the "CodeAct Sandbox" output channel',
       });
       return built.image;
     });
@@ -264,7 +251,7 @@ export class SandboxService implements SandboxProvider {
 
   private showStatus(choice: BackendChoice, image: string): void {
     if (this.choice?.reason !== choice.reason || this.image !== image) {
-      this.o.log.info(`sandbox backend ${choice.reason}; image ${image}`);
+      this.deps.log.info(`sandbox backend ${choice.reason}; image ${image}`);
     }
     this.choice = choice;
     this.image = image;

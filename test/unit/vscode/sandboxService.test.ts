@@ -63,7 +63,7 @@ describe('sandbox service (unit)', () => {
         return plan;
       },
       ensure: async (options) => {
-        builds.push(options.workspaceFolder);
+        builds.push(`${options.workspaceFolder}${options.force ? ' (forced)' : ''}`);
         return { image: TAG, built: true, configFile: CONFIG };
       },
     };
@@ -211,6 +211,25 @@ describe('sandbox service (unit)', () => {
       assert.deepEqual(ui.shown, []);
       assert.deepEqual(builds, []);
       assert.equal(service.describe().image, TAG);
+    });
+  });
+
+  describe('the rebuild command', () => {
+    it('builds again even when the image is there, with progress', async () => {
+      imagePresent = true;
+      await service.rebuildDevcontainer();
+      assert.deepEqual(ui.shown, [BUILDING]);
+      assert.deepEqual(builds, [`${tmp} (forced)`]);
+    });
+
+    it('without a local folder, says so', async () => {
+      workspace.folder = undefined;
+      await assert.rejects(service.rebuildDevcontainer(), (e) => {
+        assert.ok(e instanceof ToolError);
+        assert.equal(e.modelMessage, 'No local workspace folder is open, so there is no Dev Container to build.');
+        return true;
+      });
+      assert.deepEqual(builds, []);
     });
   });
 });
