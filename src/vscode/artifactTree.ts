@@ -1,17 +1,16 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { ArtifactStore, type RunRecord, type SessionSummary, type StoredFile } from '../storage/artifactStore';
+import type { ArtifactStore } from '../storage/artifactStore';
+import { artifactItem, fileNodes, runDocument, type ArtifactNode } from './artifactItems';
 import { COMMAND, VIEW } from './ids';
+import type { Ui } from './ui';
 
-export type ArtifactNode =
-  | { kind: 'session'; session: SessionSummary }
-  | { kind: 'run'; sessionDigest: string; record: RunRecord }
-  | { kind: 'file'; sessionDigest: string; record: RunRecord; file: StoredFile };
+export type { ArtifactNode } from './artifactItems';
 
 /**
  * The sidebar tree: chat session → run (time, exit status, first line of the program) → files.
- * Everything is read from the store on demand, so the view is right after a reload and
- * refreshes whenever the store reports a change.
+ * Read from the store on demand, so the view is right after a reload and refreshes whenever the
+ * store reports a change. What each node shows is decided in artifactItems.ts.
  */
 export class ArtifactTreeProvider implements vscode.TreeDataProvider<ArtifactNode>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<ArtifactNode | undefined>();
@@ -31,53 +30,26 @@ export class ArtifactTreeProvider implements vscode.TreeDataProvider<ArtifactNod
     this.changed.dispose();
   }
 
-  getChildren(node?: ArtifactNode): ArtifactNode[] {
-    if (!node) return this.store.listSessions().map((session) => ({ kind: 'session', session }));
+  async getChildren(node?: ArtifactNode): Promise<ArtifactNode[]> {
+    if (!node) return (await this.store.listSessions()).map((session) => ({ kind: 'session', session }));
     if (node.kind === 'session') {
-      return this.store.listRuns(node.session.sessionDigest).map((record) => ({ kind: 'run', sessionDigest: node.session.sessionDigest, record }));
+      return (await this.store.listRuns(node.session.sessionDigest)).map((record) => ({ kind: 'run', sessionDigest: node.session.sessionDigest, record }));
     }
-    if (node.kind === 'run') {
-      return node.record.files.map((file) => ({ kind: 'file', sessionDigest: node.sessionDigest, record: node.record, file }));
-    }
-    return [];
+    return node.kind === 'run' ? fileNodes(node) : [];
   }
 
   getTreeItem(node: ArtifactNode): vscode.TreeItem {
-    if (node.kind === 'session') {
-      const item = new vscode.TreeItem(node.session.sessionLabel, vscode.TreeItemCollapsibleState.Expanded);
-      item.id = `session:${node.session.sessionDigest}`;
-      item.description = `${node.session.runCount} run${node.session.runCount === 1 ? '' : 's'}`;
-      item.iconPath = new vscode.ThemeIcon('comment-discussion');
-      item.contextValue = 'codeactSession';
-      return item;
-    }
-    if (node.kind === 'run') {
-      const r = node.record;
-      const when = new Date(r.startedAt).toLocaleTimeString();
-      const status = r.timedOut ? 'timed out' : r.cancelled ? 'cancelled' : r.exitCode === 0 ? 'ok' : `exit ${r.exitCode ?? '?'}`;
-      const item = new vscode.TreeItem(
-        `${when} ${firstLine(r.program)}`,
-        r.files.length ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
-      );
-      item.id = `run:${node.sessionDigest}/${r.runId}`;
-      item.description = `${status}${r.files.length ? ` · ${r.files.length} file${r.files.length === 1 ? '' : 's'}` : ''}`;
-      item.tooltip = new vscode.MarkdownString().appendCodeblock(r.program.slice(0, 2000), 'python');
-      item.iconPath = new vscode.ThemeIcon(
-        r.exitCode === 0 && !r.timedOut && !r.cancelled ? 'pass' : 'error',
-        new vscode.ThemeColor(r.exitCode === 0 && !r.timedOut && !r.cancelled ? 'testing.iconPassed' : 'testing.iconFailed'),
-      );
-      item.contextValue = 'codeactRun';
-      item.command = { command: COMMAND.showRun, title: 'Show Program and Output', arguments: [node] };
-      return item;
-    }
-    const uri = vscode.Uri.file(this.store.filePath(node.sessionDigest, node.record.runId, node.file.name));
-    const item = new vscode.TreeItem(uri, vscode.TreeItemCollapsibleState.None);
-    item.id = `file:${node.sessionDigest}/${node.record.runId}/${node.file.name}`;
-    item.label = node.file.name;
-    item.description = formatSize(node.file.size);
-    item.tooltip = `${node.file.name} (${formatSize(node.file.size)}${node.file.mediaType ? `, ${node.file.mediaType}` : ''})`;
-    item.contextValue = 'codeactFile';
-    item.command = { command: COMMAND.openFile, title: 'Open', arguments: [node] };
+    const d = artifactItem(node, { filePath: (...a) => this.store.filePath(...a) });
+    const collapsible = d.collapsible === 'expanded' ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None;
+    // A file item is made from its URI, so VS Code gives it the file's icon.
+    const item = d.filePath ? new vscode.TreeItem(vscode.Uri.file(d.filePath), collapsible) : new vscode.TreeItem(d.label, collapsible);
+    item.id = d.id;
+    item.label = d.label;
+    item.description = d.description;
+    if (d.tooltip) item.tooltip = 'python' in d.tooltip ? new vscode.MarkdownString().appendCodeblock(d.tooltip.python, 'python') : d.tooltip.text;
+    if (d.icon) item.iconPath = new vscode.ThemeIcon(d.icon.id, d.icon.color ? new vscode.ThemeColor(d.icon.color) : undefined);
+    item.contextValue = d.contextValue;
+    if (d.command) item.command = { ...d.command, arguments: [node] };
     return item;
   }
 
@@ -87,26 +59,15 @@ export class ArtifactTreeProvider implements vscode.TreeDataProvider<ArtifactNod
   }
 }
 
-function firstLine(program: string): string {
-  const line = program.split('\n').find((l) => l.trim() && !l.trim().startsWith('#')) ?? program.split('\n')[0] ?? '';
-  return line.length > 60 ? `${line.slice(0, 57)}...` : line.trim();
-}
-
-function formatSize(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
-  return `${(n / (1024 * 1024)).toFixed(1)} MB`;
-}
-
 /** Registers the view and its commands; every disposable goes into `subscriptions`. */
-export function registerArtifactView(store: ArtifactStore, subscriptions: vscode.Disposable[]): ArtifactTreeProvider {
+export function registerArtifactView(store: ArtifactStore, ui: Ui, subscriptions: vscode.Disposable[]): ArtifactTreeProvider {
   const provider = new ArtifactTreeProvider(store);
   const view = vscode.window.createTreeView(VIEW.artifacts, { treeDataProvider: provider, showCollapseAll: true });
   subscriptions.push(provider, view);
   const fileNode = (n: ArtifactNode | undefined): (ArtifactNode & { kind: 'file' }) | undefined => (n?.kind === 'file' ? n : undefined);
 
   subscriptions.push(
-    vscode.commands.registerCommand(COMMAND.refresh, () => provider.refresh()),
+    vscode.commands.registerCommand(COMMAND.refresh, () => store.reload()),
     vscode.commands.registerCommand(COMMAND.openFile, async (n?: ArtifactNode) => {
       const f = fileNode(n);
       if (f) await vscode.commands.executeCommand('vscode.open', provider.uriOf(f));
@@ -114,28 +75,10 @@ export function registerArtifactView(store: ArtifactStore, subscriptions: vscode
     vscode.commands.registerCommand(COMMAND.showRun, async (n?: ArtifactNode) => {
       if (n?.kind !== 'run') return;
       const r = n.record;
-      const streams = (['stdout', 'stderr'] as const)
-        .map((s) => store.streamFile(n.sessionDigest, r.runId, s))
-        .filter((p): p is string => p !== undefined);
-      const fence = r.program.includes('```') ? '~~~~' : '```';
-      const doc = await vscode.workspace.openTextDocument({
-        language: 'markdown',
-        content: [
-          `# Run ${new Date(r.startedAt).toLocaleString()} (${r.image})`,
-          '',
-          `${fence}python`,
-          r.program,
-          fence,
-          '',
-          '## Result (as the model received it)',
-          '',
-          '~~~~text',
-          r.resultText,
-          '~~~~',
-          ...(streams.length ? ['', `Full output kept in: ${streams.join(', ')}`] : []),
-          ...(r.filesIn.length ? ['', `Files shared in: ${r.filesIn.join(', ')}`] : []),
-        ].join('\n'),
-      });
+      const streams = (await Promise.all((['stdout', 'stderr'] as const).map((s) => store.streamFile(n.sessionDigest, r.runId, s)))).filter(
+        (p): p is string => p !== undefined,
+      );
+      const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: runDocument(r, streams, new Date(r.startedAt).toLocaleString()) });
       await vscode.window.showTextDocument(doc, { preview: true });
     }),
     vscode.commands.registerCommand(COMMAND.saveFile, async (n?: ArtifactNode) => {
@@ -157,18 +100,15 @@ export function registerArtifactView(store: ArtifactStore, subscriptions: vscode
       const f = fileNode(n);
       if (f) await vscode.env.clipboard.writeText(provider.uriOf(f).fsPath);
     }),
-    vscode.commands.registerCommand(COMMAND.deleteRun, (n?: ArtifactNode) => {
-      if (n?.kind === 'run') store.deleteRun(n.sessionDigest, n.record.runId);
+    vscode.commands.registerCommand(COMMAND.deleteRun, async (n?: ArtifactNode) => {
+      if (n?.kind === 'run') await store.deleteRun(n.sessionDigest, n.record.runId);
     }),
-    vscode.commands.registerCommand(COMMAND.deleteSession, (n?: ArtifactNode) => {
-      if (n?.kind === 'session') store.deleteSession(n.session.sessionDigest);
+    vscode.commands.registerCommand(COMMAND.deleteSession, async (n?: ArtifactNode) => {
+      if (n?.kind === 'session') await store.deleteSession(n.session.sessionDigest);
     }),
     vscode.commands.registerCommand(COMMAND.clearAll, async (options?: { confirmed?: boolean }) => {
-      const ok =
-        options?.confirmed === true ||
-        (await vscode.window.showWarningMessage('Delete all runs and files kept by CodeAct Sandbox?', { modal: true }, 'Delete All')) ===
-          'Delete All';
-      if (ok) store.clear();
+      const ok = options?.confirmed === true || (await ui.askModal('Delete all runs and files kept by CodeAct Sandbox?', 'Delete All')) === 'Delete All';
+      if (ok) await store.clear();
     }),
   );
   return provider;

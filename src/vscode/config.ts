@@ -1,8 +1,8 @@
-import * as vscode from 'vscode';
 import type { Logger } from '../core/logger';
 import { readSettings, type SettingKey, type Settings } from '../core/settings';
 import { isExplicit, settingValue } from '../core/trust';
 import { CONFIG_SECTION } from './ids';
+import type { Ui, WorkspaceEnv } from './ui';
 
 /**
  * Settings are read at every call, so a change applies to the next call. In an untrusted
@@ -13,7 +13,11 @@ import { CONFIG_SECTION } from './ids';
 export class SettingsReader {
   private reported = new Set<string>();
 
-  constructor(private readonly log: Logger) {}
+  constructor(
+    private readonly log: Logger,
+    private readonly workspace: Pick<WorkspaceEnv, 'configuration' | 'isTrusted'>,
+    private readonly ui: Pick<Ui, 'showWarning'>,
+  ) {}
 
   /** Every distinct problem reported so far (for the status of the extension and its tests). */
   get problems(): string[] {
@@ -21,20 +25,20 @@ export class SettingsReader {
   }
 
   read(): Settings {
-    const config = vscode.workspace.getConfiguration(CONFIG_SECTION);
-    const trusted = vscode.workspace.isTrusted;
+    const config = this.workspace.configuration();
+    const trusted = this.workspace.isTrusted();
     const { settings, problems } = readSettings((key) => settingValue(key, config.inspect(key), trusted), CONFIG_SECTION);
     for (const problem of problems) {
       if (this.reported.has(problem)) continue;
       this.reported.add(problem);
       this.log.warn(problem);
-      void vscode.window.showWarningMessage(`CodeAct Sandbox: ${problem}`);
+      this.ui.showWarning(`CodeAct Sandbox: ${problem}`);
     }
     return settings;
   }
 
   /** Whether the user (or a trusted workspace) set this setting, as opposed to its default. */
   isExplicit(key: SettingKey): boolean {
-    return isExplicit(key, vscode.workspace.getConfiguration(CONFIG_SECTION).inspect(key), vscode.workspace.isTrusted);
+    return isExplicit(key, this.workspace.configuration().inspect(key), this.workspace.isTrusted());
   }
 }

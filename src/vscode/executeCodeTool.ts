@@ -91,7 +91,7 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
         },
         abort.signal,
       );
-      const pruned = this.store.prune(settings.artifactsBudgetMb * 1024 * 1024);
+      const pruned = await this.store.prune(settings.artifactsBudgetMb * 1024 * 1024);
       if (pruned.deletedRuns > 0) this.log.info(`deleted the ${pruned.deletedRuns} oldest run(s) to stay within the storage budget`);
       if (report.cancelled) throw new vscode.CancellationError();
       const parts: (vscode.LanguageModelTextPart | vscode.LanguageModelDataPart)[] = [new vscode.LanguageModelTextPart(report.text)];

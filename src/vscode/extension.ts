@@ -11,6 +11,7 @@ import { ExecuteCodeTool } from './executeCodeTool';
 import { COMMAND, TOOL_NAME } from './ids';
 import { createLog } from './log';
 import { SandboxService } from './sandboxService';
+import { createVscodeUi, createVscodeWorkspace } from './vscodeUi';
 
 /** What the extension hands to other extensions and to its own tests. */
 export interface CodeactApi {
@@ -22,7 +23,7 @@ export interface CodeactApi {
   /** Where runs and produced files are kept. */
   artifactsRoot: string;
   /** The artifact tree as rendered: label, description and children of every item. */
-  treeSnapshot(): TreeSnapshot[];
+  treeSnapshot(): Promise<TreeSnapshot[]>;
   /** The backend, image and engine of the latest sandbox (as the status bar shows them). */
   backend(): { backend?: string; reason?: string; image?: string; engine?: string };
 }
@@ -39,25 +40,28 @@ let service: SandboxService | undefined;
 export function activate(context: vscode.ExtensionContext): CodeactApi {
   const { channel, logger } = createLog();
   context.subscriptions.push(channel);
+  const ui = createVscodeUi();
   try {
-    const settings = new SettingsReader(logger);
+    const workspace = createVscodeWorkspace();
+    const settings = new SettingsReader(logger, workspace, ui);
     const initial = settings.read();
-    const sandboxes = new SandboxService(settings, logger, currentOwner('vscode', VERSION), context.workspaceState);
+    const sandboxes = new SandboxService({ settings, log: logger, owner: currentOwner('vscode', VERSION), ui, workspace, state: context.workspaceState });
     service = sandboxes;
     context.subscriptions.push({ dispose: () => void sandboxes.dispose() });
 
     // Per workspace when there is one, so each project's runs stay with it; never inside the
     // workspace itself: these files were written by model-written code.
     const store = new ArtifactStore(path.join((context.storageUri ?? context.globalStorageUri).fsPath, 'runs'));
-    store.prune(initial.artifactsBudgetMb * 1024 * 1024);
-    const tree = registerArtifactView(store, context.subscriptions);
+    // The first use walks the store: in the background, never blocking activation.
+    void store.prune(initial.artifactsBudgetMb * 1024 * 1024).catch((e: unknown) => logger.warn(`could not prune the stored runs: ${describeError(e)}`));
+    const tree = registerArtifactView(store, ui, context.subscriptions);
     if (initial.outputsMode === 'manifest') {
       try {
         checkManifestCaps(initial.filesOutMaxFiles);
       } catch (e) {
         const message = isToolError(e) ? e.modelMessage : describeError(e);
         logger.error(message);
-        void vscode.window.showErrorMessage(`CodeAct Sandbox: ${message}`);
+        ui.showError(`CodeAct Sandbox: ${message}`);
       }
     }
     const tool = new ExecuteCodeTool(sandboxes, settings, logger, `window:${vscode.env.sessionId}`, store, () => sandboxes.describe().image);
@@ -70,15 +74,15 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
           logger.error(describeError(e));
           return 0;
         });
-        void vscode.window.showInformationMessage(`CodeAct Sandbox: removed ${n} sandbox${n === 1 ? '' : 'es'}.`);
+        ui.showInfo(`CodeAct Sandbox: removed ${n} sandbox${n === 1 ? '' : 'es'}.`);
       }),
       vscode.commands.registerCommand(COMMAND.rebuildDevcontainer, async () => {
         try {
           await sandboxes.rebuildDevcontainer();
-          void vscode.window.showInformationMessage('CodeAct Sandbox: the Dev Container image was rebuilt; the next call uses it.');
+          ui.showInfo('CodeAct Sandbox: the Dev Container image was rebuilt; the next call uses it.');
         } catch (e) {
           logger.error(`rebuild failed: ${describeError(e)}`);
-          void vscode.window.showErrorMessage(`CodeAct Sandbox: ${isToolError(e) ? e.modelMessage : describeError(e)}`);
+          ui.showError(`CodeAct Sandbox: ${isToolError(e) ? e.modelMessage : describeError(e)}`);
         }
       }),
     );
@@ -100,23 +104,25 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
       artifactsRoot: store.root,
       backend: () => sandboxes.describe(),
       treeSnapshot: () => {
-        const walk = (node?: ArtifactNode): TreeSnapshot[] =>
-          tree.getChildren(node).map((child) => {
-            const item = tree.getTreeItem(child);
-            const label = typeof item.label === 'string' ? item.label : (item.label?.label ?? '');
-            return {
-              label,
-              ...(typeof item.description === 'string' ? { description: item.description } : {}),
-              ...(item.resourceUri ? { resourceUri: item.resourceUri.toString() } : {}),
-              children: walk(child),
-            };
-          });
+        const walk = async (node?: ArtifactNode): Promise<TreeSnapshot[]> =>
+          Promise.all(
+            (await tree.getChildren(node)).map(async (child) => {
+              const item = tree.getTreeItem(child);
+              const label = typeof item.label === 'string' ? item.label : (item.label?.label ?? '');
+              return {
+                label,
+                ...(typeof item.description === 'string' ? { description: item.description } : {}),
+                ...(item.resourceUri ? { resourceUri: item.resourceUri.toString() } : {}),
+                children: await walk(child),
+              };
+            }),
+          );
         return walk();
       },
     };
   } catch (e) {
     // Shown to the user, then rethrown so VS Code marks the activation as failed.
-    void vscode.window.showErrorMessage(`CodeAct Sandbox failed to start: ${describeError(e)}`);
+    ui.showError(`CodeAct Sandbox failed to start: ${describeError(e)}`);
     logger.error(`activation failed: ${describeError(e)}`);
     throw e;
   }

@@ -1,19 +1,57 @@
-import * as vscode from 'vscode';
 import { ToolError } from '../core/errors';
 import type { Logger } from '../core/logger';
 import type { Sandbox, SandboxProvider } from '../core/sandbox';
 import { sandboxLimitsOf, type Settings } from '../core/settings';
 import { chooseBackend, type BackendChoice } from '../docker/backend';
+import { removeOrphanedSandboxes } from '../docker/cleanup';
 import { createDockerClient, resolveEngine, type EngineTarget } from '../docker/connection';
 import { ensureDevcontainerImage, planDevcontainerImage } from '../docker/devcontainer';
 import type { SandboxSpec } from '../docker/dockerSandbox';
-import { DockerSandboxProvider } from '../docker/dockerSandboxProvider';
-import { removeOrphanedSandboxes } from '../docker/cleanup';
+import { DockerSandboxProvider, type ProviderOptions } from '../docker/dockerSandboxProvider';
 import type { Owner } from '../docker/labels';
 import type { SettingsReader } from './config';
 import { COMMAND, CONFIG_SECTION } from './ids';
+import {
+  BUILD_ANSWER,
+  buildQuestion,
+  decideAfterAnswer,
+  decideSandbox,
+  needsDevcontainerImage,
+  prewarmImage,
+  type SandboxDecision,
+  type SandboxFacts,
+} from './sandboxDecision';
+import { pullProgress, statusView } from './status';
+import type { StatusItem, Ui, WorkspaceEnv, WorkspaceState } from './ui';
 
-const BUILD_APPROVED_KEY = 'codeactSandbox.devcontainerBuildApproved';
+export const BUILD_APPROVED_KEY = 'codeactSandbox.devcontainerBuildApproved';
+
+/** The Dev Container image operations the service uses (the Docker layer's; tests pass fakes). */
+export interface DevcontainerImages {
+  plan: typeof planDevcontainerImage;
+  ensure: typeof ensureDevcontainerImage;
+}
+
+export interface SandboxServiceOptions {
+  settings: SettingsReader;
+  log: Logger;
+  owner: Owner;
+  ui: Ui;
+  workspace: WorkspaceEnv;
+  /** Keeps the user's answer to the build question. */
+  state: WorkspaceState;
+  devcontainer?: DevcontainerImages;
+  /** Tests wrap the provider to see what it was given. */
+  createProvider?: (options: ProviderOptions) => DockerSandboxProvider;
+}
+
+/** One call's facts and what carrying out its decision needs. */
+interface CallContext {
+  facts: SandboxFacts;
+  folder: string | undefined;
+  settings: Settings;
+  signal: AbortSignal;
+}
 
 /**
  * Owns the Docker connection and the sandbox provider on it, and decides for every sandbox which
@@ -22,23 +60,18 @@ const BUILD_APPROVED_KEY = 'codeactSandbox.devcontainerBuildApproved';
  * sandboxes on the old engine); an engine that cannot be configured fails calls with a sentence
  * for the model, never activation.
  */
-export class SandboxService implements SandboxProvider, vscode.Disposable {
+export class SandboxService implements SandboxProvider {
   private provider: DockerSandboxProvider | undefined;
   private providerKey = '';
   private engine: EngineTarget | undefined;
-  private readonly status: vscode.StatusBarItem;
+  private readonly status: StatusItem;
   private choice: BackendChoice | undefined;
   private image: string | undefined;
+  private readonly devcontainer: DevcontainerImages;
 
-  constructor(
-    private readonly settings: SettingsReader,
-    private readonly log: Logger,
-    private readonly owner: Owner,
-    private readonly workspaceState: vscode.Memento,
-  ) {
-    this.status = vscode.window.createStatusBarItem('codeactSandbox.status', vscode.StatusBarAlignment.Right, 10);
-    this.status.name = 'CodeAct Sandbox';
-    this.status.command = COMMAND.showLog;
+  constructor(private readonly deps: SandboxServiceOptions) {
+    this.devcontainer = deps.devcontainer ?? { plan: planDevcontainerImage, ensure: ensureDevcontainerImage };
+    this.status = deps.ui.createStatusItem({ id: 'codeactSandbox.status', name: 'CodeAct Sandbox', command: COMMAND.showLog });
   }
 
   /** Sandboxes currently held, by session key. */
@@ -52,7 +85,7 @@ export class SandboxService implements SandboxProvider, vscode.Disposable {
 
   prewarm(sessionKey: string): void {
     try {
-      this.current().prewarm?.(sessionKey);
+      this.current().prewarm(sessionKey);
     } catch {
       // Failures surface at the call itself.
     }
@@ -72,183 +105,32 @@ export class SandboxService implements SandboxProvider, vscode.Disposable {
   /** Removes sandboxes left by windows that crashed, on the configured engine. */
   async removeOrphans(): Promise<number> {
     const p = this.current();
-    return removeOrphanedSandboxes(p.docker, this.owner, this.log);
+    return removeOrphanedSandboxes(p.docker, this.deps.owner, this.deps.log);
   }
 
   /** Builds the Dev Container image again and replaces the sandboxes that ran the old one. */
   async rebuildDevcontainer(): Promise<void> {
-    const folder = localFolder();
+    const folder = this.deps.workspace.localFolder();
     if (!folder) throw new ToolError('invalid_settings', 'No local workspace folder is open, so there is no Dev Container to build.');
-    const provider = this.current();
-    await this.withBuildProgress(async (signal, onProgress) => {
-      await ensureDevcontainerImage({
-        docker: provider.docker,
-        workspaceFolder: folder,
-        log: this.log,
-        signal,
-        onProgress,
-        force: true,
-        timeoutMs: this.settings.read().devcontainerBuildTimeoutMinutes * 60_000,
-        ...(this.engine ? { engine: this.engine } : {}),
-        logHint: 'the "CodeAct Sandbox" output channel',
-      });
-    });
-    await provider.removeAll();
+    await this.build(folder, this.deps.settings.read(), undefined, true);
+    await this.current().removeAll();
   }
 
-  /** The provider for the engine the settings name now. */
-  private current(): DockerSandboxProvider {
-    const s = this.settings.read();
-    const explicitTls = this.settings.isExplicit('dockerTlsVerify');
-    const key = JSON.stringify([s.dockerHost, s.dockerCertPath, explicitTls ? s.dockerTlsVerify : null, s.idleMinutes]);
-    if (this.provider && key === this.providerKey) return this.provider;
-    const old = this.provider;
-    this.provider = undefined;
-    if (old) {
-      this.log.info('the Docker connection settings changed; removing the sandboxes on the previous engine');
-      void old.dispose();
+  /**
+   * For pre-warming: the spec when it can be had without asking the user, building or pulling,
+   * else undefined. A Dev Container image is used only when it is on the engine and the user
+   * approved building it; the provider still checks that the configured image is present.
+   */
+  async prewarmSpec(): Promise<SandboxSpec | undefined> {
+    const s = this.deps.settings.read();
+    let facts: SandboxFacts;
+    try {
+      ({ facts } = await this.gather(s));
+    } catch {
+      return undefined; // the call itself reports it
     }
-    // Throws a ToolError with a model-facing sentence for a bad URL or certificate folder.
-    const engine = resolveEngine({
-      ...(s.dockerHost ? { host: s.dockerHost } : {}),
-      ...(s.dockerCertPath ? { certPath: s.dockerCertPath } : {}),
-      ...(explicitTls ? { tlsVerify: s.dockerTlsVerify } : {}),
-      hint: `the ${CONFIG_SECTION}.dockerHost setting`,
-    });
-    const docker = createDockerClient(engine);
-    this.engine = engine;
-    this.log.info(`Docker engine: ${engine.description}`);
-    this.provider = new DockerSandboxProvider({
-      docker,
-      owner: this.owner,
-      spec: (signal) => this.specFor(signal),
-      imageSettingHint: `the ${CONFIG_SECTION}.image setting`,
-      log: this.log,
-      idleMs: s.idleMinutes * 60_000,
-      onPull: (image, pull) =>
-        Promise.resolve(
-          vscode.window.withProgress(
-            { location: vscode.ProgressLocation.Notification, title: `CodeAct Sandbox: pulling ${image}`, cancellable: true },
-            async (progress, token) => {
-              const abort = new AbortController();
-              const sub = token.onCancellationRequested(() => abort.abort());
-              let last = 0;
-              try {
-                await pull((message, fraction) => {
-                  const increment = fraction === undefined ? undefined : Math.max(0, fraction * 100 - last);
-                  if (fraction !== undefined) last = fraction * 100;
-                  progress.report({ message, ...(increment !== undefined ? { increment } : {}) });
-                }, abort.signal);
-              } finally {
-                sub.dispose();
-              }
-            },
-          ),
-        ),
-    });
-    this.providerKey = key;
-    return this.provider;
-  }
-
-  /** Which image the next sandbox runs, and the limits it gets (the same for every backend). */
-  private async specFor(signal: AbortSignal): Promise<SandboxSpec> {
-    const s = this.settings.read();
-    const base = { limits: sandboxLimitsOf(s), warmRunner: s.warmRunner, preloadModules: s.preloadModules };
-    const folder = localFolder();
-    let choice = await chooseBackend({
-      setting: s.backend,
-      ...(folder ? { workspaceFolder: folder } : {}),
-      trusted: vscode.workspace.isTrusted,
-      settingHint: `the ${CONFIG_SECTION}.backend setting`,
-    });
-    if (choice.backend === 'devcontainer' && s.backend === 'auto' && this.workspaceState.get(BUILD_APPROVED_KEY) === false) {
-      choice = { backend: 'docker', reason: `docker: auto, and the user chose not to build ${choice.configFile}` };
-    }
-    let image = s.image;
-    if (choice.backend === 'devcontainer' && folder) {
-      image = await this.devcontainerImage(folder, choice, s, signal);
-      if (image === s.image) choice = { backend: 'docker', reason: `docker: auto, and the user chose not to build ${choice.configFile}` };
-    }
-    this.showStatus(choice, image);
-    return { image, ...base };
-  }
-
-  private async devcontainerImage(folder: string, choice: BackendChoice, s: Settings, signal: AbortSignal): Promise<string> {
-    const provider = this.current();
-    const plan = await planDevcontainerImage(provider.docker, folder);
-    if (plan.present) return plan.tag;
-    if (this.workspaceState.get(BUILD_APPROVED_KEY) !== true) {
-      // Building runs the workspace's Dockerfile with network access: the user says yes once.
-      const build = 'Build Image';
-      const answer = await vscode.window.showWarningMessage(
-        `CodeAct Sandbox: build the sandbox image from ${choice.configFile}? The build runs this workspace's Dockerfile with network access; programs then run in it without network, as usual.`,
-        { modal: true },
-        build,
-        'Use the Docker Image',
-      );
-      const approved = answer === build;
-      await this.workspaceState.update(BUILD_APPROVED_KEY, approved);
-      if (!approved) {
-        if (s.backend === 'auto') return s.image;
-        throw new ToolError(
-          'cancelled',
-          `The user chose not to build the workspace's Dev Container image. Ask the user to set the ${CONFIG_SECTION}.backend setting to docker or auto, or to run "CodeAct Sandbox: Rebuild Dev Container Image".`,
-        );
-      }
-    }
-    let image = plan.tag;
-    await this.withBuildProgress(async (buildSignal, onProgress) => {
-      const abort = new AbortController();
-      const stop = () => abort.abort();
-      signal.addEventListener('abort', stop, { once: true });
-      buildSignal.addEventListener('abort', stop, { once: true });
-      try {
-        const built = await ensureDevcontainerImage({
-          docker: provider.docker,
-          workspaceFolder: folder,
-          log: this.log,
-          signal: abort.signal,
-          onProgress,
-          timeoutMs: s.devcontainerBuildTimeoutMinutes * 60_000,
-          ...(this.engine ? { engine: this.engine } : {}),
-          logHint: 'the "CodeAct Sandbox" output channel',
-        });
-        image = built.image;
-      } finally {
-        signal.removeEventListener('abort', stop);
-      }
-    });
-    return image;
-  }
-
-  private withBuildProgress(run: (signal: AbortSignal, onProgress: (message: string) => void) => Promise<void>): Promise<void> {
-    return Promise.resolve(
-      vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: 'CodeAct Sandbox: building the Dev Container image', cancellable: true },
-        async (progress, token) => {
-          const abort = new AbortController();
-          const sub = token.onCancellationRequested(() => abort.abort());
-          try {
-            await run(abort.signal, (message) => progress.report({ message }));
-          } finally {
-            sub.dispose();
-          }
-        },
-      ),
-    );
-  }
-
-  private showStatus(choice: BackendChoice, image: string): void {
-    if (this.choice?.reason !== choice.reason || this.image !== image) {
-      this.log.info(`sandbox backend ${choice.reason}; image ${image}`);
-    }
-    this.choice = choice;
-    this.image = image;
-    this.status.text = `$(vm) Sandbox: ${choice.backend}`;
-    this.status.tooltip = new vscode.MarkdownString(
-      `**CodeAct Sandbox**\n\n${choice.reason}\n\nImage: \`${image}\`\n\nEngine: ${this.engine?.displayName ?? 'the local Docker engine'}`,
-    );
-    this.status.show();
+    const image = prewarmImage(decideSandbox(facts), facts);
+    return image === undefined ? undefined : this.specOf(s, image);
   }
 
   /** The backend and image in use, for the API and tests. */
@@ -259,11 +141,121 @@ export class SandboxService implements SandboxProvider, vscode.Disposable {
       ...(this.engine ? { engine: this.engine.displayName } : {}),
     };
   }
-}
 
-/** The first workspace folder on the local file system (the devcontainer backend builds from disk). */
-function localFolder(): string | undefined {
-  const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file');
-  return folder?.uri.fsPath;
-}
+  /** The provider for the engine the settings name now. */
+  private current(): DockerSandboxProvider {
+    const s = this.deps.settings.read();
+    const explicitTls = this.deps.settings.isExplicit('dockerTlsVerify');
+    const key = JSON.stringify([s.dockerHost, s.dockerCertPath, explicitTls ? s.dockerTlsVerify : null, s.idleMinutes]);
+    if (this.provider && key === this.providerKey) return this.provider;
+    const old = this.provider;
+    this.provider = undefined;
+    if (old) {
+      this.deps.log.info('the Docker connection settings changed; removing the sandboxes on the previous engine');
+      void old.dispose();
+    }
+    // Throws a ToolError with a model-facing sentence for a bad URL or certificate folder.
+    const engine = resolveEngine({
+      ...(s.dockerHost ? { host: s.dockerHost } : {}),
+      ...(s.dockerCertPath ? { certPath: s.dockerCertPath } : {}),
+      ...(explicitTls ? { tlsVerify: s.dockerTlsVerify } : {}),
+      hint: `the ${CONFIG_SECTION}.dockerHost setting`,
+    });
+    this.engine = engine;
+    this.deps.log.info(`Docker engine: ${engine.description}`);
+    const create = this.deps.createProvider ?? ((options) => new DockerSandboxProvider(options));
+    this.provider = create({
+      docker: createDockerClient(engine),
+      owner: this.deps.owner,
+      spec: (signal) => this.specFor(signal),
+      // Pre-warming runs while the chat prepares a call: it must never ask, build or pull.
+      prewarmSpec: () => this.prewarmSpec(),
+      imageSettingHint: `the ${CONFIG_SECTION}.image setting`,
+      log: this.deps.log,
+      idleMs: s.idleMinutes * 60_000,
+      onPull: (image, pull) => this.deps.ui.withProgress(`CodeAct Sandbox: pulling ${image}`, (report, signal) => pull(pullProgress(report), signal)),
+    });
+    this.providerKey = key;
+    return this.provider;
+  }
 
+  /** The spec for a call: may ask the user and build first (the call waits for both). */
+  private async specFor(signal: AbortSignal): Promise<SandboxSpec> {
+    const s = this.deps.settings.read();
+    const { facts, folder } = await this.gather(s);
+    const { choice, image } = await this.carryOut(decideSandbox(facts), { facts, folder, settings: s, signal });
+    this.showStatus(choice, image);
+    return this.specOf(s, image);
+  }
+
+  /** What the decision is made from; the only effects are reading the workspace and inspecting an image. */
+  private async gather(s: Settings): Promise<{ facts: SandboxFacts; folder: string | undefined }> {
+    const folder = this.deps.workspace.localFolder();
+    const trusted = this.deps.workspace.isTrusted();
+    const choice = await chooseBackend({
+      setting: s.backend,
+      ...(folder ? { workspaceFolder: folder } : {}),
+      trusted,
+      settingHint: `the ${CONFIG_SECTION}.backend setting`,
+    });
+    const stored = this.deps.state.get<unknown>(BUILD_APPROVED_KEY);
+    const facts: SandboxFacts = { setting: s.backend, configuredImage: s.image, choice, trusted, approval: typeof stored === 'boolean' ? stored : undefined };
+    if (!folder || !needsDevcontainerImage(facts)) return { facts, folder };
+    const plan = await this.devcontainer.plan(this.current().docker, folder);
+    return { facts: { ...facts, devcontainerImage: { tag: plan.tag, present: plan.present } }, folder };
+  }
+
+  /** The one place a decision turns into effects: the question, the build, the refusal. */
+  private async carryOut(decision: SandboxDecision, call: CallContext): Promise<{ choice: BackendChoice; image: string }> {
+    switch (decision.kind) {
+      case 'configured':
+      case 'present':
+        return { choice: decision.choice, image: decision.image };
+      case 'refuse':
+        throw new ToolError(decision.code, decision.message);
+      case 'ask': {
+        const answer = await this.deps.ui.askModal(buildQuestion(decision.configFile), BUILD_ANSWER.build, BUILD_ANSWER.decline);
+        const approved = answer === BUILD_ANSWER.build;
+        await this.deps.state.update(BUILD_APPROVED_KEY, approved);
+        return this.carryOut(decideAfterAnswer(call.facts, decision, approved), call);
+      }
+      case 'build':
+        // chooseBackend picks the devcontainer backend only with a folder open.
+        if (!call.folder) throw new Error('a Dev Container build without a workspace folder');
+        return { choice: decision.choice, image: await this.build(call.folder, call.settings, call.signal) };
+    }
+  }
+
+  /** Builds with a cancellable progress notification; either it or the call's `signal` stops the build. */
+  private build(folder: string, s: Settings, signal: AbortSignal | undefined, force = false): Promise<string> {
+    const docker = this.current().docker;
+    return this.deps.ui.withProgress('CodeAct Sandbox: building the Dev Container image', async (report, notification) => {
+      const built = await this.devcontainer.ensure({
+        docker,
+        workspaceFolder: folder,
+        log: this.deps.log,
+        signal: signal ? AbortSignal.any([signal, notification]) : notification,
+        onProgress: (message) => report({ message }),
+        ...(force ? { force } : {}),
+        timeoutMs: s.devcontainerBuildTimeoutMinutes * 60_000,
+        ...(this.engine ? { engine: this.engine } : {}),
+        logHint: 'the "CodeAct Sandbox" output channel',
+      });
+      return built.image;
+    });
+  }
+
+  private specOf(s: Settings, image: string): SandboxSpec {
+    return { image, limits: sandboxLimitsOf(s), warmRunner: s.warmRunner, preloadModules: s.preloadModules };
+  }
+
+  private showStatus(choice: BackendChoice, image: string): void {
+    if (this.choice?.reason !== choice.reason || this.image !== image) {
+      this.deps.log.info(`sandbox backend ${choice.reason}; image ${image}`);
+    }
+    this.choice = choice;
+    this.image = image;
+    const view = statusView(choice, image, this.engine?.displayName);
+    this.status.show(view.text, view.tooltip);
+  }
+}

@@ -4,28 +4,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Readable } from 'node:stream';
 import { ToolError } from '../../src/core/errors';
-import { ArtifactStore, RunRecord, type RunOutcome } from '../../src/storage/artifactStore';
-
-const T0 = Date.UTC(2025, 0, 2, 3, 4, 5, 678);
-const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52]);
-const HOUR = 60 * 60 * 1000;
-
-function outcome(over: Partial<RunOutcome> = {}): RunOutcome {
-  return {
-    startedAt: '2025-01-02T03:04:05.678Z',
-    durationMs: 1234,
-    image: 'python:3.12-slim',
-    exitCode: 0,
-    timedOut: false,
-    cancelled: false,
-    program: 'print(1)',
-    resultText: '1',
-    filesIn: ['data/a.csv'],
-    stdoutTruncated: false,
-    stderrTruncated: false,
-    ...over,
-  };
-}
+import { ArtifactStore, RunRecord } from '../../src/storage/artifactStore';
+import { PNG, T0, outcome, tree } from './storeFixtures';
 
 /** Asserts an invalid_input ToolError and returns its model message. */
 async function refused(p: Promise<unknown>): Promise<string> {
@@ -37,30 +17,6 @@ async function refused(p: Promise<unknown>): Promise<string> {
     return e.modelMessage;
   }
   assert.fail('expected a refusal');
-}
-
-function tree(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string, rel: string) => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) {
-        out.push(`${r}/`);
-        walk(path.join(d, e.name), r);
-      } else out.push(r);
-    }
-  };
-  walk(dir, '');
-  return out;
-}
-
-function dirBytes(dir: string): number {
-  let total = 0;
-  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    total += e.isDirectory() ? dirBytes(p) : fs.lstatSync(p).size;
-  }
-  return total;
 }
 
 describe('artifact store (unit)', () => {
@@ -164,11 +120,11 @@ describe('artifact store (unit)', () => {
       assert.ok(fs.readFileSync(path.join(w.dir, 'run.json'), 'utf8').endsWith('}\n'));
     });
 
-    it('refuses an invalid record and leaves the run unlisted', () => {
+    it('refuses an invalid record and leaves the run unlisted', async () => {
       const w = store.beginRun('s', 'l');
       assert.throws(() => w.finish(outcome({ startedAt: 'yesterday' })));
       assert.equal(fs.existsSync(path.join(w.dir, 'run.json')), false);
-      assert.deepEqual(store.listRuns('s'), []);
+      assert.deepEqual(await store.listRuns('s'), []);
     });
 
     it('refuses to add or finish after finishing', async () => {
@@ -178,12 +134,12 @@ describe('artifact store (unit)', () => {
       await assert.rejects(w.addFile('a', Buffer.from('a'), 1), /already finished/);
     });
 
-    it('keeps whole streams beside the record and finds them', () => {
+    it('keeps whole streams beside the record and finds them', async () => {
       const w = store.beginRun('s', 'l');
       fs.writeFileSync(path.join(w.dir, 'stdout.txt'), 'everything');
       w.finish(outcome({ stdoutTruncated: true }));
-      assert.equal(store.streamFile('s', w.runId, 'stdout'), path.join(w.dir, 'stdout.txt'));
-      assert.equal(store.streamFile('s', w.runId, 'stderr'), undefined);
+      assert.equal(await store.streamFile('s', w.runId, 'stdout'), path.join(w.dir, 'stdout.txt'));
+      assert.equal(await store.streamFile('s', w.runId, 'stderr'), undefined);
     });
 
     it('resolves stored file paths inside the run and refuses others', () => {
@@ -284,10 +240,10 @@ describe('artifact store (unit)', () => {
       clock += 1000;
       const a2 = await finishedRun('aaa', 1, 'new label');
       assert.deepEqual(
-        store.listRuns('aaa').map((r) => r.runId),
+        (await store.listRuns('aaa')).map((r) => r.runId),
         [a2.runId, a1.runId],
       );
-      assert.deepEqual(store.listSessions(), [
+      assert.deepEqual(await store.listSessions(), [
         { sessionDigest: 'aaa', sessionLabel: 'new label', runCount: 2, latestRunId: a2.runId, latestStartedAt: '2025-01-02T03:04:05.678Z' },
         { sessionDigest: 'bbb', sessionLabel: 'label bbb', runCount: 1, latestRunId: b1.runId, latestStartedAt: '2025-01-02T03:04:05.678Z' },
       ]);
@@ -309,27 +265,27 @@ describe('artifact store (unit)', () => {
       fs.writeFileSync(path.join(root, 'stray.txt'), 'x');
 
       assert.deepEqual(
-        store.listRuns('s').map((r) => r.runId),
+        (await store.listRuns('s')).map((r) => r.runId),
         [good.runId],
       );
       for (const w of [unfinished, garbage, wrongShape, copied, tampered]) assert.equal(store.readRun('s', w.runId), undefined);
-      assert.equal(store.listSessions().length, 1);
-      assert.deepEqual(store.listRuns('nobody'), []);
+      assert.equal((await store.listSessions()).length, 1);
+      assert.deepEqual(await store.listRuns('nobody'), []);
     });
 
-    it('lists nothing, and counts nothing, before the root exists', () => {
-      assert.deepEqual(store.listSessions(), []);
-      assert.equal(store.totalBytes(), 0);
-      assert.deepEqual(store.prune(0), { deletedRuns: 0, freedBytes: 0, totalBytes: 0 });
-      assert.equal(store.clear(), 0);
+    it('lists nothing, and counts nothing, before the root exists', async () => {
+      assert.deepEqual(await store.listSessions(), []);
+      assert.equal(await store.totalBytes(), 0);
+      assert.deepEqual(await store.prune(0), { deletedRuns: 0, freedBytes: 0, totalBytes: 0 });
+      assert.equal(await store.clear(), 0);
     });
   });
 
   describe('deleting', () => {
     it('deletes a run, then its empty session, and reports whether anything was deleted', async () => {
       const w = await finishedRun('s', 1);
-      assert.equal(store.deleteRun('s', w.runId), true);
-      assert.equal(store.deleteRun('s', w.runId), false);
+      assert.equal(await store.deleteRun('s', w.runId), true);
+      assert.equal(await store.deleteRun('s', w.runId), false);
       assert.deepEqual(fs.readdirSync(root), []);
     });
 
@@ -338,13 +294,13 @@ describe('artifact store (unit)', () => {
       await finishedRun('a', 1);
       await finishedRun('b', 1);
       const writing = store.beginRun('b', 'l');
-      assert.equal(store.deleteRun('b', writing.runId), false);
-      assert.equal(store.deleteSession('a'), 2);
+      assert.equal(await store.deleteRun('b', writing.runId), false);
+      assert.equal(await store.deleteSession('a'), 2);
       assert.deepEqual(fs.readdirSync(root), ['b']);
-      assert.equal(store.clear(), 1);
+      assert.equal(await store.clear(), 1);
       assert.deepEqual(tree(root), ['b/', `b/${writing.runId}/`, `b/${writing.runId}/files/`]);
       writing.finish(outcome());
-      assert.equal(store.clear(), 1);
+      assert.equal(await store.clear(), 1);
       assert.deepEqual(fs.readdirSync(root), []);
     });
 
@@ -354,92 +310,6 @@ describe('artifact store (unit)', () => {
       w.discard();
       assert.deepEqual(fs.readdirSync(path.join(root, 's')), []);
       assert.throws(() => w.finish(outcome()), /already finished/);
-    });
-  });
-
-  describe('size and pruning', () => {
-    it('totals every byte under the root', async () => {
-      const w = await finishedRun('s', 1000);
-      fs.writeFileSync(path.join(w.dir, 'stderr.txt'), 'x'.repeat(24));
-      const recordBytes = fs.statSync(path.join(w.dir, 'run.json')).size;
-      assert.equal(store.totalBytes(), 1000 + 24 + recordBytes);
-    });
-
-    it('deletes the oldest runs across sessions until the store fits the budget', async () => {
-      const runs = [];
-      for (const session of ['b', 'a', 'c', 'a', 'b']) {
-        runs.push(await finishedRun(session, 1000));
-        clock += 60_000;
-      }
-      const sizes = runs.map((w) => dirBytes(w.dir));
-      const total = sizes.reduce((x, y) => x + y, 0);
-      assert.equal(store.totalBytes(), total);
-
-      // Room for the newest two runs and a little of the third: the three oldest go.
-      const budget = sizes[3]! + sizes[4]! + 10;
-      assert.deepEqual(store.prune(budget), { deletedRuns: 3, freedBytes: sizes[0]! + sizes[1]! + sizes[2]!, totalBytes: sizes[3]! + sizes[4]! });
-      assert.deepEqual(store.listRuns('a').map((r) => r.runId), [runs[3]!.runId]);
-      assert.deepEqual(store.listRuns('b').map((r) => r.runId), [runs[4]!.runId]);
-      assert.deepEqual(fs.readdirSync(root).sort(), ['a', 'b']);
-
-      assert.deepEqual(store.prune(budget), { deletedRuns: 0, freedBytes: 0, totalBytes: sizes[3]! + sizes[4]! });
-      assert.deepEqual(store.prune(0), { deletedRuns: 2, freedBytes: sizes[3]! + sizes[4]!, totalBytes: 0 });
-    });
-
-    it('never deletes the run being written, even when it is the oldest', async () => {
-      const writing = store.beginRun('s', 'l');
-      await writing.addFile('big.bin', Buffer.alloc(5000), 5000);
-      clock += 1000;
-      const done = await finishedRun('s', 10);
-      const result = store.prune(0);
-      assert.equal(result.deletedRuns, 1);
-      assert.equal(result.totalBytes, 5000);
-      assert.ok(fs.existsSync(path.join(writing.filesDir, 'big.bin')));
-      assert.equal(fs.existsSync(done.dir), false);
-    });
-
-    it("leaves another window's fresh unfinished run alone, and removes one left by a crash", async () => {
-      const otherWindow = new ArtifactStore(root, { now: () => clock });
-      const theirs = otherWindow.beginRun('s', 'l');
-      await theirs.addFile('x', Buffer.alloc(100), 100);
-      clock += HOUR;
-      assert.deepEqual(store.prune(0), { deletedRuns: 0, freedBytes: 0, totalBytes: 100 });
-      clock += 24 * HOUR;
-      assert.deepEqual(store.prune(0), { deletedRuns: 1, freedBytes: 100, totalBytes: 0 });
-    });
-  });
-
-  describe('change notification', () => {
-    it('notifies on finish, delete, clear and prune, not on begin or discard, until disposed', async () => {
-      let calls = 0;
-      const sub = store.onDidChange(() => calls++);
-      const throwing = store.onDidChange(() => {
-        throw new Error('a broken view');
-      });
-      const w = store.beginRun('s', 'l');
-      assert.equal(calls, 0);
-      w.finish(outcome());
-      assert.equal(calls, 1);
-      store.beginRun('s', 'l').discard();
-      assert.equal(calls, 1);
-      store.deleteRun('s', w.runId);
-      assert.equal(calls, 2);
-      await finishedRun('s', 1);
-      store.deleteSession('s');
-      assert.equal(calls, 4);
-      await finishedRun('s', 1);
-      store.clear();
-      assert.equal(calls, 6);
-      await finishedRun('s', 1);
-      store.prune(0);
-      assert.equal(calls, 8);
-      store.prune(0);
-      store.clear();
-      assert.equal(calls, 8);
-      sub.dispose();
-      throwing.dispose();
-      await finishedRun('s', 1);
-      assert.equal(calls, 8);
     });
   });
 });

@@ -148,7 +148,7 @@ describe('execute_code in the extension host (host)', function () {
     assert.equal(images[0].data.length, Number(m[1]));
     assert.deepEqual([...images[0].data.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
 
-    const tree = api.treeSnapshot();
+    const tree = await api.treeSnapshot();
     const session = tree.find((s) => s.label === 'this window');
     assert.ok(session, JSON.stringify(tree));
     const run = session.children[0];

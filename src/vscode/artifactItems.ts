@@ -1,0 +1,117 @@
+/**
+ * What the artifact tree shows, as plain data: label, description, tooltip, icon and command of
+ * every node, and the document "Show Program and Output" opens. artifactTree.ts turns these into
+ * VS Code's tree items.
+ */
+import type { RunRecord, SessionSummary, StoredFile } from '../storage/artifactStore';
+import { COMMAND } from './ids';
+
+export type ArtifactNode =
+  | { kind: 'session'; session: SessionSummary }
+  | { kind: 'run'; sessionDigest: string; record: RunRecord }
+  | { kind: 'file'; sessionDigest: string; record: RunRecord; file: StoredFile };
+
+export interface ArtifactItem {
+  id: string;
+  label: string;
+  description: string;
+  /** Plain text, or a program shown as a Python code block. */
+  tooltip?: { text: string } | { python: string };
+  /** A codicon id and a theme color id. */
+  icon?: { id: string; color?: string };
+  collapsible: 'expanded' | 'none';
+  contextValue: string;
+  /** Run with the node as its argument. */
+  command?: { command: string; title: string };
+  /** A file node's path on disk (its resource). */
+  filePath?: string;
+}
+
+export interface ItemContext {
+  /** Where a stored file is (the store's `filePath`). */
+  filePath(sessionDigest: string, runId: string, name: string): string;
+  /** The run's start as the label shows it (the locale's time by default). */
+  time?(startedAt: Date): string;
+}
+
+export function artifactItem(node: ArtifactNode, context: ItemContext): ArtifactItem {
+  if (node.kind === 'session') {
+    const n = node.session.runCount;
+    return {
+      id: `session:${node.session.sessionDigest}`,
+      label: node.session.sessionLabel,
+      description: `${n} run${n === 1 ? '' : 's'}`,
+      icon: { id: 'comment-discussion' },
+      collapsible: 'expanded',
+      contextValue: 'codeactSession',
+    };
+  }
+  const r = node.record;
+  if (node.kind === 'run') {
+    const ok = r.exitCode === 0 && !r.timedOut && !r.cancelled;
+    const time = context.time ?? ((d: Date) => d.toLocaleTimeString());
+    const files = r.files.length;
+    return {
+      id: `run:${node.sessionDigest}/${r.runId}`,
+      label: `${time(new Date(r.startedAt))} ${firstLine(r.program)}`,
+      description: `${runStatus(r)}${files ? ` · ${files} file${files === 1 ? '' : 's'}` : ''}`,
+      tooltip: { python: r.program.slice(0, 2000) },
+      icon: ok ? { id: 'pass', color: 'testing.iconPassed' } : { id: 'error', color: 'testing.iconFailed' },
+      collapsible: files ? 'expanded' : 'none',
+      contextValue: 'codeactRun',
+      command: { command: COMMAND.showRun, title: 'Show Program and Output' },
+    };
+  }
+  const f = node.file;
+  return {
+    id: `file:${node.sessionDigest}/${r.runId}/${f.name}`,
+    label: f.name,
+    description: formatSize(f.size),
+    tooltip: { text: `${f.name} (${formatSize(f.size)}${f.mediaType ? `, ${f.mediaType}` : ''})` },
+    collapsible: 'none',
+    contextValue: 'codeactFile',
+    command: { command: COMMAND.openFile, title: 'Open' },
+    filePath: context.filePath(node.sessionDigest, r.runId, f.name),
+  };
+}
+
+/** The children of a run node (its files); sessions and runs come from the store. */
+export function fileNodes(node: ArtifactNode & { kind: 'run' }): ArtifactNode[] {
+  return node.record.files.map((file) => ({ kind: 'file', sessionDigest: node.sessionDigest, record: node.record, file }));
+}
+
+/** The Markdown document of one run: the program, the result as the model received it, where the rest is. */
+export function runDocument(r: RunRecord, streamFiles: readonly string[], when: string): string {
+  const fence = r.program.includes('```') ? '~~~~' : '```';
+  return [
+    `# Run ${when} (${r.image})`,
+    '',
+    `${fence}python`,
+    r.program,
+    fence,
+    '',
+    '## Result (as the model received it)',
+    '',
+    '~~~~text',
+    r.resultText,
+    '~~~~',
+    ...(streamFiles.length ? ['', `Full output kept in: ${streamFiles.join(', ')}`] : []),
+    ...(r.filesIn.length ? ['', `Files shared in: ${r.filesIn.join(', ')}`] : []),
+  ].join('\n');
+}
+
+export function runStatus(r: Pick<RunRecord, 'timedOut' | 'cancelled' | 'exitCode'>): string {
+  return r.timedOut ? 'timed out' : r.cancelled ? 'cancelled' : r.exitCode === 0 ? 'ok' : `exit ${r.exitCode ?? '?'}`;
+}
+
+/** The first line that is neither blank nor a comment, cut to 60 characters. */
+export function firstLine(program: string): string {
+  const line = program.split('\n').find((l) => l.trim() && !l.trim().startsWith('#')) ?? program.split('\n')[0] ?? '';
+  return line.length > 60 ? `${line.slice(0, 57)}...` : line.trim();
+}
+
+export function formatSize(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / (1024 * 1024)).toFixed(1)} MB`;
+}

@@ -1,0 +1,45 @@
+/**
+ * The effects the extension's logic needs from VS Code, as small interfaces: the logic modules
+ * take these and import `vscode` only as types, so they load in plain Node and are tested with
+ * fakes. vscodeUi.ts implements them on the real API; extension.ts builds it.
+ */
+import type { InspectedSetting } from '../core/trust';
+
+export interface ProgressUpdate {
+  message?: string;
+  /** Percent of the whole, added to what was reported before. */
+  increment?: number;
+}
+
+/** What the user sees: messages, dialogs, progress notifications, the status bar item. */
+export interface Ui {
+  /** A modal warning; the item the user chose, or undefined when the dialog was dismissed. */
+  askModal(message: string, ...items: string[]): Promise<string | undefined>;
+  showInfo(message: string): void;
+  showWarning(message: string): void;
+  showError(message: string): void;
+  /** A cancellable progress notification while `run` works; cancelling it aborts `signal`. */
+  withProgress<T>(title: string, run: (report: (update: ProgressUpdate) => void, signal: AbortSignal) => Promise<T>): Promise<T>;
+  createStatusItem(options: { id: string; name: string; command: string }): StatusItem;
+}
+
+export interface StatusItem {
+  /** Sets the text and the tooltip (Markdown) and shows the item. */
+  show(text: string, tooltipMarkdown: string): void;
+  dispose(): void;
+}
+
+/** The open workspace, as far as the logic asks about it. Read at every call: trust and folders change. */
+export interface WorkspaceEnv {
+  isTrusted(): boolean;
+  /** The first workspace folder on the local file system (a Dev Container is built from disk). */
+  localFolder(): string | undefined;
+  /** The extension's settings section as it is now. */
+  configuration(): { inspect(key: string): InspectedSetting | undefined };
+}
+
+/** Per-workspace storage that survives reloads (VS Code's `workspaceState` fits as it is). */
+export interface WorkspaceState {
+  get<T>(key: string): T | undefined;
+  update(key: string, value: unknown): PromiseLike<void>;
+}

@@ -1,0 +1,46 @@
+import * as vscode from 'vscode';
+import { CONFIG_SECTION } from './ids';
+import type { StatusItem, Ui, WorkspaceEnv } from './ui';
+
+/** The interfaces of ui.ts on the real VS Code API; nothing but forwarding lives here. */
+export function createVscodeUi(): Ui {
+  return {
+    askModal: async (message, ...items) => vscode.window.showWarningMessage(message, { modal: true }, ...items),
+    showInfo: (message) => void vscode.window.showInformationMessage(message),
+    showWarning: (message) => void vscode.window.showWarningMessage(message),
+    showError: (message) => void vscode.window.showErrorMessage(message),
+    withProgress: (title, run) =>
+      Promise.resolve(
+        vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, async (progress, token) => {
+          const abort = new AbortController();
+          const sub = token.onCancellationRequested(() => abort.abort());
+          try {
+            return await run((update) => progress.report(update), abort.signal);
+          } finally {
+            sub.dispose();
+          }
+        }),
+      ),
+    createStatusItem: ({ id, name, command }): StatusItem => {
+      const item = vscode.window.createStatusBarItem(id, vscode.StatusBarAlignment.Right, 10);
+      item.name = name;
+      item.command = command;
+      return {
+        show: (text, tooltipMarkdown) => {
+          item.text = text;
+          item.tooltip = new vscode.MarkdownString(tooltipMarkdown);
+          item.show();
+        },
+        dispose: () => item.dispose(),
+      };
+    },
+  };
+}
+
+export function createVscodeWorkspace(): WorkspaceEnv {
+  return {
+    isTrusted: () => vscode.workspace.isTrusted,
+    localFolder: () => vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file')?.uri.fsPath,
+    configuration: () => vscode.workspace.getConfiguration(CONFIG_SECTION),
+  };
+}

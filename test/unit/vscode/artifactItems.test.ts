@@ -1,0 +1,134 @@
+import * as assert from 'node:assert/strict';
+import type { RunRecord } from '../../../src/storage/artifactStore';
+import { artifactItem, fileNodes, firstLine, formatSize, runDocument, type ArtifactNode } from '../../../src/vscode/artifactItems';
+
+const RUN_ID = '20250102T030405678Z-abcdef';
+const record: RunRecord = {
+  version: 1,
+  runId: RUN_ID,
+  sessionKeyDigest: 'd1',
+  sessionLabel: 'chat 1234',
+  startedAt: '2025-01-02T03:04:05.678Z',
+  durationMs: 1234,
+  image: 'python:3.12-slim',
+  sandboxId: 'c0ffee',
+  exitCode: 0,
+  timedOut: false,
+  cancelled: false,
+  program: '# make a chart\n\nimport csv\nprint(1)',
+  resultText: 'stdout:\n1',
+  filesIn: ['data/sales.csv'],
+  files: [
+    { name: 'chart.png', size: 2048, mediaType: 'image/png' },
+    { name: 'out/table.csv', size: 12 },
+  ],
+  stdoutTruncated: false,
+  stderrTruncated: false,
+};
+const context = { filePath: (s: string, r: string, n: string) => `/store/${s}/${r}/files/${n}`, time: (d: Date) => d.toISOString().slice(11, 19) };
+
+describe('artifact tree items (unit)', () => {
+  it('a session: its label, how many runs, expanded', () => {
+    const node: ArtifactNode = {
+      kind: 'session',
+      session: { sessionDigest: 'd1', sessionLabel: 'chat 1234', runCount: 1, latestRunId: RUN_ID, latestStartedAt: record.startedAt },
+    };
+    assert.deepEqual(artifactItem(node, context), {
+      id: 'session:d1',
+      label: 'chat 1234',
+      description: '1 run',
+      icon: { id: 'comment-discussion' },
+      collapsible: 'expanded',
+      contextValue: 'codeactSession',
+    });
+    assert.equal(artifactItem({ ...node, session: { ...node.session, runCount: 3 } }, context).description, '3 runs');
+  });
+
+  it('a run: time and first line of code, status and file count, the program as tooltip', () => {
+    assert.deepEqual(artifactItem({ kind: 'run', sessionDigest: 'd1', record }, context), {
+      id: `run:d1/${RUN_ID}`,
+      label: '03:04:05 import csv',
+      description: 'ok · 2 files',
+      tooltip: { python: record.program },
+      icon: { id: 'pass', color: 'testing.iconPassed' },
+      collapsible: 'expanded',
+      contextValue: 'codeactRun',
+      command: { command: 'codeactSandbox.showRun', title: 'Show Program and Output' },
+    });
+    const failed = (over: Partial<RunRecord>) => artifactItem({ kind: 'run', sessionDigest: 'd1', record: { ...record, files: [], ...over } }, context);
+    assert.deepEqual(
+      [failed({ exitCode: 3 }), failed({ exitCode: null, timedOut: true }), failed({ cancelled: true }), failed({ exitCode: null })].map((i) => [
+        i.description,
+        i.icon,
+        i.collapsible,
+      ]),
+      [
+        ['exit 3', { id: 'error', color: 'testing.iconFailed' }, 'none'],
+        ['timed out', { id: 'error', color: 'testing.iconFailed' }, 'none'],
+        ['cancelled', { id: 'error', color: 'testing.iconFailed' }, 'none'],
+        ['exit ?', { id: 'error', color: 'testing.iconFailed' }, 'none'],
+      ],
+    );
+    assert.equal(failed({ files: [{ name: 'a', size: 1 }] }).description, 'ok · 1 file');
+  });
+
+  it("a file: its name, size and type, opened from the store's path", () => {
+    const run: ArtifactNode & { kind: 'run' } = { kind: 'run', sessionDigest: 'd1', record };
+    const items = fileNodes(run).map((n) => artifactItem(n, context));
+    assert.deepEqual(items, [
+      {
+        id: `file:d1/${RUN_ID}/chart.png`,
+        label: 'chart.png',
+        description: '2.0 KB',
+        tooltip: { text: 'chart.png (2.0 KB, image/png)' },
+        collapsible: 'none',
+        contextValue: 'codeactFile',
+        command: { command: 'codeactSandbox.openFile', title: 'Open' },
+        filePath: `/store/d1/${RUN_ID}/files/chart.png`,
+      },
+      {
+        id: `file:d1/${RUN_ID}/out/table.csv`,
+        label: 'out/table.csv',
+        description: '12 B',
+        tooltip: { text: 'out/table.csv (12 B)' },
+        collapsible: 'none',
+        contextValue: 'codeactFile',
+        command: { command: 'codeactSandbox.openFile', title: 'Open' },
+        filePath: `/store/d1/${RUN_ID}/files/out/table.csv`,
+      },
+    ]);
+  });
+
+  it('sizes and first lines as the tree shows them', () => {
+    assert.deepEqual([0, 1023, 1024, 1536, 1024 * 1024, 5.25 * 1024 * 1024].map(formatSize), ['0 B', '1023 B', '1.0 KB', '1.5 KB', '1.0 MB', '5.3 MB']);
+    assert.equal(firstLine('#!/usr/bin/env python\n# comment\n   \n  x = 1\n'), 'x = 1');
+    assert.equal(firstLine('# only a comment'), '# only a comment');
+    assert.equal(firstLine(`print("${'a'.repeat(80)}")`), `print("${'a'.repeat(50)}...`);
+  });
+
+  it('the run document: program, the result as the model received it, streams and shared files', () => {
+    assert.equal(
+      runDocument(record, ['/store/stdout.txt'], '1/2/2025, 3:04:05 AM'),
+      [
+        '# Run 1/2/2025, 3:04:05 AM (python:3.12-slim)',
+        '',
+        '```python',
+        record.program,
+        '```',
+        '',
+        '## Result (as the model received it)',
+        '',
+        '~~~~text',
+        'stdout:\n1',
+        '~~~~',
+        '',
+        'Full output kept in: /store/stdout.txt',
+        '',
+        'Files shared in: data/sales.csv',
+      ].join('\n'),
+    );
+    // A program holding a fence gets the other kind, and nothing optional is listed.
+    const doc = runDocument({ ...record, program: 'print("```")', filesIn: [] }, [], 'then');
+    assert.equal(doc, ['# Run then (python:3.12-slim)', '', '~~~~python', 'print("```")', '~~~~', '', '## Result (as the model received it)', '', '~~~~text', 'stdout:\n1', '~~~~'].join('\n'));
+  });
+});

@@ -1,0 +1,80 @@
+// Fakes of the VS Code effects (src/vscode/ui.ts) for unit tests of the logic in src/vscode.
+import type { Logger } from '../../../src/core/logger';
+import type { InspectedSetting } from '../../../src/core/trust';
+import type { ProgressUpdate, StatusItem, Ui, WorkspaceEnv, WorkspaceState } from '../../../src/vscode/ui';
+
+/** Records every call; a modal answers with `answer`. */
+export class FakeUi implements Ui {
+  readonly calls: string[] = [];
+  readonly progress: ProgressUpdate[] = [];
+  readonly status: { text: string; tooltip: string }[] = [];
+  answer: string | undefined = undefined;
+
+  async askModal(message: string, ...items: string[]): Promise<string | undefined> {
+    this.calls.push(`askModal: ${message} [${items.join(' | ')}]`);
+    return this.answer;
+  }
+  showInfo(message: string): void {
+    this.calls.push(`info: ${message}`);
+  }
+  showWarning(message: string): void {
+    this.calls.push(`warning: ${message}`);
+  }
+  showError(message: string): void {
+    this.calls.push(`error: ${message}`);
+  }
+  async withProgress<T>(title: string, run: (report: (update: ProgressUpdate) => void, signal: AbortSignal) => Promise<T>): Promise<T> {
+    this.calls.push(`withProgress: ${title}`);
+    return run((u) => this.progress.push(u), new AbortController().signal);
+  }
+  createStatusItem(options: { id: string; name: string; command: string }): StatusItem {
+    this.calls.push(`createStatusItem: ${options.id} ${options.name} ${options.command}`);
+    return {
+      show: (text, tooltip) => void this.status.push({ text, tooltip }),
+      dispose: () => void this.calls.push('status disposed'),
+    };
+  }
+  /** The calls that put something in front of the user (all but creating the status item). */
+  get shown(): string[] {
+    return this.calls.filter((c) => !c.startsWith('createStatusItem'));
+  }
+}
+
+/** A workspace whose settings are `user` (global) and `workspace` values over the defaults. */
+export class FakeWorkspace implements WorkspaceEnv {
+  trusted = true;
+  folder: string | undefined = undefined;
+  user: Record<string, unknown> = {};
+  workspace: Record<string, unknown> = {};
+
+  isTrusted(): boolean {
+    return this.trusted;
+  }
+  localFolder(): string | undefined {
+    return this.folder;
+  }
+  configuration(): { inspect(key: string): InspectedSetting | undefined } {
+    return { inspect: (key) => ({ globalValue: this.user[key], workspaceValue: this.workspace[key] }) };
+  }
+}
+
+export class FakeState implements WorkspaceState {
+  readonly values = new Map<string, unknown>();
+  get<T>(key: string): T | undefined {
+    return this.values.get(key) as T | undefined;
+  }
+  async update(key: string, value: unknown): Promise<void> {
+    this.values.set(key, value);
+  }
+}
+
+export function recordingLogger(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  return {
+    lines,
+    debug: (m) => void lines.push(`debug: ${m}`),
+    info: (m) => void lines.push(`info: ${m}`),
+    warn: (m) => void lines.push(`warn: ${m}`),
+    error: (m) => void lines.push(`error: ${m}`),
+  };
+}

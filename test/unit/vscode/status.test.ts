@@ -1,0 +1,41 @@
+import * as assert from 'node:assert/strict';
+import type { ProgressUpdate } from '../../../src/vscode/ui';
+import { pullProgress, statusView } from '../../../src/vscode/status';
+
+describe('status bar and progress (unit)', () => {
+  it('shows the backend, and why, which image and which engine in the tooltip', () => {
+    assert.deepEqual(statusView({ backend: 'docker', reason: 'docker: auto, and no workspace folder is open' }, 'python:3.12-slim', undefined), {
+      text: '$(vm) Sandbox: docker',
+      tooltip: '**CodeAct Sandbox**\n\ndocker: auto, and no workspace folder is open\n\nImage: `python:3.12-slim`\n\nEngine: the local Docker engine',
+    });
+    assert.deepEqual(
+      statusView(
+        { backend: 'devcontainer', reason: 'devcontainer: auto, and the workspace has .devcontainer.json', configFile: '.devcontainer.json' },
+        'codeact-devcontainer/abc:def',
+        'build-host:2376',
+      ),
+      {
+        text: '$(vm) Sandbox: devcontainer',
+        tooltip:
+          '**CodeAct Sandbox**\n\ndevcontainer: auto, and the workspace has .devcontainer.json\n\nImage: `codeact-devcontainer/abc:def`\n\nEngine: build-host:2376',
+      },
+    );
+  });
+
+  it('turns pull fractions into increments that add up to the whole, never going back', () => {
+    const updates: ProgressUpdate[] = [];
+    const report = pullProgress((u) => updates.push(u));
+    report('Resolving');
+    report('Downloading', 0.25);
+    report('Downloading', 0.5);
+    report('Next layer', 0.4);
+    report('Extracting', 1);
+    assert.deepEqual(updates, [
+      { message: 'Resolving' },
+      { message: 'Downloading', increment: 25 },
+      { message: 'Downloading', increment: 25 },
+      { message: 'Next layer', increment: 0 },
+      { message: 'Extracting', increment: 60 },
+    ]);
+  });
+});
