@@ -76,7 +76,7 @@ export class McpConnection {
         toolCallOptions(config, { sessionKey: parts.sessionKey, workspace, recording, savedWhere: `in ${filesDir}` }),
         signal,
       );
-      const pruned = parts.store.prune(DEFAULTS.artifactsBudgetMb * MB);
+      const pruned = await parts.store.prune(DEFAULTS.artifactsBudgetMb * MB);
       if (pruned.deletedRuns > 0) config.log.info(`deleted the ${pruned.deletedRuns} oldest run(s) to stay within ${DEFAULTS.artifactsBudgetMb} MB`);
       const images = DEFAULTS.attachImages ? readImageAttachments(filesDir, files, DEFAULTS.attachImageMaxKb * 1024, config.log) : [];
       return successResult(report.text, images);

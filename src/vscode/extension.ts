@@ -25,7 +25,7 @@ export interface CodeactApi {
   /** The artifact tree as rendered: label, description and children of every item. */
   treeSnapshot(): Promise<TreeSnapshot[]>;
   /** The backend, image and engine of the latest sandbox (as the status bar shows them). */
-  backend(): { backend?: string; reason?: string; image?: string; engine?: string };
+  backend(): { backend?: string; reason?: string; image?: string; engine?: string; runtime?: string };
 }
 
 export interface TreeSnapshot {

@@ -67,6 +67,8 @@ export class SandboxService implements SandboxProvider {
   private readonly status: StatusItem;
   private choice: BackendChoice | undefined;
   private image: string | undefined;
+  /** The runtime the last sandbox runs under (known once the engine was asked). */
+  private runtime: string | undefined;
   private readonly devcontainer: DevcontainerImages;
 
   constructor(private readonly deps: SandboxServiceOptions) {
@@ -79,8 +81,13 @@ export class SandboxService implements SandboxProvider {
     return this.provider?.active ?? new Map();
   }
 
-  acquire(sessionKey: string, signal: AbortSignal): Promise<Sandbox> {
-    return this.current().acquire(sessionKey, signal);
+  async acquire(sessionKey: string, signal: AbortSignal): Promise<Sandbox> {
+    const sandbox = await this.current().acquire(sessionKey, signal);
+    if (sandbox.runtime !== this.runtime && this.choice && this.image) {
+      this.runtime = sandbox.runtime;
+      this.showStatus(this.choice, this.image);
+    }
+    return sandbox;
   }
 
   prewarm(sessionKey: string): void {
@@ -134,8 +141,9 @@ export class SandboxService implements SandboxProvider {
   }
 
   /** The backend and image in use, for the API and tests. */
-  describe(): { backend?: string; reason?: string; image?: string; engine?: string } {
+  describe(): { backend?: string; reason?: string; image?: string; engine?: string; runtime?: string } {
     return {
+      ...(this.runtime ? { runtime: this.runtime } : {}),
       ...(this.choice ? { backend: this.choice.backend, reason: this.choice.reason } : {}),
       ...(this.image ? { image: this.image } : {}),
       ...(this.engine ? { engine: this.engine.displayName } : {}),
@@ -171,6 +179,7 @@ export class SandboxService implements SandboxProvider {
       // Pre-warming runs while the chat prepares a call: it must never ask, build or pull.
       prewarmSpec: () => this.prewarmSpec(),
       imageSettingHint: `the ${CONFIG_SECTION}.image setting`,
+      runtimeSettingHint: `the ${CONFIG_SECTION}.runtime setting`,
       log: this.deps.log,
       idleMs: s.idleMinutes * 60_000,
       onPull: (image, pull) => this.deps.ui.withProgress(`CodeAct Sandbox: pulling ${image}`, (report, signal) => pull(pullProgress(report), signal)),
@@ -246,7 +255,7 @@ export class SandboxService implements SandboxProvider {
   }
 
   private specOf(s: Settings, image: string): SandboxSpec {
-    return { image, limits: sandboxLimitsOf(s), warmRunner: s.warmRunner, preloadModules: s.preloadModules };
+    return { image, limits: sandboxLimitsOf(s), warmRunner: s.warmRunner, preloadModules: s.preloadModules, runtime: s.runtime };
   }
 
   private showStatus(choice: BackendChoice, image: string): void {
@@ -255,7 +264,7 @@ export class SandboxService implements SandboxProvider {
     }
     this.choice = choice;
     this.image = image;
-    const view = statusView(choice, image, this.engine?.displayName);
+    const view = statusView(choice, image, this.engine?.displayName, this.runtime);
     this.status.show(view.text, view.tooltip);
   }
 }

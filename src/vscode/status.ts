@@ -1,11 +1,19 @@
 import type { BackendChoice } from '../docker/backend';
 import type { ProgressUpdate } from './ui';
 
-/** The status bar item: which backend, why, which image, which engine. */
-export function statusView(choice: BackendChoice, image: string, engineName: string | undefined): { text: string; tooltip: string } {
+/** What each runtime puts between a program and this machine, in the tooltip's words. */
+const RUNTIME_BOUNDARY: Record<string, string> = {
+  runsc: 'gVisor: a user-space kernel between programs and the host kernel',
+  runc: 'a Linux container on the host kernel',
+  crun: 'a Linux container on the host kernel',
+};
+
+/** The status bar item: which backend, why, which image, which engine, which runtime (once known). */
+export function statusView(choice: BackendChoice, image: string, engineName: string | undefined, runtime?: string): { text: string; tooltip: string } {
+  const boundary = runtime === undefined ? '' : `\n\nRuntime: ${runtime}${RUNTIME_BOUNDARY[runtime] ? ` (${RUNTIME_BOUNDARY[runtime]})` : ''}`;
   return {
-    text: `$(vm) Sandbox: ${choice.backend}`,
-    tooltip: `**CodeAct Sandbox**\n\n${choice.reason}\n\nImage: \`${image}\`\n\nEngine: ${engineName ?? 'the local Docker engine'}`,
+    text: `$(vm) Sandbox: ${choice.backend}${runtime === 'runsc' ? ' (gVisor)' : ''}`,
+    tooltip: `**CodeAct Sandbox**\n\n${choice.reason}\n\nImage: \`${image}\`\n\nEngine: ${engineName ?? 'the local Docker engine'}${boundary}`,
   };
 }
 

@@ -147,9 +147,9 @@ describe('the MCP server (integration)', function () {
     const code = `import base64\nopen('chart.png', 'wb').write(base64.b64decode('${PNG.toString('base64')}'))\nprint('plotted')\n`;
     const result = await call(r, { code, outputs: ['chart.png'] });
     const store = new ArtifactStore(path.join(cache, 'codeact-sandbox', 'runs'));
-    const [session] = store.listSessions();
+    const [session] = await store.listSessions();
     assert.ok(session, r.log());
-    const [run] = store.listRuns(session.sessionDigest);
+    const [run] = await store.listRuns(session.sessionDigest);
     const filesDir = path.join(store.root, session.sessionDigest, run!.runId, 'files');
     assert.deepEqual(result, {
       content: [

@@ -53,7 +53,7 @@ describe('storage adapters (unit)', () => {
       assert.deepEqual(await recorder.addFile('chart.png', Readable.from([PNG]), PNG.length), { name: 'chart.png', size: 16, mediaType: 'image/png' });
       recorder.finish(outcome);
       recorder.discard();
-      const [run] = store.listRuns(sessionDigest('cli:nightly'));
+      const [run] = await store.listRuns(sessionDigest('cli:nightly'));
       assert.deepEqual(
         { ...run, runId: undefined },
         { ...outcome, version: 1, runId: undefined, sessionKeyDigest: sessionDigest('cli:nightly'), sessionLabel: 'session nightly', files: [{ name: 'chart.png', size: 16, mediaType: 'image/png' }] },
@@ -61,14 +61,14 @@ describe('storage adapters (unit)', () => {
       assert.deepEqual(fs.readFileSync(path.join(recording.writer.filesDir, 'chart.png')), PNG);
     });
 
-    it('leaves nothing behind for a run that is begun and discarded', () => {
+    it('leaves nothing behind for a run that is begun and discarded', async () => {
       const store = new ArtifactStore(path.join(dir, 'runs'));
       const recording = new RunRecording(store, 'mcp:0123456789ab');
       const runDir = recording.writer.dir;
       assert.ok(fs.existsSync(runDir));
       recording.record().discard();
       assert.equal(fs.existsSync(runDir), false);
-      assert.deepEqual(store.listSessions(), []);
+      assert.deepEqual(await store.listSessions(), []);
     });
   });
 

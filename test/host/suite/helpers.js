@@ -54,4 +54,18 @@ async function snapshot(name) {
   await sleep(1500);
 }
 
-module.exports = { EXTENSION_ID, IMAGE, ALT_IMAGE, sleep, docker, ownContainers, activate, textOf, run, setting, waitFor, snapshot };
+/**
+ * How many processes run in the sandbox besides its PID 1 and this count itself: a running program
+ * and whatever it started. Read from /proc inside (docker top shows other command lines under gVisor);
+ * 0 also when the container is gone.
+ */
+function programProcesses(containerId) {
+  const count = 'import os\nprint(len([p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]))';
+  try {
+    return Number(docker('exec', containerId, 'python3', '-c', count).trim());
+  } catch {
+    return 0;
+  }
+}
+
+module.exports = { EXTENSION_ID, IMAGE, ALT_IMAGE, sleep, docker, ownContainers, activate, textOf, run, setting, waitFor, snapshot, programProcesses };

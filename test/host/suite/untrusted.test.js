@@ -19,6 +19,7 @@ describe('an untrusted workspace (host)', function () {
     assert.equal(config.inspect('timeoutSeconds').workspaceValue, 3);
     assert.equal(config.inspect('image').workspaceValue, undefined);
     assert.equal(config.inspect('dockerHost').workspaceValue, undefined);
+    assert.equal(config.inspect('runtime').workspaceValue, undefined);
   });
 
   it("ignores the workspace's image and engine, and keeps its unrestricted settings", async function () {
@@ -31,7 +32,10 @@ describe('an untrusted workspace (host)', function () {
       reason: 'docker: auto, and the workspace has no Dev Container configuration',
       image: h.IMAGE,
       engine: api.backend().engine,
+      // The user's runtime (auto: gVisor where the engine has it), never the workspace's.
+      runtime: api.backend().runtime,
     });
+    assert.ok(['runsc', 'runc'].includes(api.backend().runtime), api.backend().runtime);
     assert.ok(!/198\.51\.100\.7/.test(api.backend().engine), api.backend().engine);
     assert.equal(
       await h.run('while True:\n    pass'),

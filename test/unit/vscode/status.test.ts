@@ -22,6 +22,19 @@ describe('status bar and progress (unit)', () => {
     );
   });
 
+  it('names the runtime once a sandbox runs under one, gVisor in the text too', () => {
+    const choice = { backend: 'docker', reason: 'docker: the backend is set to docker' } as const;
+    assert.deepEqual(statusView(choice, 'img', undefined, 'runsc'), {
+      text: '$(vm) Sandbox: docker (gVisor)',
+      tooltip:
+        '**CodeAct Sandbox**\n\ndocker: the backend is set to docker\n\nImage: `img`\n\nEngine: the local Docker engine\n\nRuntime: runsc (gVisor: a user-space kernel between programs and the host kernel)',
+    });
+    assert.deepEqual(statusView(choice, 'img', undefined, 'runc'), {
+      text: '$(vm) Sandbox: docker',
+      tooltip: '**CodeAct Sandbox**\n\ndocker: the backend is set to docker\n\nImage: `img`\n\nEngine: the local Docker engine\n\nRuntime: runc (a Linux container on the host kernel)',
+    });
+  });
+
   it('turns pull fractions into increments that add up to the whole, never going back', () => {
     const updates: ProgressUpdate[] = [];
     const report = pullProgress((u) => updates.push(u));
