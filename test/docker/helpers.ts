@@ -130,6 +130,17 @@ export async function inspect(id: string, type: 'container' | 'volume' = 'contai
   return info!;
 }
 
+/**
+ * How many processes run in a sandbox besides its PID 1 and this count: a running program and what
+ * it started. Read from /proc inside, which reads the same under every runtime (under gVisor
+ * `docker top` shows other command lines); 0 when the container is gone.
+ */
+export async function programProcesses(container: string): Promise<number> {
+  const count = 'import os\nprint(len([p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]))';
+  const out = await dockerCli('exec', container, 'python3', '-c', count).catch(() => '0');
+  return Number(out.trim());
+}
+
 export async function exists(id: string, type: 'container' | 'volume' = 'container'): Promise<boolean> {
   try {
     await execFileP('docker', [type, 'inspect', id]);

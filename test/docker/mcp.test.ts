@@ -8,7 +8,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ListRootsRequestSchema, type CallToolResult, type Root } from '@modelcontextprotocol/sdk/types.js';
 import { LABEL } from '../../src/docker/labels';
 import { ArtifactStore } from '../../src/storage/artifactStore';
-import { IMAGE, SENTENCES, TEST_LABEL, bundleCli, containersWith, delay, dockerCli, exists, inspect, spawnCli, useDocker, volumesWith } from './helpers';
+import { IMAGE, SENTENCES, TEST_LABEL, bundleCli, containersWith, delay, exists, inspect, programProcesses, spawnCli, useDocker, volumesWith } from './helpers';
 
 const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '../../package.json'), 'utf8'));
 /** A 2x2 RGB PNG, as a plotting library would write one. */
@@ -186,14 +186,14 @@ describe('the MCP server (integration)', function () {
     const pending = call(r, { code: "import time\nprint('working', flush=True)\ntime.sleep(50)\n" }, cancel.signal);
     pending.catch(() => undefined);
     let container: string | undefined;
-    while (!container || !(await programsIn(container)).length) {
+    while (!container || (await programProcesses(container)) === 0) {
       assert.ok(Date.now() - started < 60_000, `the program never started:\n${r.log()}`);
       [container] = await sandboxesOf(r.pid);
       await delay(100);
     }
     cancel.abort();
     await assert.rejects(pending, /AbortError/);
-    while ((await programsIn(container)).length) {
+    while ((await programProcesses(container)) > 0) {
       assert.ok(Date.now() - started < 20_000, `the program still runs:\n${r.log()}`);
       await delay(100);
     }
@@ -265,10 +265,6 @@ describe('the MCP server (integration)', function () {
 });
 
 /** Programs running in a sandbox (the runner itself is not one), from the engine's view. */
-async function programsIn(container: string): Promise<string[]> {
-  const top = await dockerCli('top', container, '-o', 'pid,args').catch(() => '');
-  return top.split('\n').filter((l) => l.includes('program.py'));
-}
 
 function processAlive(pid: number): boolean {
   try {
