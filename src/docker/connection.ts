@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import Dockerode from 'dockerode';
 import { Client as SshClient, type ConnectConfig } from 'ssh2';
 import { ToolError } from '../core/errors';
+import { matchesGlob } from '../core/files/glob';
 
 /**
  * Which Docker engine to talk to, decided the way the docker CLI decides it: an explicit setting
@@ -459,9 +460,8 @@ function hostMatches(patterns: string, name: string): boolean {
   let ok = false;
   for (const p of patterns.split(',')) {
     const negated = p.startsWith('!');
-    const glob = negated ? p.slice(1) : p;
-    const re = new RegExp(`^${glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 'i');
-    if (re.test(name)) {
+    // A host name holds no '/', so a glob's `*` (one segment) is OpenSSH's `*` (anything).
+    if (matchesGlob(name, negated ? p.slice(1) : p, { ignoreCase: true })) {
       if (negated) return false;
       ok = true;
     }

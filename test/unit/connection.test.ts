@@ -217,6 +217,11 @@ describe('SSH host key checking (unit)', () => {
     assert.equal(hostKeyKnown(entries([`${hashed('[127.0.0.1]:2200')} ssh-ed25519 ${b64}`]), '127.0.0.1', 2200, key), true);
     assert.equal(hostKeyKnown(entries([`*.example ssh-ed25519 ${b64}`]), 'a.example', 22, key), true);
     assert.equal(hostKeyKnown(entries([`*.example,!bad.example ssh-ed25519 ${b64}`]), 'bad.example', 22, key), false);
+    // `*` spans dots, `?` is one character, case does not matter, brackets are literal.
+    assert.equal(hostKeyKnown(entries([`*.example ssh-ed25519 ${b64}`]), 'a.b.example', 22, key), true);
+    assert.equal(hostKeyKnown(entries([`BUILD?R ssh-ed25519 ${b64}`]), 'builder', 22, key), true);
+    assert.equal(hostKeyKnown(entries([`[build?r]:2* ssh-ed25519 ${b64}`]), 'builder', 2222, key), true);
+    assert.equal(hostKeyKnown(entries([`[builder]:2222 ssh-ed25519 ${b64}`]), 'b', 2222, key), false);
     assert.equal(hostKeyKnown(entries([`builder ssh-ed25519 ${b64}`]), 'builder', 22, other), false);
     assert.equal(hostKeyKnown(entries([]), 'builder', 22, key), false);
     assert.equal(hostKeyKnown(entries([`builder ssh-ed25519 ${b64}`, `@revoked builder ssh-ed25519 ${b64}`]), 'builder', 22, key), false);
