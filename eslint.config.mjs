@@ -23,7 +23,7 @@ export default tseslint.config(
     files: ['src/docker/**/*.ts'],
     rules: restrict([
       { group: ['vscode'], message: 'the Docker layer never imports vscode' },
-      { group: ['../vscode/*', '../storage/*', '../cli'], message: 'the Docker layer imports only core' },
+      { group: ['../vscode/*', '../storage/*', '../cli', '../../storage/*', '../../cli'], message: 'the Docker layer imports only core' },
     ]),
   },
   {

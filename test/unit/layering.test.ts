@@ -17,6 +17,7 @@ describe('import layering lint rule (unit)', function () {
   it('the Docker layer and storage may not import vscode', async () => {
     assert.equal((await violations('src/docker/x.ts', "import * as vscode from 'vscode';\nexport const a = vscode;\n")).length, 1);
     assert.equal((await violations('src/storage/x.ts', "import * as vscode from 'vscode';\nexport const a = vscode;\n")).length, 1);
+    assert.equal((await violations('src/docker/engine/x.ts', "import { ArtifactStore } from '../../storage/artifactStore';\nexport const a = ArtifactStore;\n")).length, 1);
   });
 
   it('the adapter may import everything below it', async () => {
