@@ -52,8 +52,10 @@ run options:
                        ${DEFAULTS.preloadModules.join(', ')}; --preload '' for none)
   --verbose            log engine activity to stderr
 
-engine options (run and cleanup; default: DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH):
+engine options (run and cleanup; default: DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH,
+then DOCKER_CONTEXT, then the docker CLI's current context, then the local engine):
   --docker-host URL       unix:///path, npipe:////./pipe/name, tcp://HOST:PORT, ssh://USER@HOST
+  --context NAME          a docker CLI context (docker context ls); not with --docker-host
   --docker-cert-path DIR  folder with ca.pem, cert.pem, key.pem (TLS for tcp://)
   --docker-tls-verify     verify the engine's certificate (on when --docker-cert-path is given)
 `;
@@ -68,7 +70,7 @@ interface Parsed {
 
 const VALUE_FLAGS = new Set([
   'image', 'session', 'timeout', 'memory', 'cpus', 'pids', 'work-area', 'output-budget', 'workspace', 'file', 'output', 'outputs', 'artifacts',
-  'backend', 'docker-host', 'docker-cert-path', 'preload',
+  'backend', 'docker-host', 'docker-cert-path', 'preload', 'context',
 ]);
 const BOOLEAN_FLAGS = new Set(['verbose', 'help', 'docker-tls-verify', 'rebuild', 'no-warm']);
 
@@ -239,12 +241,16 @@ async function run(p: Parsed): Promise<number> {
   }
 }
 
-/** --docker-host / --docker-cert-path / --docker-tls-verify over DOCKER_HOST / DOCKER_CERT_PATH / DOCKER_TLS_VERIFY. */
+/** --docker-host / --docker-cert-path / --docker-tls-verify / --context over DOCKER_HOST, DOCKER_CONTEXT and the rest, as the docker CLI. */
 function engineFrom(p: Parsed): EngineTarget {
   const host = one(p, 'docker-host');
   const certPath = one(p, 'docker-cert-path');
+  const context = one(p, 'context');
+  if (host !== undefined && context !== undefined) throw new UsageError('--docker-host and --context cannot be used together');
   return resolveEngine({
     ...(host !== undefined ? { host } : {}),
+    ...(context !== undefined ? { context } : {}),
+    origin: { host: '--docker-host', context: '--context' },
     ...(certPath !== undefined ? { certPath: path.resolve(certPath) } : {}),
     ...(p.flags.has('docker-tls-verify') ? { tlsVerify: true } : {}),
     hint: 'the --docker-host / --docker-cert-path options',

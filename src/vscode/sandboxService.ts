@@ -100,7 +100,7 @@ export class SandboxService implements SandboxProvider, vscode.Disposable {
   private current(): DockerSandboxProvider {
     const s = this.settings.read();
     const explicitTls = this.settings.isExplicit('dockerTlsVerify');
-    const key = JSON.stringify([s.dockerHost, s.dockerCertPath, explicitTls ? s.dockerTlsVerify : null, s.idleMinutes]);
+    const key = JSON.stringify([s.dockerHost, s.dockerContext, s.dockerCertPath, explicitTls ? s.dockerTlsVerify : null, s.idleMinutes]);
     if (this.provider && key === this.providerKey) return this.provider;
     const old = this.provider;
     this.provider = undefined;
@@ -111,6 +111,8 @@ export class SandboxService implements SandboxProvider, vscode.Disposable {
     // Throws a ToolError with a model-facing sentence for a bad URL or certificate folder.
     const engine = resolveEngine({
       ...(s.dockerHost ? { host: s.dockerHost } : {}),
+      ...(s.dockerContext ? { context: s.dockerContext } : {}),
+      origin: { host: `setting ${CONFIG_SECTION}.dockerHost`, context: `setting ${CONFIG_SECTION}.dockerContext` },
       ...(s.dockerCertPath ? { certPath: s.dockerCertPath } : {}),
       ...(explicitTls ? { tlsVerify: s.dockerTlsVerify } : {}),
       hint: `the ${CONFIG_SECTION}.dockerHost setting`,
@@ -246,7 +248,7 @@ export class SandboxService implements SandboxProvider, vscode.Disposable {
     this.image = image;
     this.status.text = `$(vm) Sandbox: ${choice.backend}`;
     this.status.tooltip = new vscode.MarkdownString(
-      `**CodeAct Sandbox**\n\n${choice.reason}\n\nImage: \`${image}\`\n\nEngine: ${this.engine?.displayName ?? 'the local Docker engine'}`,
+      `**CodeAct Sandbox**\n\n${choice.reason}\n\nImage: \`${image}\`\n\nEngine: ${this.engine ? `${this.engine.displayName} (${this.engine.reason})` : 'the local Docker engine'}`,
     );
     this.status.show();
   }
