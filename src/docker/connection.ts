@@ -16,7 +16,6 @@ export { resolveEngine, type EngineLookup } from './engine/resolve';
 export { hostKeyKnown, type KnownHost } from './engine/ssh';
 export type { EngineContext, EngineOptions, EngineProtocol, EngineSource, EngineTarget, EngineTls } from './engine/target';
 
-
 /** Files and lookups createDockerClient may use; tests point them at temporary folders. */
 export interface ClientEnvironment extends SshFiles {
   env?: NodeJS.ProcessEnv;

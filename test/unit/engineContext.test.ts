@@ -2,10 +2,10 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ToolError } from '../../src/core/errors';
 import { createDockerClient, dockerCliEnv, resolveEngine, type EngineTarget } from '../../src/docker/connection';
 import { contextDigest } from '../../src/docker/engine/context';
 import { engineUnreachable } from '../../src/docker/engineErrors';
+import { thrownToolError } from './toolErrors';
 
 /** A docker CLI configuration folder in a temporary directory, written the way the CLI writes it. */
 class FakeCliConfig {
@@ -44,16 +44,8 @@ class FakeCliConfig {
   }
 }
 
-function refusal(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    assert.ok(e instanceof ToolError, `not a ToolError: ${String(e)}`);
-    assert.equal(e.code, 'invalid_settings');
-    return e.modelMessage;
-  }
-  assert.fail('did not throw');
-}
+/** The model's sentence for an engine choice refused as invalid settings. */
+const refusal = (fn: () => unknown): string => thrownToolError(fn, 'invalid_settings').modelMessage;
 
 /** The parts of a target that say which engine and why. */
 const choice = (t: EngineTarget) => ({ protocol: t.protocol, source: t.source, reason: t.reason, socketPath: t.socketPath, context: t.context?.name });

@@ -1,5 +1,4 @@
 import * as assert from 'node:assert/strict';
-import { ToolError } from '../../src/core/errors';
 import {
   DEFAULT_DENY_GLOBS,
   bytesText,
@@ -12,20 +11,12 @@ import {
   type FilesInOptions,
   type ListedFile,
 } from '../../src/core/files/names';
+import { thrownToolError } from './toolErrors';
 
 const MB = 1024 * 1024;
 
-/** Runs `fn`, asserts it throws an invalid_input ToolError, and returns its model message. */
-function refusal(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    assert.ok(e instanceof ToolError, `expected a ToolError, got ${String(e)}`);
-    assert.equal(e.code, 'invalid_input');
-    return e.modelMessage;
-  }
-  assert.fail('expected a refusal');
-}
+/** The model's sentence for a call refused as invalid input. */
+const refusal = (fn: () => unknown): string => thrownToolError(fn, 'invalid_input').modelMessage;
 
 const TRAVERSAL_ONE =
   "One requested file name is not a plain workspace-relative path (entry 1). Use a path like \"data/input.csv\" with '/' between folders; " +
