@@ -61,8 +61,10 @@ mcp options:
   --artifacts DIR      where runs and saved files are kept (default: a folder of the user's cache)
   --idle-minutes N     remove the sandbox after this long idle (default ${DEFAULTS.idleMinutes}; 0: at disconnect)
 
-engine options (run, mcp and cleanup; default: DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH):
+engine options (run, mcp and cleanup; default: DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH,
+then DOCKER_CONTEXT, then the docker CLI's current context, then the local engine):
   --docker-host URL       unix:///path, npipe:////./pipe/name, tcp://HOST:PORT, ssh://USER@HOST
+  --context NAME          a docker CLI context (docker context ls); not with --docker-host
   --docker-cert-path DIR  folder with ca.pem, cert.pem, key.pem (TLS for tcp://)
   --docker-tls-verify     verify the engine's certificate (on when --docker-cert-path is given)
 `;
@@ -77,7 +79,7 @@ interface Parsed {
 
 const VALUE_FLAGS = new Set([
   'image', 'session', 'timeout', 'memory', 'cpus', 'pids', 'work-area', 'output-budget', 'workspace', 'file', 'output', 'outputs', 'artifacts',
-  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes', 'runtime',
+  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes', 'runtime', 'context',
 ]);
 const BOOLEAN_FLAGS = new Set(['verbose', 'help', 'docker-tls-verify', 'rebuild', 'no-warm']);
 
@@ -246,12 +248,16 @@ async function mcp(p: Parsed): Promise<number> {
   return serveMcp({ ...config, idleMinutes: number(p, 'idle-minutes', DEFAULTS.idleMinutes, 0, 1440) });
 }
 
-/** --docker-host / --docker-cert-path / --docker-tls-verify over DOCKER_HOST / DOCKER_CERT_PATH / DOCKER_TLS_VERIFY. */
+/** --docker-host / --docker-cert-path / --docker-tls-verify / --context over DOCKER_HOST, DOCKER_CONTEXT and the rest, as the docker CLI. */
 function engineFrom(p: Parsed): EngineTarget {
   const host = one(p, 'docker-host');
   const certPath = one(p, 'docker-cert-path');
+  const context = one(p, 'context');
+  if (host !== undefined && context !== undefined) throw new UsageError('--docker-host and --context cannot be used together');
   return resolveEngine({
     ...(host !== undefined ? { host } : {}),
+    ...(context !== undefined ? { context } : {}),
+    origin: { host: '--docker-host', context: '--context' },
     ...(certPath !== undefined ? { certPath: path.resolve(certPath) } : {}),
     ...(p.flags.has('docker-tls-verify') ? { tlsVerify: true } : {}),
     hint: 'the --docker-host / --docker-cert-path options',

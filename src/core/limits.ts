@@ -31,8 +31,10 @@ export const DEFAULTS = {
   preloadModules: ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'],
   /** docker: the image setting; devcontainer: built from the workspace; auto: devcontainer when there is one. */
   backend: 'auto',
-  /** Empty: DOCKER_HOST, else the local engine. */
+  /** Empty: the dockerContext setting, else DOCKER_HOST, else DOCKER_CONTEXT, else the docker CLI's current context, else the local engine. */
   dockerHost: '',
+  /** A docker CLI context by name (`docker context ls`); empty: as the docker CLI decides. */
+  dockerContext: '',
   dockerCertPath: '',
   dockerTlsVerify: false,
   devcontainerBuildTimeoutMinutes: 15,

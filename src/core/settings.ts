@@ -31,6 +31,8 @@ export const settingsShape = {
   preloadModules: z.array(preloadModuleSchema).max(100),
   backend: z.enum(['docker', 'devcontainer', 'auto']),
   dockerHost: z.string().trim().max(2048),
+  // The docker CLI's rule for context names; empty: DOCKER_HOST, DOCKER_CONTEXT, the CLI's current context.
+  dockerContext: z.string().trim().max(256).regex(/^(?:[a-zA-Z0-9][a-zA-Z0-9_.+-]+)?$/, 'must be a Docker context name, as `docker context ls` lists it'),
   dockerCertPath: z.string().trim().max(4096),
   dockerTlsVerify: z.boolean(),
   devcontainerBuildTimeoutMinutes: z.number().int().min(1).max(240),

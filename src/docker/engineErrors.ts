@@ -104,12 +104,19 @@ export function statusCode(e: unknown): number | undefined {
  * and no secret; TLS and SSH failures get their own sentence so the user knows what to fix.
  */
 export function engineUnreachable(cause: unknown, engine?: EngineTarget): ToolError {
-  const at = engine ? `The Docker engine at ${engine.displayName}` : 'The Docker engine';
+  const context = engine?.context;
+  const at = context
+    ? `The Docker engine of context ${JSON.stringify(context.name)} (${context.endpoint})`
+    : engine
+      ? `The Docker engine at ${engine.displayName}`
+      : 'The Docker engine';
   const remote = engine?.protocol === 'tcp' || engine?.protocol === 'ssh';
   let sentence: string;
   switch (transportFailure(cause)) {
     case 'tls_certificate':
-      sentence = `${at} refused the TLS connection (certificate problem), so the program was not run. Ask the user to check the Docker TLS certificates (DOCKER_CERT_PATH or the certificate folder setting: ca.pem, cert.pem and key.pem must belong to this engine's CA).`;
+      sentence = context
+        ? `${at} refused the TLS connection (certificate problem), so the program was not run. Ask the user to check the certificates the context was created with (ca.pem, cert.pem and key.pem must belong to this engine's CA; \`docker context update\` replaces them).`
+        : `${at} refused the TLS connection (certificate problem), so the program was not run. Ask the user to check the Docker TLS certificates (DOCKER_CERT_PATH or the certificate folder setting: ca.pem, cert.pem and key.pem must belong to this engine's CA).`;
       break;
     case 'tls_mismatch':
       sentence = `${at} and this client disagree about TLS (one side uses it, the other does not), so the program was not run. Ask the user to check DOCKER_TLS_VERIFY, DOCKER_CERT_PATH or the Docker connection settings.`;
@@ -124,7 +131,9 @@ export function engineUnreachable(cause: unknown, engine?: EngineTarget): ToolEr
       sentence = `${at} could not be reached over SSH, so the program was not run. Ask the user to check that ssh to that host works and that the docker command runs there for that user.`;
       break;
     default:
-      sentence = remote
+      sentence = context
+        ? `The Docker context ${JSON.stringify(context.name)} points at ${context.endpoint}, where no Docker engine answers, so the program was not run; ask the user to start that engine or to switch to a working context (docker context use NAME), then try again.`
+        : remote
         ? `${at} is not reachable, so the program was not run. Ask the user to check that the engine runs and that the Docker connection settings (DOCKER_HOST or the engine setting) are right, then try again.`
         : 'Docker is not reachable, so the program was not run. Ask the user to start Docker (Docker Desktop or the docker service) or to check the Docker connection settings, then try again.';
   }

@@ -154,7 +154,7 @@ export class SandboxService implements SandboxProvider {
   private current(): DockerSandboxProvider {
     const s = this.deps.settings.read();
     const explicitTls = this.deps.settings.isExplicit('dockerTlsVerify');
-    const key = JSON.stringify([s.dockerHost, s.dockerCertPath, explicitTls ? s.dockerTlsVerify : null, s.idleMinutes]);
+    const key = JSON.stringify([s.dockerHost, s.dockerContext, s.dockerCertPath, explicitTls ? s.dockerTlsVerify : null, s.idleMinutes]);
     if (this.provider && key === this.providerKey) return this.provider;
     const old = this.provider;
     this.provider = undefined;
@@ -165,6 +165,8 @@ export class SandboxService implements SandboxProvider {
     // Throws a ToolError with a model-facing sentence for a bad URL or certificate folder.
     const engine = resolveEngine({
       ...(s.dockerHost ? { host: s.dockerHost } : {}),
+      ...(s.dockerContext ? { context: s.dockerContext } : {}),
+      origin: { host: `setting ${CONFIG_SECTION}.dockerHost`, context: `setting ${CONFIG_SECTION}.dockerContext` },
       ...(s.dockerCertPath ? { certPath: s.dockerCertPath } : {}),
       ...(explicitTls ? { tlsVerify: s.dockerTlsVerify } : {}),
       hint: `the ${CONFIG_SECTION}.dockerHost setting`,
@@ -264,7 +266,7 @@ export class SandboxService implements SandboxProvider {
     }
     this.choice = choice;
     this.image = image;
-    const view = statusView(choice, image, this.engine?.displayName, this.runtime);
+    const view = statusView(choice, image, this.engine ? `${this.engine.displayName} (${this.engine.reason})` : undefined, this.runtime);
     this.status.show(view.text, view.tooltip);
   }
 }

@@ -8,11 +8,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ToolError } from '../../src/core/errors';
-import { createDockerClient, resolveEngine } from '../../src/docker/connection';
+import { createDockerClient, resolveEngine, type EngineTarget } from '../../src/docker/connection';
 import { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
 import { SSHD, startSshServer, type SshServer } from './fixtures/sshServer';
 import { copyImage, startTlsEngine, type TlsEngine } from './fixtures/tlsEngine';
-import { IMAGE, IMAGE_HINT, TEST_LIMITS, bundleCli, docker, log, owner, run, spawnCli, uniqueSessionKey, useDocker, type CliResult } from './helpers';
+import { IMAGE, IMAGE_HINT, TEST_LIMITS, bundleCli, docker, execFileP, log, owner, run, spawnCli, uniqueSessionKey, useDocker, type CliResult } from './helpers';
 
 const certificateProblem = (url: string) =>
   `The Docker engine at ${url} refused the TLS connection (certificate problem), so the program was not run. Ask the user to check the Docker TLS certificates (DOCKER_CERT_PATH or the certificate folder setting: ca.pem, cert.pem and key.pem must belong to this engine's CA).`;
@@ -60,7 +60,10 @@ describe('remote Docker engines over TLS (integration)', function () {
   });
 
   function providerFor(certPath: string | undefined, tlsVerify?: boolean): DockerSandboxProvider {
-    const target = resolveEngine({ host: engine.url, ...(certPath ? { certPath } : {}), ...(tlsVerify !== undefined ? { tlsVerify } : {}) }, {});
+    return providerOn(resolveEngine({ host: engine.url, ...(certPath ? { certPath } : {}), ...(tlsVerify !== undefined ? { tlsVerify } : {}) }, {}));
+  }
+
+  function providerOn(target: EngineTarget): DockerSandboxProvider {
     const p = new DockerSandboxProvider({
       docker: createDockerClient(target),
       owner,
@@ -96,6 +99,29 @@ describe('remote Docker engines over TLS (integration)', function () {
       });
       assert.ok(Date.now() - started < 5_000, `took ${Date.now() - started} ms`);
     }
+  });
+
+  it('reaches the engine through a docker context holding its certificates, and names the context when they are wrong', async function () {
+    const configDir = path.join(dir, 'context-config');
+    const create = (name: string, certs: string) =>
+      execFileP('docker', ['context', 'create', name, '--docker', `host=${engine.url},ca=${certs}/ca.pem,cert=${certs}/cert.pem,key=${certs}/key.pem`], {
+        env: { ...process.env, DOCKER_CONFIG: configDir },
+      });
+    await create('tls-engine', engine.clientCerts);
+    await create('tls-rogue', engine.rogueClientCerts);
+    const target = resolveEngine({}, { HOME: dir, DOCKER_CONFIG: configDir, DOCKER_CONTEXT: 'tls-engine' });
+    assert.deepEqual([target.url, target.tls?.verify, target.certSource], [engine.url, true, 'context']);
+    assert.equal((await run(providerOn(target), uniqueSessionKey('tls-context'), "print('hello through a context')\n")).text, 'stdout:\nhello through a context');
+
+    const rogue = resolveEngine({ context: 'tls-rogue' }, { HOME: dir, DOCKER_CONFIG: configDir });
+    await assert.rejects(run(providerOn(rogue), uniqueSessionKey('tls-context-rogue'), 'print(1)\n'), (e: unknown) => {
+      assert.ok(e instanceof ToolError, String(e));
+      assert.equal(
+        e.modelMessage,
+        `The Docker engine of context "tls-rogue" (${engine.url}) refused the TLS connection (certificate problem), so the program was not run. Ask the user to check the certificates the context was created with (ca.pem, cert.pem and key.pem must belong to this engine's CA; \`docker context update\` replaces them).`,
+      );
+      return true;
+    });
   });
 
   it('says that TLS is missing when plain HTTP is used against the TLS port', async function () {

@@ -3,22 +3,13 @@ import { createHmac } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ToolError } from '../../src/core/errors';
+import { thrownToolError } from './toolErrors';
 import { createDockerClient, dockerCliEnv, engineOf, hostKeyKnown, resolveEngine } from '../../src/docker/connection';
 import { engineUnreachable, isUnreachable, transportFailure } from '../../src/docker/engineErrors';
 
 const HOME = '/home/alice';
 const env = (vars: Record<string, string> = {}): NodeJS.ProcessEnv => ({ HOME, ...vars });
 
-function refused(fn: () => unknown): ToolError {
-  try {
-    fn();
-  } catch (e) {
-    assert.ok(e instanceof ToolError, `not a ToolError: ${String(e)}`);
-    return e;
-  }
-  assert.fail('did not throw');
-}
 
 describe('Docker engine resolution (unit)', () => {
   it('uses the local socket, or the named pipe on Windows, when nothing is set', () => {
@@ -114,14 +105,14 @@ describe('Docker engine resolution (unit)', () => {
 
   it('refuses malformed addresses with a sentence that does not repeat them', () => {
     for (const bad of ['tcp://', 'http://h:2375', 'fd://', 'tcp://h:99999', 'tcp://h:2375/prefix', 'tcp://user:pw@h:2375', 'ssh://h/some/path', 'tcp://h?x=1']) {
-      const fromEnv = refused(() => resolveEngine({}, env({ DOCKER_HOST: bad })));
+      const fromEnv = thrownToolError(() => resolveEngine({}, env({ DOCKER_HOST: bad })));
       assert.equal(fromEnv.code, 'invalid_settings', bad);
       assert.match(fromEnv.modelMessage, /^The Docker engine address in the DOCKER_HOST environment variable is not valid/, bad);
       if (bad !== 'tcp://' && bad !== 'fd://') assert.ok(!fromEnv.modelMessage.includes(bad), `${bad} leaked into: ${fromEnv.modelMessage}`);
-      const fromSettings = refused(() => resolveEngine({ host: bad, hint: 'the codeactSandbox.dockerHost setting' }, env()));
+      const fromSettings = thrownToolError(() => resolveEngine({ host: bad, hint: 'the codeactSandbox.dockerHost setting' }, env()));
       assert.match(fromSettings.modelMessage, /^The Docker engine address in the codeactSandbox\.dockerHost setting is not valid/);
     }
-    const pw = refused(() => resolveEngine({ host: 'ssh://bob:hunter2@h' }, env()));
+    const pw = thrownToolError(() => resolveEngine({ host: 'ssh://bob:hunter2@h' }, env()));
     assert.equal(pw.code, 'invalid_settings');
     assert.match(pw.modelMessage, /contains a password, which is not supported/);
     assert.ok(!pw.modelMessage.includes('hunter2'));
@@ -170,7 +161,7 @@ describe('Docker client creation (unit)', () => {
 
   it('refuses a certificate folder without the certificates, naming no path', () => {
     const target = resolveEngine({ host: 'tcp://127.0.0.1:2376', certPath: dir }, env());
-    const e = refused(() => createDockerClient(target));
+    const e = thrownToolError(() => createDockerClient(target));
     assert.equal(e.code, 'invalid_settings');
     assert.equal(
       e.modelMessage,
@@ -217,6 +208,11 @@ describe('SSH host key checking (unit)', () => {
     assert.equal(hostKeyKnown(entries([`${hashed('[127.0.0.1]:2200')} ssh-ed25519 ${b64}`]), '127.0.0.1', 2200, key), true);
     assert.equal(hostKeyKnown(entries([`*.example ssh-ed25519 ${b64}`]), 'a.example', 22, key), true);
     assert.equal(hostKeyKnown(entries([`*.example,!bad.example ssh-ed25519 ${b64}`]), 'bad.example', 22, key), false);
+    // `*` spans dots, `?` is one character, case does not matter, brackets are literal.
+    assert.equal(hostKeyKnown(entries([`*.example ssh-ed25519 ${b64}`]), 'a.b.example', 22, key), true);
+    assert.equal(hostKeyKnown(entries([`BUILD?R ssh-ed25519 ${b64}`]), 'builder', 22, key), true);
+    assert.equal(hostKeyKnown(entries([`[build?r]:2* ssh-ed25519 ${b64}`]), 'builder', 2222, key), true);
+    assert.equal(hostKeyKnown(entries([`[builder]:2222 ssh-ed25519 ${b64}`]), 'b', 2222, key), false);
     assert.equal(hostKeyKnown(entries([`builder ssh-ed25519 ${b64}`]), 'builder', 22, other), false);
     assert.equal(hostKeyKnown(entries([]), 'builder', 22, key), false);
     assert.equal(hostKeyKnown(entries([`builder ssh-ed25519 ${b64}`, `@revoked builder ssh-ed25519 ${b64}`]), 'builder', 22, key), false);

@@ -46,6 +46,14 @@ describe('settings (unit)', () => {
     assert.deepEqual(problems, []);
   });
 
+  it('a Docker context name follows the docker CLI rule; empty means none', () => {
+    const read = (dockerContext: string) => readSettings((k) => (k === 'dockerContext' ? dockerContext : undefined));
+    assert.deepEqual([read('colima').settings.dockerContext, read(' desktop-linux ').settings.dockerContext, read('').settings.dockerContext], ['colima', 'desktop-linux', '']);
+    assert.deepEqual(read('../x').problems, [
+      'codeactSandbox.dockerContext = "../x" is not valid (must be a Docker context name, as `docker context ls` lists it); using "".',
+    ]);
+  });
+
   it('an invalid value is reported and replaced by its default, the rest kept', () => {
     const values: Record<string, unknown> = { timeoutSeconds: -5, image: 'my image', memoryMb: 2048 };
     const { settings, problems } = readSettings((k) => values[k]);

@@ -1,53 +1,68 @@
+import picomatch from 'picomatch';
+
 /**
- * A deliberately tiny glob matcher for '/'-separated relative paths. Node's `path.matchesGlob`
- * is still experimental in Node 20 and its semantics may shift under us; the deny list is a
- * security control, so its meaning is pinned here and by tests instead.
+ * Globs for '/'-separated relative paths, compiled by picomatch. The deny list is a security
+ * control, so the meaning is pinned here and by tests rather than left to a library's defaults:
  *
- * Syntax: `*` any run of characters within one segment, `?` one character within a segment,
- * `**` as a whole segment any number of segments (zero included). Everything else is literal;
- * there are no brackets, braces or negation, so no pattern can surprise a reader.
- * A trailing `/**` also matches the folder itself (`a/**` matches `a`): a deny rule for a folder
- * should cover a file that happens to carry the folder's name (a submodule's `.git` file).
+ * - `*` any run of characters within one segment, `?` one character within a segment, `**` as a
+ *   whole segment any number of segments (zero included); `**` inside a segment is a `*`.
+ * - Dotfiles are matched like any other name (`*.pem` matches `.pem`, `**` crosses `.git`).
+ * - A trailing `/**` also matches the folder itself (`a/**` matches `a`): a deny rule for a folder
+ *   should cover a file that happens to carry the folder's name (a submodule's `.git` file).
+ * - Everything else is literal: no brackets, braces, extglobs or negation, so no pattern can
+ *   surprise a reader (`[id].tsx` and `{a,b}` are names, not sets).
+ * - `\` is a folder separator, as a Windows user writes it. Names never contain one (the name
+ *   rules refuse it), so read literally such a rule could never match anything.
+ * - A leading `./` is dropped: `./.env` is the workspace's `.env`.
  */
 export interface GlobOptions {
   /** Case-insensitive matching, for deny rules on file systems where case does not matter. */
   ignoreCase?: boolean;
 }
 
-export function globToRegExp(glob: string, options: GlobOptions = {}): RegExp {
-  // `**/**` means the same as `**`; collapsing keeps the separator logic below simple.
-  const segments = glob.split('/').filter((s, i, all) => !(s === '**' && all[i - 1] === '**'));
-  let source = '';
-  segments.forEach((segment, i) => {
-    const last = i === segments.length - 1;
-    if (segment === '**') {
-      if (i === 0) source += last ? '.*' : '(?:.*/)?';
-      else source += '(?:/.*)?';
-      return;
-    }
-    // A leading `**` already consumed its separator.
-    if (i > 0 && !(i === 1 && segments[0] === '**')) source += '/';
-    source += segmentSource(segment);
-  });
-  return new RegExp(`^${source}$`, options.ignoreCase ? 'is' : 's');
+const PICOMATCH: picomatch.PicomatchOptions = {
+  dot: true,
+  // Fixed, whatever the platform: names are '/'-separated everywhere.
+  windows: false,
+  nobrace: true,
+  nobracket: true,
+  noextglob: true,
+  nonegate: true,
+};
+
+/**
+ * What picomatch is given. Measured with picomatch 4.0.7 (a differential test of ~2 million
+ * pattern/name pairs against the previous hand-written matcher): escaped backslashes are
+ * collapsed (`a\\\\` matches one backslash) and `\(\\\\` never finishes compiling, hence `\`
+ * becomes `/` before anything is escaped; and `a*\/**` does not match `ab` although `a/**`
+ * matches `a`, hence the extra pattern without the trailing `/**`.
+ */
+function picomatchPatterns(glob: string): string[] {
+  const segments = glob.replace(/\\/g, '/').split('/');
+  const source = segments
+    .map((s) => (s === '**' ? s : s.replace(/\*{2,}/g, '*').replace(/[^*?A-Za-z0-9_.-]/g, '\\$&')))
+    .join('/');
+  const patterns = [source];
+  if (source.endsWith('/**') && source.length > 3) patterns.push(source.slice(0, -3));
+  return patterns.filter((p) => p !== '');
 }
 
-function segmentSource(segment: string): string {
-  let out = '';
-  for (const ch of segment) {
-    if (ch === '*') out += '[^/]*';
-    else if (ch === '?') out += '[^/]';
-    else out += ch.replace(/[.+^${}()|[\]\\]/g, '\\$&');
-  }
-  return out;
+/**
+ * One glob as regular expressions. RegExp#test, not picomatch's matcher function: that one also
+ * accepts a name equal to the pattern's own text (the name `\$` for the pattern `$`).
+ */
+function compile(glob: string, options: GlobOptions): RegExp[] {
+  // 's': a name with a line break in it is still one name.
+  const flags = options.ignoreCase ? 'is' : 's';
+  return picomatchPatterns(glob).map((p) => picomatch.makeRe(p, { ...PICOMATCH, flags }));
 }
 
 export function matchesGlob(path: string, glob: string, options: GlobOptions = {}): boolean {
-  return globToRegExp(glob, options).test(path);
+  return compile(glob, options).some((re) => re.test(path));
 }
 
 /** Compiles a list once for repeated use; returns the first pattern that matches, if any. */
 export function globMatcher(globs: readonly string[], options: GlobOptions = {}): (path: string) => string | undefined {
-  const compiled = globs.map((g) => ({ glob: g, re: globToRegExp(g, options) }));
-  return (path) => compiled.find((c) => c.re.test(path))?.glob;
+  const compiled = globs.map((g) => ({ glob: g, res: compile(g, options) }));
+  return (path) => compiled.find((c) => c.res.some((re) => re.test(path)))?.glob;
 }

@@ -49,29 +49,68 @@ export function classifyName(name: string): NameClass {
 
 /**
  * Files that are never shared into a sandbox, even when the user's workspace lists them: a
- * program written by a model must not be able to read credentials and print them back.
+ * program written by a model must not be able to read credentials and print them back. Chosen
+ * from what workstations and repositories hold today, including a workspace opened at the home
+ * folder (`.kube/`, `.config/gh/`). Broad on purpose (`*secret*` also refuses `secretary.md`):
+ * over-refusing costs the user a rename, under-refusing leaks a key. Example files stay
+ * shareable where the rule allows it (`terraform.tfvars.example`; not `.env.example`).
  */
 export const DEFAULT_DENY_GLOBS: readonly string[] = [
+  // Environment files; direnv's .envrc exports the same kind of variables.
   '.env',
   '.env.*',
   '**/.env',
   '**/.env.*',
+  '**/.envrc',
   '**/.git/**',
+  '**/.git-credentials',
+  // Private keys and certificate or key stores.
   '**/*.pem',
   '**/*.key',
   '**/id_rsa*',
   '**/id_ed25519*',
   '**/id_ecdsa*',
+  '**/id_dsa*',
+  '**/*.ppk',
+  '**/*.p8',
   '**/*.p12',
   '**/*.pfx',
+  '**/*.keystore',
+  '**/*.jks',
+  '**/*.keytab',
+  '**/*.ovpn',
+  '**/.gnupg/**',
+  // Registry, database and web server passwords.
   '**/.npmrc',
+  '**/.yarnrc.yml',
   '**/.pypirc',
   '**/.netrc',
+  '**/_netrc',
+  '**/.pgpass',
+  '**/.my.cnf',
+  '**/.htpasswd',
+  // Cloud and cluster logins; Terraform state and variables hold the secrets of what they manage.
   '**/.aws/**',
+  '**/.azure/**',
+  '**/.config/gcloud/**',
+  '**/.config/gh/**',
+  '**/.s3cfg',
+  '**/.kube/**',
+  '**/*kubeconfig*',
+  '**/*.tfstate',
+  '**/*.tfstate.*',
+  '**/*.tfvars',
+  '**/*.tfvars.json',
+  '**/.terraform/**',
+  '**/.terraformrc',
+  '**/terraform.rc',
+  '**/.vault-token',
   '**/.ssh/**',
   '**/credentials*',
+  '**/*credentials.json',
   '**/*secret*',
   '**/.docker/config.json',
+  '**/.dockercfg',
   '**/*.kdbx',
 ];
 

@@ -20,6 +20,7 @@ describe('an untrusted workspace (host)', function () {
     assert.equal(config.inspect('image').workspaceValue, undefined);
     assert.equal(config.inspect('dockerHost').workspaceValue, undefined);
     assert.equal(config.inspect('runtime').workspaceValue, undefined);
+    assert.equal(config.inspect('dockerContext').workspaceValue, undefined);
   });
 
   it("ignores the workspace's image and engine, and keeps its unrestricted settings", async function () {

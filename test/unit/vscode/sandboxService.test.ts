@@ -171,7 +171,7 @@ describe('sandbox service (unit)', () => {
       assert.equal(state.values.get(BUILD_APPROVED_KEY), true);
       const choice = { backend: 'devcontainer', reason: `devcontainer: auto, and the workspace has ${CONFIG}` } as const;
       assert.deepEqual(service.describe(), { ...choice, image: TAG, engine: 'the local Docker engine' });
-      assert.deepEqual(ui.status.at(-1), statusView(choice, TAG, 'the local Docker engine'));
+      assert.deepEqual(ui.status.at(-1), statusView(choice, TAG, 'the local Docker engine (setting codeactSandbox.dockerHost)'));
       // Approved: the next call builds (the image is still absent here) without asking again.
       await call();
       assert.deepEqual(ui.shown, [QUESTION, BUILDING, BUILDING]);
