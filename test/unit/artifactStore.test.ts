@@ -6,18 +6,10 @@ import { Readable } from 'node:stream';
 import { ToolError } from '../../src/core/errors';
 import { ArtifactStore, RunRecord } from '../../src/storage/artifactStore';
 import { PNG, T0, outcome, tree } from './storeFixtures';
+import { rejectedToolError } from './toolErrors';
 
-/** Asserts an invalid_input ToolError and returns its model message. */
-async function refused(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof ToolError, `expected a ToolError, got ${String(e)}`);
-    assert.equal(e.code, 'invalid_input');
-    return e.modelMessage;
-  }
-  assert.fail('expected a refusal');
-}
+/** The model message of the invalid_input ToolError `p` rejects with. */
+const refused = async (p: Promise<unknown>): Promise<string> => (await rejectedToolError(p, 'invalid_input')).modelMessage;
 
 describe('artifact store (unit)', () => {
   let tmp: string;
