@@ -53,6 +53,14 @@ const HELLO_RETRY_MS = 1_000;
 /** Lines of the runner's own stderr kept for the log, and their length. */
 const LOG_LINE_MAX = 500;
 
+/** The attach stream ended (a detach, the container stopping): expected, so not logged as a failure. */
+class ChannelClosedError extends Error {
+  constructor() {
+    super('the runner channel closed');
+    this.name = 'ChannelClosedError';
+  }
+}
+
 export type RunnerState = 'connecting' | 'ready' | 'unusable' | 'broken';
 
 export type RunnerOutcome =
@@ -105,8 +113,8 @@ export class RunnerChannel {
         },
       });
     docker.modem.demuxStream(stream, sink((c) => channel.onStdout(c)), sink((c) => channel.onStderr(c)));
-    stream.on('end', () => channel.fail(new Error('the runner channel closed')));
-    stream.on('close', () => channel.fail(new Error('the runner channel closed')));
+    stream.on('end', () => channel.fail(new ChannelClosedError()));
+    stream.on('close', () => channel.fail(new ChannelClosedError()));
     stream.on('error', (e: Error) => channel.fail(e));
     return channel;
   }
@@ -325,7 +333,7 @@ export class RunnerChannel {
 
   private fail(error: Error): void {
     if (this.stateValue === 'broken') return;
-    if (this.stateValue !== 'unusable' && !/channel closed/.test(error.message)) {
+    if (this.stateValue !== 'unusable' && !(error instanceof ChannelClosedError)) {
       this.log.warn(`sandbox ${this.label}: runner channel failed: ${error.message}`);
     }
     const active = this.active;
