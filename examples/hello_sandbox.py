@@ -16,5 +16,7 @@ except OSError as e:
     print(f"network: unreachable ({type(e).__name__})")
 try:
     open("/etc/hostname-test", "w")
-except OSError as e:
-    print(f"root filesystem: read-only ({e.strerror})")
+    print("root filesystem: writable (unexpected!)")
+except OSError:
+    # The reason differs between runtimes (runc: read-only file system; gVisor checks permissions first).
+    print("root filesystem: not writable")

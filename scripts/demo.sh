@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up and runs an example program through the CLI, exactly as the model would see it.
-# Uses the default image (python:3.12-slim), pulling it when a registry is reachable; where none
+# Uses the small image python:3.12-slim (not the data image, which takes minutes to build), pulling it when a registry is reachable; where none
 # is (an offline machine), builds a local Python image from Debian packages instead.
 #   CODEACT_IMAGE=<image> npm run demo     # use another image
 set -euo pipefail

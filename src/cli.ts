@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { ToolError, describeError } from './core/errors';
 import { DEFAULTS } from './core/limits';
 import { settingsShape } from './core/settings';
+import { requirementName } from './core/requirements';
 import { preloadModuleSchema } from './core/runnerProtocol';
 import { consoleLogger } from './core/logger';
 import { sessionDigest } from './core/session';
@@ -23,7 +24,7 @@ import { BACKEND_SETTINGS, type BackendSetting } from './docker/backend';
 import { createDockerClient, resolveEngine, type EngineTarget } from './docker/connection';
 import { currentOwner } from './docker/labels';
 import { serveMcp } from './mcp/serve';
-import { createSandboxProvider, toolCallOptions, type SandboxConfig } from './standalone/pipeline';
+import { createSandboxProvider, dataImage, toolCallOptions, type SandboxConfig } from './standalone/pipeline';
 import { VERSION } from './version';
 
 const USAGE = `usage:
@@ -31,9 +32,11 @@ const USAGE = `usage:
   codeact-sandbox mcp [options]                   serve execute_code to an MCP client over stdio
   codeact-sandbox cleanup [--session KEY]         remove sandboxes kept by --session (and, without
                                                   it, those of MCP servers that are gone)
+  codeact-sandbox prepare [--packages REQ]        build the default image (and the packages) and exit
 
 run options (mcp takes them too, except --session, --file and --output):
-  --image IMAGE        sandbox image (default ${DEFAULTS.image})
+  --image IMAGE        run exactly this image (default: the data image, built on first use)
+  --packages REQ       a pip requirement added to the data image (repeatable; not with --image)
   --session KEY        keep the sandbox under this name and reuse it on the next run
   --timeout SECONDS    stop the program after this long (default ${DEFAULTS.timeoutSeconds})
   --memory MB          memory limit (default ${DEFAULTS.memoryMb})
@@ -79,7 +82,7 @@ interface Parsed {
 
 const VALUE_FLAGS = new Set([
   'image', 'session', 'timeout', 'memory', 'cpus', 'pids', 'work-area', 'output-budget', 'workspace', 'file', 'output', 'outputs', 'artifacts',
-  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes', 'runtime', 'context',
+  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes', 'runtime', 'context', 'packages',
 ]);
 const BOOLEAN_FLAGS = new Set(['verbose', 'help', 'docker-tls-verify', 'rebuild', 'no-warm']);
 
@@ -136,6 +139,8 @@ async function readProgram(file: string): Promise<string> {
 /** The flags `run` and `mcp` share: the sandbox, its limits, the backend and the engine. */
 function sandboxConfigFrom(p: Parsed): SandboxConfig & { workspace: string | undefined; artifacts: string | undefined } {
   const image = one(p, 'image') ?? DEFAULTS.image;
+  const packages = packagesFrom(p);
+  if (image && packages.length) throw new UsageError('--packages adds to the data image; it does not apply to an --image of your choice');
   const timeoutSeconds = number(p, 'timeout', DEFAULTS.timeoutSeconds, 1, 86_400);
   const limits = {
     memoryMb: number(p, 'memory', DEFAULTS.memoryMb, 64, 1_048_576),
@@ -158,6 +163,7 @@ function sandboxConfigFrom(p: Parsed): SandboxConfig & { workspace: string | und
   if (!BACKEND_SETTINGS.includes(backend)) throw new UsageError(`--backend must be ${BACKEND_SETTINGS.join(', ')}`);
   return {
     image,
+    packages,
     limits,
     warmRunner: !p.flags.has('no-warm'),
     preloadModules: preload,
@@ -172,6 +178,28 @@ function sandboxConfigFrom(p: Parsed): SandboxConfig & { workspace: string | und
     workspace,
     artifacts,
   };
+}
+
+/** --packages REQ (repeatable): plain pip requirements, checked before anything is built. */
+function packagesFrom(p: Parsed): string[] {
+  const packages = p.flags.get('packages') ?? [];
+  const bad = packages.find((r) => requirementName(r) === undefined);
+  if (bad !== undefined) throw new UsageError(`--packages ${JSON.stringify(bad)} is not a pip requirement (a package name, optionally with a version: requests==2.32.3)`);
+  return packages;
+}
+
+/** Builds the data image (and --packages) ahead of the first run, and says what it did. */
+async function prepare(p: Parsed): Promise<number> {
+  if (p.positional.length > 0) throw new UsageError('prepare takes no PROGRAM.py');
+  const log = consoleLogger(p.flags.has('verbose'));
+  const docker = createDockerClient(engineFrom(p));
+  const started = Date.now();
+  const { base, image } = await dataImage({ packages: packagesFrom(p), log }, docker);
+  const took = `${((Date.now() - started) / 1000).toFixed(1)} s`;
+  const size = async (id: string) => `${((await docker.getImage(id).inspect()).Size / 1e9).toFixed(2)} GB`;
+  process.stdout.write(`data image ${base.tag} (${base.route} route): ${base.built ? `built in ${took}` : 'already built'}, ${await size(base.id)}\n`);
+  if (image.tag !== base.tag) process.stdout.write(`packages image ${image.tag} (${image.requirements.join(' ')}): ${image.built ? `built in ${took} with the data image` : 'already built'}\n`);
+  return 0;
 }
 
 /** --runtime auto|NAME: the same rule as the codeactSandbox.runtime setting. */
@@ -286,6 +314,7 @@ export async function main(argv: string[]): Promise<number> {
     if (parsed.command === 'run') return await run(parsed);
     if (parsed.command === 'mcp') return await mcp(parsed);
     if (parsed.command === 'cleanup') return await cleanup(parsed);
+    if (parsed.command === 'prepare') return await prepare(parsed);
     throw new UsageError(`unknown command ${parsed.command}`);
   } catch (e) {
     if (e instanceof UsageError) {

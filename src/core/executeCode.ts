@@ -6,6 +6,7 @@ import { formatBytes, formatResult } from './format';
 import { MANIFEST_NAME, parseManifest } from './files/manifest';
 import type { FilesOutCaps, RunLimits } from './limits';
 import type { Logger } from './logger';
+import { missingModuleHint, missingModuleName } from './missingModule';
 import type { CollectedFile, CollectOutcome, OutputSink, Sandbox, SandboxProvider, StagedFile } from './sandbox';
 
 /** How produced files are named for collection: declared up front, or listed by the program. */
@@ -139,6 +140,10 @@ export async function executeCode(
       saved = collected.saved;
       notes.push(...collected.notes);
     }
+    if (!reason && exitCode !== 0) {
+      const hint = await moduleHint(sandbox, stderr.snapshot(), log);
+      if (hint) notes.push(hint);
+    }
     const facts = {
       stdout: stdout.snapshot(),
       stderr: stderr.snapshot(),
@@ -187,6 +192,20 @@ export async function executeCode(
     signal?.removeEventListener('abort', onCallerAbort);
     await sandbox?.release?.().catch((e: unknown) => log.warn(`releasing the sandbox failed: ${describeError(e)}`));
   }
+}
+
+/**
+ * The model's reflex for a missing module is pip install, which cannot work without network: it
+ * is told what the image has and who can add the module. The traceback's end is in the kept tail.
+ */
+async function moduleHint(sandbox: Sandbox, stderr: CapturedStream, log: Logger): Promise<string | undefined> {
+  const text = Buffer.concat([stderr.head, stderr.tail]).toString('utf8');
+  if (!missingModuleName(text)) return undefined;
+  const distributions = await sandbox.installed?.().catch((e: unknown) => {
+    log.warn(`could not read what the sandbox image has: ${describeError(e)}`);
+    return undefined;
+  });
+  return missingModuleHint(text, { ...(distributions ? { distributions } : {}), ...(sandbox.packagesSetting ? { packagesSetting: sandbox.packagesSetting } : {}) });
 }
 
 /** Collects declared files, or the files outputs.json lists, and phrases what happened. */

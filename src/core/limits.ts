@@ -2,7 +2,10 @@ import { DEFAULT_DENY_GLOBS } from './files/names';
 
 /** Defaults shared by the settings schema, the CLI and the tests: one place, one value. */
 export const DEFAULTS = {
-  image: 'python:3.12-slim',
+  /** Empty: the data image (numpy, pandas, matplotlib, ...) built on the user's engine; else exactly this image. */
+  image: '',
+  /** pip requirements installed on top of the data image, in an image derived from it. */
+  pythonPackages: [] as readonly string[],
   timeoutSeconds: 120,
   memoryMb: 1024,
   cpus: 1,
@@ -28,7 +31,7 @@ export const DEFAULTS = {
   /** Programs are forked from a warm interpreter inside the sandbox instead of started by `docker exec`. */
   warmRunner: true,
   /** Imported by that interpreter before the first program; modules the image lacks are skipped. */
-  preloadModules: ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'],
+  preloadModules: ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot', 'scipy', 'PIL.Image', 'openpyxl'],
   /** docker: the image setting; devcontainer: built from the workspace; auto: devcontainer when there is one. */
   backend: 'auto',
   /** Empty: the dockerContext setting, else DOCKER_HOST, else DOCKER_CONTEXT, else the docker CLI's current context, else the local engine. */

@@ -1,4 +1,5 @@
 import type { FilesOutCaps } from './limits';
+import type { InstalledDistribution } from './missingModule';
 
 /**
  * What the pipeline needs from a sandbox, whatever runs it. The Docker implementation lives in
@@ -61,6 +62,13 @@ export interface Sandbox {
   readonly image: string;
   /** The OCI runtime it runs under (runsc for gVisor, runc, ...), when the backend knows it. */
   readonly runtime?: string;
+  /**
+   * How the user adds Python packages to this sandbox's image, as the hint for a missing module
+   * names it ("codeactSandbox.pythonPackages"); unset when they cannot (an image they chose).
+   */
+  readonly packagesSetting?: string;
+  /** The Python distributions the image has, when the backend knows them (from the image, not a list). */
+  installed?(): Promise<readonly InstalledDistribution[] | undefined>;
   run(run: ProgramRun): Promise<ProgramExit>;
   /**
    * Collects files a finished call wrote, by literal path relative to its directory. Whatever

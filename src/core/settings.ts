@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULTS, type FilesOutCaps, type RunLimits, type SandboxLimits } from './limits';
+import { MAX_REQUIREMENT_LENGTH, requirementName } from './requirements';
 import { preloadModuleSchema } from './runnerProtocol';
 
 /**
@@ -7,7 +8,18 @@ import { preloadModuleSchema } from './runnerProtocol';
  * `contributes.configuration` is checked against this by a unit test (defaults and bounds).
  */
 export const settingsShape = {
-  image: z.string().trim().min(1).max(512).regex(/^[^\s]+$/, 'must be an image reference without spaces'),
+  /** Empty: the data image the extension builds; else exactly this image. */
+  image: z.string().trim().max(512).regex(/^[^\s]*$/, 'must be an image reference without spaces'),
+  /** pip requirements layered on the data image (never on a chosen image or a Dev Container). */
+  pythonPackages: z
+    .array(
+      z
+        .string()
+        .trim()
+        .max(MAX_REQUIREMENT_LENGTH)
+        .refine((r) => requirementName(r) !== undefined, 'each entry must be a pip requirement: a package name, optionally with a version ("requests==2.32.3")'),
+    )
+    .max(100),
   timeoutSeconds: z.number().int().min(1).max(3600),
   memoryMb: z.number().int().min(64).max(65536),
   cpus: z.number().min(0.1).max(64),
@@ -69,7 +81,8 @@ export function readSettings(get: (key: SettingKey) => unknown, section = 'codea
     } else {
       out[key] = DEFAULTS[key];
       const why = parsed.error.issues[0]?.message ?? 'invalid';
-      problems.push(`${section}.${key} = ${JSON.stringify(raw)} is not valid (${why}); using ${JSON.stringify(DEFAULTS[key])}.`);
+      const fallback = DEFAULTS[key] === '' ? 'the default (empty)' : JSON.stringify(DEFAULTS[key]);
+      problems.push(`${section}.${key} = ${JSON.stringify(raw)} is not valid (${why}); using ${fallback}.`);
     }
   }
   return { settings: out as Settings, problems };

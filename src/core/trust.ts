@@ -1,10 +1,11 @@
 /**
  * Settings a workspace must not choose for the user unless the user trusts it: where the sandbox
  * runs (engine, context, certificates), what it runs (image, backend — the devcontainer backend builds the
- * workspace's Dockerfile with network access), and the protections a repository could otherwise
+ * workspace's Dockerfile with network access — and the Python packages, whose install runs with
+ * network access), and the protections a repository could otherwise
  * switch off for itself (the secrets deny-list, the confirmation).
  */
-export const RESTRICTED_SETTINGS = ['image', 'backend', 'dockerHost', 'dockerContext', 'dockerCertPath', 'dockerTlsVerify', 'denyGlobs', 'confirmBeforeRun', 'runtime'] as const;
+export const RESTRICTED_SETTINGS = ['image', 'pythonPackages', 'backend', 'dockerHost', 'dockerContext', 'dockerCertPath', 'dockerTlsVerify', 'denyGlobs', 'confirmBeforeRun', 'runtime'] as const;
 
 /** The shape of `WorkspaceConfiguration.inspect()`, reduced to what matters here. */
 export interface InspectedSetting {

@@ -10,6 +10,8 @@ import { SandboxGoneError, engineUnreachable, isGoneStatus, isNoSpace, isUnreach
 import { ExecStrategy, KILL_GRACE_MS } from './execStrategy';
 import { KILL_ALL_SOURCE, RUNS_DIR, WORK_ROOT } from './guest';
 import { oomKillCount, startGuest } from './guestExec';
+import type { InstalledDistribution } from '../core/missingModule';
+import { imageDistributions } from './images';
 import { containerMatches, containerOptions, declaredVolumes, hardenedHostConfig, removeQuietly, workAreaVolumeOptions, type SandboxSpec } from './hardening';
 import { ownerLabels, type Owner } from './labels';
 import { RunnerChannel } from './runner';
@@ -46,6 +48,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
   private oomSeen = 0;
   private channel: RunnerChannel | undefined;
   private readonly lockHolder: SandboxLock;
+  private distributions: Promise<readonly InstalledDistribution[] | undefined> | undefined;
   private readonly execStrategy: ExecStrategy;
   private readonly warmStrategy: WarmStrategy | undefined;
   lastUsed = Date.now();
@@ -71,6 +74,16 @@ export class DockerSandbox implements Sandbox, WarmOps {
 
   get runtime(): string {
     return this.runtimeChoice.name;
+  }
+
+  get packagesSetting(): string | undefined {
+    return this.spec.packagesSetting;
+  }
+
+  /** From the image's labels, read once (the image of a sandbox does not change). */
+  installed(): Promise<readonly InstalledDistribution[] | undefined> {
+    this.distributions ??= imageDistributions(this.docker, this.spec.image);
+    return this.distributions;
   }
 
   get container(): Dockerode.Container {

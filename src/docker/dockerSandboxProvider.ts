@@ -341,6 +341,14 @@ class Lease implements Sandbox {
     return this.entry.sandbox.runtime;
   }
 
+  get packagesSetting(): string | undefined {
+    return this.entry.sandbox.packagesSetting;
+  }
+
+  installed(): ReturnType<NonNullable<Sandbox['installed']>> {
+    return this.entry.sandbox.installed();
+  }
+
   async run(run: ProgramRun): Promise<ProgramExit> {
     try {
       return await this.entry.sandbox.run(run);
@@ -380,6 +388,7 @@ function sameSpec(a: SandboxSpec, b: SandboxSpec): boolean {
     JSON.stringify(a.limits) === JSON.stringify(b.limits) &&
     (a.warmRunner !== false) === (b.warmRunner !== false) &&
     JSON.stringify(a.preloadModules ?? null) === JSON.stringify(b.preloadModules ?? null) &&
-    a.runtime === b.runtime
+    a.runtime === b.runtime &&
+    a.packagesSetting === b.packagesSetting
   );
 }

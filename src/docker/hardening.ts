@@ -16,6 +16,11 @@ export interface SandboxSpec {
   preloadModules?: readonly string[];
   /** `auto` (gVisor where the engine has it), a runtime the engine must have, or unset: the engine's default. */
   runtime?: RuntimeRequest;
+  /**
+   * How the user adds packages to this image ("codeactSandbox.pythonPackages", "--packages"), for
+   * the missing-module hint; only for the data image, whose packages the host can add to.
+   */
+  packagesSetting?: string;
 }
 
 /** The container's command: the warm runner, or the plain keeper. */

@@ -11,13 +11,17 @@ import type { OutputsMode, ToolCallOptions } from '../core/toolCall';
 import { chooseBackend, type BackendSetting } from '../docker/backend';
 import { createDockerClient, type EngineTarget } from '../docker/connection';
 import { ensureDevcontainerImage } from '../docker/devcontainer';
+import { ensureDataImage, ensurePackagesImage, findDataImage, findPackagesImage, type BuildProgress, type DataImage, type PackagesImage } from '../docker/images';
 import { DockerSandboxProvider } from '../docker/dockerSandboxProvider';
 import type { Owner } from '../docker/labels';
 import type { RunRecording } from '../storage/runRecorder';
 
 /** What the command line says about the sandbox, shared by `run` and `mcp`. */
 export interface SandboxConfig {
+  /** Empty: the data image, built when missing, with `packages` layered on it. */
   image: string;
+  /** pip requirements for the data image (--packages); not for a chosen --image or a Dev Container. */
+  packages: string[];
   limits: SandboxLimits;
   warmRunner: boolean;
   preloadModules: string[];
@@ -49,10 +53,20 @@ export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWir
   const base = { limits: config.limits, warmRunner: config.warmRunner, preloadModules: config.preloadModules, runtime: config.runtime };
   let force = config.rebuild;
   let lastReason: string | undefined;
+  let noted = false;
+  const dockerSpec = async (signal: AbortSignal) =>
+    config.image ? { image: config.image, ...base } : { image: (await dataImage(config, docker, signal)).image.tag, packagesSetting: '--packages', ...base };
   return new DockerSandboxProvider({
     docker,
     owner: wiring.owner,
     runtimeSettingHint: '--runtime',
+    // Pre-warming (the MCP server's) never builds: the data image only once it is there.
+    prewarmSpec: async () => {
+      if (config.image || config.backend !== 'docker') return undefined;
+      const found = await findDataImage(docker);
+      const image = found && (await findPackagesImage(docker, found, config.packages).catch(() => undefined));
+      return image ? { image: image.tag, packagesSetting: '--packages', ...base } : undefined;
+    },
     spec: async (signal) => {
       const folder = wiring.workspaceFolder();
       // The user named the folder (--workspace) or opened it in their client, and chose the
@@ -60,7 +74,9 @@ export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWir
       const choice = await chooseBackend({ setting: config.backend, workspaceFolder: folder, trusted: true, settingHint: '--backend' });
       if (choice.reason !== lastReason) log.info(`backend ${choice.reason}; engine ${engine.description}`);
       lastReason = choice.reason;
-      if (choice.backend === 'docker' || folder === undefined) return { image: config.image, ...base };
+      if (choice.backend === 'docker' || folder === undefined) return dockerSpec(signal);
+      if (config.packages.length && !noted) log.warn(`--packages does not apply to the Dev Container backend (its image is the workspace's own)`);
+      noted = true;
       const built = await ensureDevcontainerImage({ docker, engine, workspaceFolder: folder, log, signal, force, logHint: wiring.buildLogHint });
       force = false;
       log.info(`Dev Container image ${built.image} ${built.built ? 'built' : 'up to date'}`);
@@ -71,6 +87,41 @@ export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWir
     idleMs: wiring.idleMs,
     adoptExisting: wiring.adoptExisting,
   });
+}
+
+/** How the CLI's sentences name what its user can act on. */
+const CLI_HINTS = {
+  imageSetting: '--image',
+  prepare: '"codeact-sandbox prepare"',
+  log: 'the build output (all of it with --verbose)',
+  packagesSetting: '--packages',
+};
+
+/**
+ * The data image with the packages of --packages on it: found, else built (network during the
+ * build only). Build progress goes to stderr: a first build takes minutes.
+ */
+export async function dataImage(
+  config: Pick<SandboxConfig, 'packages' | 'log'>,
+  docker: ReturnType<typeof createDockerClient>,
+  signal?: AbortSignal,
+): Promise<{ base: DataImage; image: PackagesImage }> {
+  const onProgress = progressPrinter();
+  const common = { docker, log: config.log, onProgress, hints: CLI_HINTS, ...(signal ? { signal } : {}) };
+  const base = await ensureDataImage(common);
+  const image = await ensurePackagesImage({ ...common, base, requirements: config.packages });
+  return { base, image };
+}
+
+/** One line per phase and per tenth of it, so a long build shows it is alive without flooding. */
+function progressPrinter(): (p: BuildProgress) => void {
+  let last = '';
+  return (p) => {
+    const key = `${p.phase}:${p.fraction === undefined ? '' : Math.floor(p.fraction * 10)}`;
+    if (key === last) return;
+    last = key;
+    process.stderr.write(`[build] ${p.message}\n`);
+  };
 }
 
 export interface CallWiring {

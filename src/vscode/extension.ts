@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError, isToolError } from '../core/errors';
 import { checkManifestCaps } from '../core/files/manifest';
+import { ImageBuildError } from '../docker/images';
 import { currentOwner } from '../docker/labels';
 import { ArtifactStore } from '../storage/artifactStore';
 import { VERSION } from '../version';
@@ -76,6 +77,28 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         });
         ui.showInfo(`CodeAct Sandbox: removed ${n} sandbox${n === 1 ? '' : 'es'}.`);
       }),
+      vscode.commands.registerCommand(COMMAND.prepareImage, async () => {
+        const started = Date.now();
+        try {
+          const prepared = await sandboxes.prepareImage();
+          if ('notUsed' in prepared) {
+            ui.showInfo(`CodeAct Sandbox: ${prepared.notUsed}, so the sandbox does not use the data image; nothing was built.`);
+            return prepared;
+          }
+          const took = ((Date.now() - started) / 1000).toFixed(1);
+          ui.showInfo(
+            prepared.built.length
+              ? `CodeAct Sandbox: the sandbox image ${prepared.tag} is ready (built in ${took} s).`
+              : `CodeAct Sandbox: the sandbox image ${prepared.tag} was already built.`,
+          );
+          return prepared;
+        } catch (e) {
+          logger.error(`preparing the sandbox image failed: ${describeError(e)}`);
+          // A build failure was shown by the build's own notification already.
+          if (!(e instanceof ImageBuildError)) ui.showError(`CodeAct Sandbox: ${isToolError(e) ? e.modelMessage : describeError(e)}`);
+          return undefined;
+        }
+      }),
       vscode.commands.registerCommand(COMMAND.rebuildDevcontainer, async () => {
         try {
           await sandboxes.rebuildDevcontainer();
@@ -94,7 +117,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         (n) => n > 0 && logger.info(`removed ${n} sandbox(es) left by earlier windows`),
         (e: unknown) => logger.info(`orphan cleanup skipped: ${describeError(e)}`),
       );
-    logger.info(`CodeAct Sandbox ${VERSION} active; image ${initial.image}, backend ${initial.backend}`);
+    logger.info(`CodeAct Sandbox ${VERSION} active; image ${initial.image || 'the data image'}, backend ${initial.backend}`);
 
     return {
       sandboxes: () =>

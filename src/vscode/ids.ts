@@ -18,5 +18,6 @@ export const COMMAND = {
   deleteRun: 'codeactSandbox.deleteRun',
   deleteSession: 'codeactSandbox.deleteSession',
   clearAll: 'codeactSandbox.clearAll',
+  prepareImage: 'codeactSandbox.prepareImage',
   rebuildDevcontainer: 'codeactSandbox.rebuildDevcontainer',
 } as const;

@@ -18,16 +18,24 @@ export interface SandboxFacts {
   approval: boolean | undefined;
   /** The Dev Container image and whether the engine has it; looked up only when `needsDevcontainerImage` says so. */
   devcontainerImage?: { tag: string; present: boolean };
+  /** codeactSandbox.pythonPackages in force (in an untrusted workspace, the user's own). */
+  packages: readonly string[];
+  /** The user's stored answer to "install these packages?"; undefined until asked. */
+  packagesApproval: boolean | undefined;
 }
 
 export type SandboxDecision =
-  /** The configured image (the docker backend, or auto falling back to it). */
-  | { kind: 'configured'; choice: BackendChoice; image: string }
+  /** The configured image (the docker backend, or auto falling back to it); `note` is for the log. */
+  | { kind: 'configured'; choice: BackendChoice; image: string; note?: string }
+  /** The data image (found or built), with these packages layered on it (none: the data image itself). */
+  | { kind: 'data'; choice: BackendChoice; requirements: readonly string[] }
+  /** Ask the user before the first packages build of the workspace; then `decideAfterPackagesAnswer`. */
+  | { kind: 'ask-packages'; choice: BackendChoice; requirements: readonly string[] }
   /** The Dev Container image, already on the engine. */
-  | { kind: 'present'; choice: BackendChoice; image: string }
+  | { kind: 'present'; choice: BackendChoice; image: string; note?: string }
   /** Ask the user before the first build; then `decideAfterAnswer`. */
   | { kind: 'ask'; choice: BackendChoice; configFile: string; tag: string }
-  | { kind: 'build'; choice: BackendChoice; tag: string }
+  | { kind: 'build'; choice: BackendChoice; tag: string; note?: string }
   /** Fail the call with this sentence for the model. */
   | { kind: 'refuse'; code: ToolErrorCode; message: string };
 
@@ -39,6 +47,16 @@ export function buildQuestion(configFile: string): string {
   return `CodeAct Sandbox: build the sandbox image from ${configFile}? The build runs this workspace's Dockerfile with network access; programs then run in it without network, as usual.`;
 }
 
+export const PACKAGES_SETTING = `${CONFIG_SECTION}.pythonPackages`;
+
+/** The buttons of the packages question; the answer is stored as `packagesApproval`. */
+export const PACKAGES_ANSWER = { install: 'Install Packages', decline: 'Not Now' } as const;
+
+/** Installing runs pip with network access: the user says yes once per workspace. */
+export function packagesQuestion(requirements: readonly string[]): string {
+  return `CodeAct Sandbox: install ${requirements.join(', ')} (${PACKAGES_SETTING}) into the sandbox image? pip downloads them with network access during the build; programs then run without network, as usual.`;
+}
+
 /** Whether the decision needs the Dev Container image's tag and presence (an image inspect). */
 export function needsDevcontainerImage(facts: Omit<SandboxFacts, 'devcontainerImage'>): boolean {
   return facts.choice.backend === 'devcontainer' && facts.trusted && !declinedAuto(facts);
@@ -46,12 +64,12 @@ export function needsDevcontainerImage(facts: Omit<SandboxFacts, 'devcontainerIm
 
 export function decideSandbox(facts: SandboxFacts): SandboxDecision {
   const { choice } = facts;
-  if (choice.backend === 'docker') return { kind: 'configured', choice, image: facts.configuredImage };
+  if (choice.backend === 'docker') return dockerImage(facts, choice);
   const configFile = choice.configFile ?? 'the Dev Container configuration';
   // chooseBackend already keeps an untrusted workspace off this backend; never build for one regardless.
   if (!facts.trusted) {
     if (facts.setting === 'auto') {
-      return { kind: 'configured', choice: { backend: 'docker', reason: `docker: auto, and the workspace is not trusted, so its ${configFile} is not built` }, image: facts.configuredImage };
+      return dockerImage(facts, { backend: 'docker', reason: `docker: auto, and the workspace is not trusted, so its ${configFile} is not built` });
     }
     return {
       kind: 'refuse',
@@ -62,15 +80,16 @@ export function decideSandbox(facts: SandboxFacts): SandboxDecision {
   if (declinedAuto(facts)) return declined(facts, configFile);
   const image = facts.devcontainerImage;
   if (!image) throw new Error('decideSandbox: the Dev Container image was not looked up');
-  if (image.present) return { kind: 'present', choice, image: image.tag };
-  if (facts.approval === true) return { kind: 'build', choice, tag: image.tag };
+  const note = ignoredPackages(facts, 'the Dev Container backend (its image is the workspace\'s own)');
+  if (image.present) return { kind: 'present', choice, image: image.tag, ...note };
+  if (facts.approval === true) return { kind: 'build', choice, tag: image.tag, ...note };
   // With the backend set to devcontainer, an earlier "no" is asked again: the setting says build.
   return { kind: 'ask', choice, configFile, tag: image.tag };
 }
 
 /** After the user answered the build question. */
 export function decideAfterAnswer(facts: SandboxFacts, ask: Extract<SandboxDecision, { kind: 'ask' }>, approved: boolean): SandboxDecision {
-  if (approved) return { kind: 'build', choice: ask.choice, tag: ask.tag };
+  if (approved) return { kind: 'build', choice: ask.choice, tag: ask.tag, ...ignoredPackages(facts, 'the Dev Container backend (its image is the workspace\'s own)') };
   if (facts.setting === 'auto') return declined(facts, ask.configFile);
   return {
     kind: 'refuse',
@@ -79,14 +98,54 @@ export function decideAfterAnswer(facts: SandboxFacts, ask: Extract<SandboxDecis
   };
 }
 
+/** After the user answered the packages question. */
+export function decideAfterPackagesAnswer(ask: Extract<SandboxDecision, { kind: 'ask-packages' }>, approved: boolean): SandboxDecision {
+  if (approved) return { kind: 'data', choice: ask.choice, requirements: ask.requirements };
+  return {
+    kind: 'refuse',
+    code: 'cancelled',
+    message: `The user chose not to install the packages of the ${PACKAGES_SETTING} setting, so the program was not run. Ask the user to run "CodeAct Sandbox: Prepare Sandbox Image", which installs them, or to remove them from that setting.`,
+  };
+}
+
+/** What a sandbox may be created from ahead of the first call: an image, the data image if it is already built, or nothing. */
+export type PrewarmTarget = { image: string } | { dataImage: readonly string[] } | undefined;
+
 /**
- * The image a sandbox may be created from ahead of the first call, or undefined: pre-warming
- * never asks, builds or pulls, and runs a Dev Container image only once the user approved it.
+ * Pre-warming never asks, builds or pulls: it runs a Dev Container image only once the user
+ * approved it, and the data image only once it is built (the caller checks that).
  */
-export function prewarmImage(decision: SandboxDecision, facts: SandboxFacts): string | undefined {
-  if (decision.kind === 'configured') return decision.image;
-  if (decision.kind === 'present' && facts.approval === true) return decision.image;
+export function prewarmImage(decision: SandboxDecision, facts: SandboxFacts): PrewarmTarget {
+  if (decision.kind === 'configured') return { image: decision.image };
+  if (decision.kind === 'present' && facts.approval === true) return { image: decision.image };
+  if (decision.kind === 'data') return { dataImage: decision.requirements };
   return undefined;
+}
+
+/**
+ * The docker backend's image: the one the user named, else the data image with their packages.
+ * Packages cause a network-enabled build: never for an untrusted workspace, and asked once.
+ */
+function dockerImage(facts: SandboxFacts, choice: BackendChoice): SandboxDecision {
+  if (facts.configuredImage) {
+    return { kind: 'configured', choice, image: facts.configuredImage, ...ignoredPackages(facts, `an image the user chose (${CONFIG_SECTION}.image = ${facts.configuredImage})`) };
+  }
+  const requirements = facts.packages;
+  if (!requirements.length || facts.packagesApproval === true) return { kind: 'data', choice, requirements };
+  if (!facts.trusted) {
+    return {
+      kind: 'refuse',
+      code: 'invalid_settings',
+      message: `The ${PACKAGES_SETTING} setting asks for packages, but the workspace is not trusted, so nothing is installed with network access for it. Ask the user to trust the workspace, or to remove the packages from that setting.`,
+    };
+  }
+  if (facts.packagesApproval === false) return decideAfterPackagesAnswer({ kind: 'ask-packages', choice, requirements }, false);
+  return { kind: 'ask-packages', choice, requirements };
+}
+
+/** The log's sentence when the user's packages do not apply to the image in use. */
+function ignoredPackages(facts: SandboxFacts, where: string): { note?: string } {
+  return facts.packages.length ? { note: `${PACKAGES_SETTING} (${facts.packages.join(', ')}) does not apply to ${where}; it adds packages to the data image only` } : {};
 }
 
 function declinedAuto(facts: Pick<SandboxFacts, 'setting' | 'approval'>): boolean {
@@ -94,5 +153,5 @@ function declinedAuto(facts: Pick<SandboxFacts, 'setting' | 'approval'>): boolea
 }
 
 function declined(facts: SandboxFacts, configFile: string): SandboxDecision {
-  return { kind: 'configured', choice: { backend: 'docker', reason: `docker: auto, and the user chose not to build ${configFile}` }, image: facts.configuredImage };
+  return dockerImage(facts, { backend: 'docker', reason: `docker: auto, and the user chose not to build ${configFile}` });
 }

@@ -10,21 +10,27 @@ import type { SandboxSpec } from '../docker/dockerSandbox';
 import { DockerSandboxProvider, type ProviderOptions } from '../docker/dockerSandboxProvider';
 import type { Owner } from '../docker/labels';
 import type { SettingsReader } from './config';
+import { DataImages, type DataImageOps, type PreparedImage } from './dataImages';
 import { COMMAND, CONFIG_SECTION } from './ids';
 import {
   BUILD_ANSWER,
+  PACKAGES_ANSWER,
+  PACKAGES_SETTING,
   buildQuestion,
   decideAfterAnswer,
+  decideAfterPackagesAnswer,
+  packagesQuestion,
   decideSandbox,
   needsDevcontainerImage,
   prewarmImage,
   type SandboxDecision,
   type SandboxFacts,
 } from './sandboxDecision';
-import { pullProgress, statusView } from './status';
+import { buildingView, pullProgress, statusView } from './status';
 import type { StatusItem, Ui, WorkspaceEnv, WorkspaceState } from './ui';
 
 export const BUILD_APPROVED_KEY = 'codeactSandbox.devcontainerBuildApproved';
+export const PACKAGES_APPROVED_KEY = 'codeactSandbox.packagesBuildApproved';
 
 /** The Dev Container image operations the service uses (the Docker layer's; tests pass fakes). */
 export interface DevcontainerImages {
@@ -41,6 +47,8 @@ export interface SandboxServiceOptions {
   /** Keeps the user's answer to the build question. */
   state: WorkspaceState;
   devcontainer?: DevcontainerImages;
+  /** The data image operations (the Docker layer's; tests pass fakes). */
+  dataImages?: DataImageOps;
   /** Tests wrap the provider to see what it was given. */
   createProvider?: (options: ProviderOptions) => DockerSandboxProvider;
 }
@@ -70,10 +78,14 @@ export class SandboxService implements SandboxProvider {
   /** The runtime the last sandbox runs under (known once the engine was asked). */
   private runtime: string | undefined;
   private readonly devcontainer: DevcontainerImages;
+  private readonly data: DataImages;
+  /** Sentences already logged about settings that do not apply. */
+  private readonly noted = new Set<string>();
 
   constructor(private readonly deps: SandboxServiceOptions) {
     this.devcontainer = deps.devcontainer ?? { plan: planDevcontainerImage, ensure: ensureDevcontainerImage };
     this.status = deps.ui.createStatusItem({ id: 'codeactSandbox.status', name: 'CodeAct Sandbox', command: COMMAND.showLog });
+    this.data = new DataImages({ ui: deps.ui, log: deps.log, onBuilding: (building) => this.onBuilding(building), ...(deps.dataImages ? { ops: deps.dataImages } : {}) });
   }
 
   /** Sandboxes currently held, by session key. */
@@ -124,6 +136,25 @@ export class SandboxService implements SandboxProvider {
   }
 
   /**
+   * The Prepare command: builds the data image and the packages of the setting now (the user's
+   * own request: it counts as the answer to the packages question). `notUsed` when the settings
+   * name another image.
+   */
+  async prepareImage(): Promise<PreparedImage | { notUsed: string }> {
+    const s = this.deps.settings.read();
+    const { facts } = await this.gather(s);
+    const decision = decideSandbox({ ...facts, packagesApproval: facts.trusted || facts.packagesApproval });
+    if (decision.kind === 'refuse') throw new ToolError(decision.code, decision.message);
+    if (decision.kind !== 'data' && decision.kind !== 'ask-packages') {
+      return { notUsed: decision.kind === 'configured' ? `${CONFIG_SECTION}.image names ${decision.image}` : 'the sandbox runs the Dev Container image' };
+    }
+    if (decision.requirements.length && facts.packagesApproval !== true) await this.deps.state.update(PACKAGES_APPROVED_KEY, true);
+    const prepared = await this.data.prepare(this.current().docker, decision.requirements);
+    this.showStatus(decision.choice, prepared.tag);
+    return prepared;
+  }
+
+  /**
    * For pre-warming: the spec when it can be had without asking the user, building or pulling,
    * else undefined. A Dev Container image is used only when it is on the engine and the user
    * approved building it; the provider still checks that the configured image is present.
@@ -136,8 +167,11 @@ export class SandboxService implements SandboxProvider {
     } catch {
       return undefined; // the call itself reports it
     }
-    const image = prewarmImage(decideSandbox(facts), facts);
-    return image === undefined ? undefined : this.specOf(s, image);
+    const target = prewarmImage(decideSandbox(facts), facts);
+    if (target === undefined) return undefined;
+    if ('image' in target) return this.specOf(s, target.image);
+    const tag = await this.data.present(this.current().docker, target.dataImage).catch(() => undefined);
+    return tag === undefined ? undefined : this.specOf(s, tag, PACKAGES_SETTING);
   }
 
   /** The backend and image in use, for the API and tests. */
@@ -194,9 +228,9 @@ export class SandboxService implements SandboxProvider {
   private async specFor(signal: AbortSignal): Promise<SandboxSpec> {
     const s = this.deps.settings.read();
     const { facts, folder } = await this.gather(s);
-    const { choice, image } = await this.carryOut(decideSandbox(facts), { facts, folder, settings: s, signal });
+    const { choice, image, packagesSetting } = await this.carryOut(decideSandbox(facts), { facts, folder, settings: s, signal });
     this.showStatus(choice, image);
-    return this.specOf(s, image);
+    return this.specOf(s, image, packagesSetting);
   }
 
   /** What the decision is made from; the only effects are reading the workspace and inspecting an image. */
@@ -210,18 +244,39 @@ export class SandboxService implements SandboxProvider {
       settingHint: `the ${CONFIG_SECTION}.backend setting`,
     });
     const stored = this.deps.state.get<unknown>(BUILD_APPROVED_KEY);
-    const facts: SandboxFacts = { setting: s.backend, configuredImage: s.image, choice, trusted, approval: typeof stored === 'boolean' ? stored : undefined };
+    const packagesStored = this.deps.state.get<unknown>(PACKAGES_APPROVED_KEY);
+    const facts: SandboxFacts = {
+      setting: s.backend,
+      configuredImage: s.image,
+      choice,
+      trusted,
+      approval: typeof stored === 'boolean' ? stored : undefined,
+      packages: s.pythonPackages,
+      packagesApproval: typeof packagesStored === 'boolean' ? packagesStored : undefined,
+    };
     if (!folder || !needsDevcontainerImage(facts)) return { facts, folder };
     const plan = await this.devcontainer.plan(this.current().docker, folder);
     return { facts: { ...facts, devcontainerImage: { tag: plan.tag, present: plan.present } }, folder };
   }
 
   /** The one place a decision turns into effects: the question, the build, the refusal. */
-  private async carryOut(decision: SandboxDecision, call: CallContext): Promise<{ choice: BackendChoice; image: string }> {
+  private async carryOut(decision: SandboxDecision, call: CallContext): Promise<{ choice: BackendChoice; image: string; packagesSetting?: string }> {
+    if ('note' in decision && decision.note && !this.noted.has(decision.note)) {
+      this.noted.add(decision.note);
+      this.deps.log.warn(decision.note);
+    }
     switch (decision.kind) {
       case 'configured':
       case 'present':
         return { choice: decision.choice, image: decision.image };
+      case 'data':
+        return { choice: decision.choice, image: await this.data.image(this.current().docker, decision.requirements, call.signal), packagesSetting: PACKAGES_SETTING };
+      case 'ask-packages': {
+        const answer = await this.deps.ui.askModal(packagesQuestion(decision.requirements), PACKAGES_ANSWER.install, PACKAGES_ANSWER.decline);
+        const approved = answer === PACKAGES_ANSWER.install;
+        await this.deps.state.update(PACKAGES_APPROVED_KEY, approved);
+        return this.carryOut(decideAfterPackagesAnswer(decision, approved), call);
+      }
       case 'refuse':
         throw new ToolError(decision.code, decision.message);
       case 'ask': {
@@ -256,8 +311,17 @@ export class SandboxService implements SandboxProvider {
     });
   }
 
-  private specOf(s: Settings, image: string): SandboxSpec {
-    return { image, limits: sandboxLimitsOf(s), warmRunner: s.warmRunner, preloadModules: s.preloadModules, runtime: s.runtime };
+  private specOf(s: Settings, image: string, packagesSetting?: string): SandboxSpec {
+    return { image, limits: sandboxLimitsOf(s), warmRunner: s.warmRunner, preloadModules: s.preloadModules, runtime: s.runtime, ...(packagesSetting ? { packagesSetting } : {}) };
+  }
+
+  private onBuilding(building: boolean): void {
+    if (building) {
+      const view = buildingView();
+      this.status.show(view.text, view.tooltip);
+    } else if (this.choice && this.image) {
+      this.showStatus(this.choice, this.image);
+    }
   }
 
   private showStatus(choice: BackendChoice, image: string): void {
@@ -266,6 +330,7 @@ export class SandboxService implements SandboxProvider {
     }
     this.choice = choice;
     this.image = image;
+    if (this.data.building) return;
     const view = statusView(choice, image, this.engine ? `${this.engine.displayName} (${this.engine.reason})` : undefined, this.runtime);
     this.status.show(view.text, view.tooltip);
   }

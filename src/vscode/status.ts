@@ -30,3 +30,11 @@ export function pullProgress(report: (update: ProgressUpdate) => void): (message
     report({ message, increment });
   };
 }
+
+/** While this window builds the sandbox image (the first use, or the Prepare command). */
+export function buildingView(): { text: string; tooltip: string } {
+  return {
+    text: '$(sync~spin) Sandbox: building sandbox image',
+    tooltip: '**CodeAct Sandbox**\n\nBuilding the sandbox image (once per Docker engine); the notification shows its progress and the output channel its log.',
+  };
+}

@@ -54,6 +54,26 @@ describe('the CLI (integration)', function () {
     assert.deepEqual(await ours(), before);
   });
 
+  it('prepare builds (or finds) the data image and says what it did; run without --image uses it', async function () {
+    this.timeout(45 * 60_000); // a first build on a fresh machine takes minutes
+    const prepared = await runCli(['prepare']);
+    assert.equal(prepared.code, 0, prepared.stderr);
+    assert.match(prepared.stdout, /^data image codeact-sandbox\/data:(pip|debian)-[0-9a-f]{16} \((pip|debian) route\): (already built|built in \d+\.\d s), \d+\.\d\d GB\n$/);
+    const r = await runCli(['run', '-'], { stdin: 'import pandas as pd\nprint(pd.DataFrame({"a": [1, 2, 3]})["a"].sum())\n' });
+    assert.equal(r.stdout, 'stdout:\n6\n');
+    assert.equal(r.code, 0);
+  });
+
+  it('--packages is refused with an --image of the user\'s choice, and when it is not a requirement', async function () {
+    const file = program('ok2.py', 'print(1)\n');
+    const withImage = await runCli(['run', '--image', IMAGE, '--packages', 'polars', file]);
+    assert.equal(withImage.code, 2);
+    assert.ok(withImage.stderr.startsWith("codeact-sandbox: --packages adds to the data image; it does not apply to an --image of your choice\n"), withImage.stderr);
+    const bad = await runCli(['prepare', '--packages', '--index-url=http://127.0.0.1/simple']);
+    assert.equal(bad.code, 2);
+    assert.ok(bad.stderr.startsWith('codeact-sandbox: --packages "--index-url=http://127.0.0.1/simple" is not a pip requirement'), bad.stderr);
+  });
+
   it('exits 2 on bad arguments without touching the engine', async function () {
     const file = program('ok.py', 'print(1)\n');
     const empty = program('empty.py', '');

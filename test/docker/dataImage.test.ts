@@ -5,7 +5,6 @@ import * as path from 'node:path';
 import type { Readable } from 'node:stream';
 import { DEFAULT_DENY_GLOBS } from '../../src/core/files/names';
 import { formatBytes } from '../../src/core/format';
-import { missingModuleHint } from '../../src/core/missingModule';
 import { normalizeProjectName } from '../../src/core/requirements';
 import { sessionDigest } from '../../src/core/session';
 import { executeToolCall } from '../../src/core/toolCall';
@@ -13,7 +12,7 @@ import { ensureDataImage, imageDistributions, DATA_PACKAGES } from '../../src/do
 import { ArtifactStore, type RunWriter } from '../../src/storage/artifactStore';
 import { folderSource } from '../../src/storage/workspaceFolder';
 import { testDataImage, type DataImageRun } from './fixtures/dataImage';
-import { docker, log, run, runLimits, uniqueSessionKey, useDocker } from './helpers';
+import { IMAGE, TEST_LIMITS, docker, log, run, runLimits, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
 const MB = 1024 * 1024;
 
@@ -155,14 +154,24 @@ describe('the data image (integration)', function () {
     });
   });
 
-  it("a missing module gets the hint built from the image's own labels", async function () {
+  it("a missing module gets the hint built from the image's own labels, in the result the model reads", async function () {
     if (made.image.route !== 'debian') this.skip(); // the versions below are Debian bookworm's
-    const provider = sandboxes.makeProvider({ image: made.image.tag, limits: { memoryMb: 1024 } });
+    const provider = sandboxes.makeProvider({ spec: () => testSpec({ image: made.image.tag, limits: { ...TEST_LIMITS, memoryMb: 1024 }, packagesSetting: 'codeactSandbox.pythonPackages' }) });
     const r = await run(provider, uniqueSessionKey('hint'), 'import polars');
-    const hint = missingModuleHint(Buffer.concat([r.stderr.head, r.stderr.tail]).toString("utf8"), { distributions: await imageDistributions(docker, made.image.tag), packagesSetting: 'codeactSandbox.pythonPackages' });
     assert.equal(
-      hint,
-      "The sandbox has no module named 'polars', and it has no network, so pip install cannot work there. Installed packages include beautifulsoup4 4.11.2, Jinja2 3.1.2, lxml 4.9.2, matplotlib 3.6.3, networkx 2.8.8, numpy 1.24.2, odfpy 1.4.2, openpyxl 3.0.9, pandas 1.5.3, Pillow 9.4.0, PyYAML 6.0, scikit-learn 1.2.1, scipy 1.10.1, seaborn 0.12.2, statsmodels 0.13.5+dfsg, sympy 1.11.1, tabulate 0.8.9, tqdm 4.64.1, xlrd 1.2.0 and 32 more. If the program needs polars, ask the user to add \"polars\" to the codeactSandbox.pythonPackages setting.",
+      r.text,
+      'stderr:\nTraceback (most recent call last):\n  File "/sandbox/runs/' + r.text.split('/sandbox/runs/')[1]!.slice(0, 11) + '/program.py", line 1, in <module>\n    import polars\nModuleNotFoundError: No module named \'polars\'\n\nexit code: 1\n\n' +
+        "The sandbox has no module named 'polars', and it has no network, so pip install cannot work there. Installed packages include beautifulsoup4 4.11.2, Jinja2 3.1.2, lxml 4.9.2, matplotlib 3.6.3, networkx 2.8.8, numpy 1.24.2, odfpy 1.4.2, openpyxl 3.0.9, pandas 1.5.3, Pillow 9.4.0, PyYAML 6.0, scikit-learn 1.2.1, scipy 1.10.1, seaborn 0.12.2, statsmodels 0.13.5+dfsg, sympy 1.11.1, tabulate 0.8.9, tqdm 4.64.1, xlrd 1.2.0 and 32 more. If the program needs polars, ask the user to add \"polars\" to the codeactSandbox.pythonPackages setting.",
     );
   });
+
+  it('an image the user chose (not ours) gets the hint without a list, asking for another image', async function () {
+    const provider = sandboxes.makeProvider({ image: IMAGE });
+    const r = await run(provider, uniqueSessionKey('hint-chosen'), 'import polars');
+    assert.equal(
+      r.text.slice(r.text.indexOf('exit code: 1')),
+      "exit code: 1\n\nThe sandbox has no module named 'polars', and it has no network, so pip install cannot work there. If the program needs polars, ask the user for a sandbox image that has it.",
+    );
+  });
+
 });

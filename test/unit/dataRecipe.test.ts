@@ -1,3 +1,4 @@
+import { TOOL_DESCRIPTION } from '../../src/core/toolDescription';
 import * as assert from 'node:assert/strict';
 import { dataImageContext, derivedHash, derivedImageContext, recipeHash } from '../../src/docker/images/dockerfile';
 import { planDataImage } from '../../src/docker/images/dataImage';
@@ -5,6 +6,11 @@ import { DATA_PACKAGES, DATA_RECIPE, DEBIAN_SYSTEM_PACKAGES, ROUTES, pipRequirem
 import { ourImage, parseDistributions } from '../../src/docker/images/imageLabels';
 
 describe('the data image recipe (unit)', () => {
+  it("the tool's model description names every package of the stack (Pillow as the model knows it)", () => {
+    const named = DATA_PACKAGES.map((p) => (p.name === 'pillow' ? 'Pillow' : p.name)).filter((name) => !TOOL_DESCRIPTION.includes(` ${name}`));
+    assert.deepEqual(named, []);
+  });
+
   it('pins the package list: pip requirement, Debian package and the module the build imports', () => {
     assert.deepEqual(
       DATA_PACKAGES.map((p) => [pipRequirement(p), p.debian, p.module]),

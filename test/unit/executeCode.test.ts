@@ -5,9 +5,10 @@ import { silentLogger } from '../../src/core/logger';
 import type { ProgramExit, ProgramRun, Sandbox, SandboxProvider } from '../../src/core/sandbox';
 
 /** A sandbox whose "program" is a JS function: enough to test the pipeline's own logic. */
-function fakeProvider(body: (run: ProgramRun) => Promise<number | null>): SandboxProvider & { keys: string[] } {
+function fakeProvider(body: (run: ProgramRun) => Promise<number | null>, extra: Partial<Sandbox> = {}): SandboxProvider & { keys: string[] } {
   const keys: string[] = [];
   const sandbox: Sandbox = {
+    ...extra,
     id: 'fake',
     image: 'fake:1',
     async run(run): Promise<ProgramExit> {
@@ -40,6 +41,48 @@ describe('execute pipeline (unit)', () => {
     assert.equal(report.text, 'stdout:\nhi');
     assert.equal(report.exitCode, 0);
     assert.equal(report.image, 'fake:1');
+  });
+
+  it('a missing module gets the hint, from what the sandbox says it has and how packages are added', async () => {
+    let asked = 0;
+    const traceback = "Traceback (most recent call last):\n  File \"/sandbox/runs/0001/program.py\", line 1, in <module>\nModuleNotFoundError: No module named 'cv2'\n";
+    const provider = fakeProvider(
+      async (run) => {
+        run.onStderr(Buffer.from(traceback));
+        return 1;
+      },
+      {
+        packagesSetting: 'codeactSandbox.pythonPackages',
+        installed: async () => {
+          asked++;
+          return [
+            { name: 'numpy', version: '1.24.2', modules: ['numpy'], requested: true },
+            { name: 'pandas', version: '1.5.3', modules: ['pandas'], requested: true },
+          ];
+        },
+      },
+    );
+    const report = await executeCode(provider, silentLogger, { code: 'import cv2', sessionKey: 'k' }, limits);
+    assert.equal(
+      report.text,
+      `stderr:\n${traceback.trimEnd()}\n\nexit code: 1\n\n` +
+        "The sandbox has no module named 'cv2', and it has no network, so pip install cannot work there. Installed packages include numpy 1.24.2 and pandas 1.5.3. If the program needs cv2, ask the user to add \"opencv-python-headless\" to the codeactSandbox.pythonPackages setting.",
+    );
+    assert.equal(asked, 1);
+  });
+
+  it('a program that exits 0 is never asked about, even if it printed a ModuleNotFoundError itself', async () => {
+    let asked = 0;
+    const provider = fakeProvider(
+      async (run) => {
+        run.onStderr(Buffer.from("ModuleNotFoundError: No module named 'cv2'\n"));
+        return 0;
+      },
+      { installed: async () => (asked++, []) },
+    );
+    const report = await executeCode(provider, silentLogger, { code: 'x', sessionKey: 'k' }, limits);
+    assert.equal(report.text, "stderr:\nModuleNotFoundError: No module named 'cv2'");
+    assert.equal(asked, 0);
   });
 
   it('stops the program at the timeout and says so', async () => {

@@ -50,21 +50,23 @@ describe('settings (unit)', () => {
     const read = (dockerContext: string) => readSettings((k) => (k === 'dockerContext' ? dockerContext : undefined));
     assert.deepEqual([read('colima').settings.dockerContext, read(' desktop-linux ').settings.dockerContext, read('').settings.dockerContext], ['colima', 'desktop-linux', '']);
     assert.deepEqual(read('../x').problems, [
-      'codeactSandbox.dockerContext = "../x" is not valid (must be a Docker context name, as `docker context ls` lists it); using "".',
+      'codeactSandbox.dockerContext = "../x" is not valid (must be a Docker context name, as `docker context ls` lists it); using the default (empty).',
     ]);
   });
 
   it('an invalid value is reported and replaced by its default, the rest kept', () => {
-    const values: Record<string, unknown> = { timeoutSeconds: -5, image: 'my image', memoryMb: 2048 };
+    const values: Record<string, unknown> = { timeoutSeconds: -5, image: 'my image', memoryMb: 2048, pythonPackages: ['polars', '--index-url=http://x'] };
     const { settings, problems } = readSettings((k) => values[k]);
     assert.equal(settings.timeoutSeconds, DEFAULTS.timeoutSeconds);
     assert.equal(settings.image, DEFAULTS.image);
     assert.equal(settings.memoryMb, 2048);
-    assert.equal(problems.length, 2);
+    assert.deepEqual(settings.pythonPackages, []);
+    assert.equal(problems.length, 3);
+    assert.equal(problems[0], 'codeactSandbox.image = "my image" is not valid (must be an image reference without spaces); using the default (empty).');
     assert.equal(
-      problems[0],
-      'codeactSandbox.image = "my image" is not valid (must be an image reference without spaces); using "python:3.12-slim".',
+      problems[1],
+      'codeactSandbox.pythonPackages = ["polars","--index-url=http://x"] is not valid (each entry must be a pip requirement: a package name, optionally with a version ("requests==2.32.3")); using [].',
     );
-    assert.match(problems[1]!, /^codeactSandbox\.timeoutSeconds = -5 is not valid \(.+\); using 120\.$/);
+    assert.match(problems[2]!, /^codeactSandbox\.timeoutSeconds = -5 is not valid \(.+\); using 120\.$/);
   });
 });

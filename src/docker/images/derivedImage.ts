@@ -88,6 +88,15 @@ export async function ensurePackagesImage(o: EnsurePackagesImageOptions): Promis
   );
 }
 
+/** The packages image of these requirements when the engine has it, else undefined; never builds (pre-warming). */
+export async function findPackagesImage(docker: Dockerode, base: DataImage, requirements: readonly string[], repository = PACKAGES_REPOSITORY): Promise<PackagesImage | undefined> {
+  const normalized = normalizeRequirements(requirements);
+  if (!normalized.length) return { tag: base.tag, id: base.id, requirements: normalized, built: false, distributions: base.distributions };
+  const hash = derivedHash(base.id, normalized);
+  const present = await find(docker, `${repository}:${hash.slice(0, 16)}`, hash);
+  return present && { ...present, requirements: normalized };
+}
+
 async function find(docker: Dockerode, tag: string, hash: string): Promise<Omit<PackagesImage, 'requirements'> | undefined> {
   try {
     const info = await docker.getImage(tag).inspect();

@@ -5,7 +5,7 @@
 export { ensureImage, imagePresent, type PullProgress } from './pull';
 export { DATA_PACKAGES, DATA_RECIPE, ROUTES, ROUTE_NAMES, pipRequirement, type DataPackage, type DataRecipe, type RouteName } from './recipe';
 export { DATA_REPOSITORY, DEFAULT_HINTS, dataImageBuilding, ensureDataImage, findDataImage, planDataImage, type DataImage, type EnsureDataImageOptions, type ImageHints } from './dataImage';
-export { PACKAGES_REPOSITORY, ensurePackagesImage, type EnsurePackagesImageOptions, type PackagesHints, type PackagesImage } from './derivedImage';
+export { PACKAGES_REPOSITORY, ensurePackagesImage, findPackagesImage, type EnsurePackagesImageOptions, type PackagesHints, type PackagesImage } from './derivedImage';
 export { ImageBuildError, RequirementRejectedError } from './errors';
 export { IMAGE_LABEL, imageDistributions } from './imageLabels';
 export type { BuildPhase, BuildProgress, BuildProgressListener } from './buildProgress';

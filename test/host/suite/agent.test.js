@@ -119,6 +119,58 @@ describe('agent mode calls execute_code (host)', function () {
     await h.setting('confirmBeforeRun', undefined);
   });
 
+  // The README's headline with default settings: the data image, prepared by the extension's own command.
+  it('with default settings, the revenue chart from data/sales.csv: the PNG is in the tree and reaches the model as an image', async function () {
+    this.timeout(50 * 60_000); // on a fresh machine the command builds the image (minutes)
+    await h.setting('image', undefined);
+    try {
+      const prepared = await vscode.commands.executeCommand('codeactSandbox.prepareImage');
+      assert.ok(prepared && /^codeact-sandbox\/data:(pip|debian)-[0-9a-f]{16}$/.test(prepared.tag), JSON.stringify(prepared));
+      const code = [
+        'import pandas as pd',
+        'import matplotlib.pyplot as plt',
+        'df = pd.read_csv("data/sales.csv", parse_dates=["date"])',
+        'monthly = df.groupby(df["date"].dt.to_period("M"))["amount"].sum()',
+        'fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)',
+        'monthly.plot(kind="bar", ax=ax, color="steelblue", title="Monthly revenue 2024")',
+        'fig.tight_layout()',
+        'fig.savefig("revenue.png")',
+        'print(f"best month: {monthly.idxmax().strftime(\'%B %Y\')} (revenue {monthly.max():,.2f})")',
+        'print(f"months: {len(monthly)}, total {monthly.sum():,.2f}")',
+      ].join('\n');
+      model.script((request, fallback) =>
+        request.toolResults.length ? fallback(request) : { toolCall: { name: 'execute_code', input: { code, files: ['data/sales.csv'], outputs: ['revenue.png'] } } },
+      );
+      await newChat();
+      const before = toolResults().length;
+      const res = await ask('Plot monthly revenue from data/sales.csv and tell me the best month.');
+      assert.ok(res && res.type !== 'confirmation', JSON.stringify(res));
+      const result = toolResults()[before];
+      assert.ok(result, 'the tool result reached the model');
+      // Our text is the first part; Copilot appends a line naming where it keeps the image.
+      const ours = result.content[0].type === 'text' ? result.content[0].value : '';
+      const m = /^stdout:\nbest month: April 2024 \(revenue 2,440\.25\)\nmonths: 12, total 25,757\.00\n\nSaved for the user in the CodeAct Sandbox view: revenue\.png \((\d+(?:\.\d)? KB)\)\. The files are not sent to you; describe them or print what you need from them\.$/.exec(ours);
+      assert.ok(m, JSON.stringify(result.content));
+      const images = result.content.filter((p) => p.type === 'data' && p.mimeType === 'image/png');
+      assert.equal(images.length, 1, JSON.stringify(result.content.map((p) => p.type)));
+      assert.ok(images[0].bytes > 10 * 1024, `${images[0].bytes} bytes`);
+      const chat = api.sandboxes().find((x) => x.sessionKey.startsWith('chat:') && x.image === prepared.tag);
+      assert.ok(chat, 'the chat ran the data image');
+      const runs = (await api.treeSnapshot()).flatMap((session) => session.children);
+      const run = runs.find((r) => r.children.some((f) => f.label === 'revenue.png'));
+      assert.ok(run, JSON.stringify(runs.map((r) => r.label)));
+      assert.equal(run.description, 'ok · 1 file');
+      // The tree gives the size one decimal finer than the model's sentence.
+      assert.deepEqual(run.children.map((f) => f.label), ['revenue.png']);
+      assert.equal(Math.round(parseFloat(run.children[0].description)), parseFloat(m[1]), run.children[0].description);
+      await vscode.commands.executeCommand('codeactSandbox.artifacts.focus');
+      await h.snapshot('agent-revenue-chart');
+    } finally {
+      model.script(undefined);
+      await h.setting('image', h.IMAGE);
+    }
+  });
+
   it("the chat's Stop cancels a long-running program and kills it", async function () {
     await newChat();
     const pending = ask(program('import time\nprint("long", flush=True)\ntime.sleep(300)'));

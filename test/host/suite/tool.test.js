@@ -162,7 +162,7 @@ describe('execute_code in the extension host (host)', function () {
 
   it('refuses a file that is not in the workspace with near misses', async function () {
     await assert.rejects(vscode.lm.invokeTool('execute_code', { input: { code: 'print(1)', files: ['sale.csv'] }, toolInvocationToken: undefined }),
-      /"sale\.csv" is not in the workspace\. Similar names in the workspace: "sales\.csv"\./);
+      /"sale\.csv" is not in the workspace\. Similar names in the workspace: "sales\.csv", "data\/sales\.csv"\./);
   });
 
   // Session isolation needs tokens the host issued itself (a made-up token is refused with

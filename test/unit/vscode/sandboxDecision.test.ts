@@ -3,6 +3,8 @@ import type { BackendChoice } from '../../../src/docker/backend';
 import {
   buildQuestion,
   decideAfterAnswer,
+  decideAfterPackagesAnswer,
+  packagesQuestion,
   decideSandbox,
   needsDevcontainerImage,
   prewarmImage,
@@ -21,7 +23,7 @@ const REFUSED_BUILD =
   'The user chose not to build the workspace\'s Dev Container image. Ask the user to set the codeactSandbox.backend setting to docker or auto, or to run "CodeAct Sandbox: Rebuild Dev Container Image".';
 
 function facts(over: Partial<SandboxFacts>): SandboxFacts {
-  return { setting: 'auto', configuredImage: IMAGE, choice: AUTO_DEV, trusted: true, approval: undefined, ...over };
+  return { setting: 'auto', configuredImage: IMAGE, choice: AUTO_DEV, trusted: true, approval: undefined, packages: [], packagesApproval: undefined, ...over };
 }
 const absent = { tag: TAG, present: false };
 const present = { tag: TAG, present: true };
@@ -94,11 +96,15 @@ describe('sandbox backend decision (unit)', () => {
   });
 
   it('pre-warming takes the configured image, or a present Dev Container image the user approved; nothing else', () => {
-    const cases: [Partial<SandboxFacts>, string | undefined][] = [
-      [{ setting: 'docker', choice: DOCKER }, IMAGE],
-      [{ approval: false }, IMAGE],
-      [{ trusted: false }, IMAGE],
-      [{ approval: true, devcontainerImage: present }, TAG],
+    const cases: [Partial<SandboxFacts>, unknown][] = [
+      [{ setting: 'docker', choice: DOCKER }, { image: IMAGE }],
+      [{ approval: false }, { image: IMAGE }],
+      [{ trusted: false }, { image: IMAGE }],
+      [{ approval: true, devcontainerImage: present }, { image: TAG }],
+      // The data image: only once it is built, which the service checks without building.
+      [{ setting: 'docker', choice: DOCKER, configuredImage: '' }, { dataImage: [] }],
+      [{ setting: 'docker', choice: DOCKER, configuredImage: '', packages: ['polars'], packagesApproval: true }, { dataImage: ['polars'] }],
+      [{ setting: 'docker', choice: DOCKER, configuredImage: '', packages: ['polars'] }, undefined],
       [{ approval: undefined, devcontainerImage: present }, undefined],
       [{ setting: 'devcontainer', choice: SET_DEV, approval: false, devcontainerImage: present }, undefined],
       [{ approval: true, devcontainerImage: absent }, undefined],
@@ -107,8 +113,68 @@ describe('sandbox backend decision (unit)', () => {
     ];
     for (const [over, expected] of cases) {
       const f = facts(over);
-      assert.equal(prewarmImage(decideSandbox(f), f), expected, JSON.stringify(over));
+      assert.deepEqual(prewarmImage(decideSandbox(f), f), expected, JSON.stringify(over));
     }
+  });
+
+  describe('the data image (an empty image setting)', () => {
+    const data = (over: Partial<SandboxFacts>) => facts({ setting: 'docker', choice: DOCKER, configuredImage: '', ...over });
+    const REFUSED_PACKAGES =
+      'The user chose not to install the packages of the codeactSandbox.pythonPackages setting, so the program was not run. Ask the user to run "CodeAct Sandbox: Prepare Sandbox Image", which installs them, or to remove them from that setting.';
+
+    it('without packages: the data image, trusted or not (its recipe is ours, not the workspace\'s)', () => {
+      for (const trusted of [true, false]) assert.deepEqual(decideSandbox(data({ trusted })), { kind: 'data', choice: DOCKER, requirements: [] });
+    });
+
+    it('auto falls back to it when the Dev Container is not built', () => {
+      assert.deepEqual(decideSandbox(facts({ configuredImage: '', approval: false })), { kind: 'data', choice: DECLINED, requirements: [] });
+      assert.deepEqual(decideSandbox(facts({ configuredImage: '', trusted: false })), {
+        kind: 'data',
+        choice: { backend: 'docker', reason: `docker: auto, and the workspace is not trusted, so its ${CONFIG} is not built` },
+        requirements: [],
+      });
+    });
+
+    it('packages: asked once, then installed; a no refuses with the way out', () => {
+      const ask = decideSandbox(data({ packages: ['polars==1.9.0'] }));
+      assert.deepEqual(ask, { kind: 'ask-packages', choice: DOCKER, requirements: ['polars==1.9.0'] });
+      assert.deepEqual(decideAfterPackagesAnswer(ask as Extract<SandboxDecision, { kind: 'ask-packages' }>, true), { kind: 'data', choice: DOCKER, requirements: ['polars==1.9.0'] });
+      assert.deepEqual(decideSandbox(data({ packages: ['polars==1.9.0'], packagesApproval: true })), { kind: 'data', choice: DOCKER, requirements: ['polars==1.9.0'] });
+      const refused = { kind: 'refuse', code: 'cancelled', message: REFUSED_PACKAGES };
+      assert.deepEqual(decideAfterPackagesAnswer(ask as Extract<SandboxDecision, { kind: 'ask-packages' }>, false), refused);
+      assert.deepEqual(decideSandbox(data({ packages: ['polars==1.9.0'], packagesApproval: false })), refused);
+    });
+
+    it('packages are never installed for an untrusted workspace that was not approved', () => {
+      assert.deepEqual(decideSandbox(data({ trusted: false, packages: ['polars'] })), {
+        kind: 'refuse',
+        code: 'invalid_settings',
+        message:
+          'The codeactSandbox.pythonPackages setting asks for packages, but the workspace is not trusted, so nothing is installed with network access for it. Ask the user to trust the workspace, or to remove the packages from that setting.',
+      });
+    });
+
+    it('packages do not apply to a chosen image or a Dev Container, and the log says so', () => {
+      assert.deepEqual(decideSandbox(data({ configuredImage: IMAGE, packages: ['polars'] })), {
+        kind: 'configured',
+        choice: DOCKER,
+        image: IMAGE,
+        note: 'codeactSandbox.pythonPackages (polars) does not apply to an image the user chose (codeactSandbox.image = python:3.12-slim); it adds packages to the data image only',
+      });
+      assert.deepEqual(decideSandbox(facts({ configuredImage: '', packages: ['polars'], devcontainerImage: present })), {
+        kind: 'present',
+        choice: AUTO_DEV,
+        image: TAG,
+        note: "codeactSandbox.pythonPackages (polars) does not apply to the Dev Container backend (its image is the workspace's own); it adds packages to the data image only",
+      });
+    });
+
+    it('asks in one sentence what installing does', () => {
+      assert.equal(
+        packagesQuestion(['polars==1.9.0', 'pyarrow']),
+        'CodeAct Sandbox: install polars==1.9.0, pyarrow (codeactSandbox.pythonPackages) into the sandbox image? pip downloads them with network access during the build; programs then run without network, as usual.',
+      );
+    });
   });
 
   it('asks in one sentence what the build does', () => {

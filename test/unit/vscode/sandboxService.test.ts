@@ -19,6 +19,7 @@ const QUESTION = `askModal: ${buildQuestion(CONFIG)} [Build Image | Use the Dock
 const BUILDING = 'withProgress: CodeAct Sandbox: building the Dev Container image';
 // No engine listens here: a sandbox is never created, whatever the service decides.
 const NO_ENGINE = 'unix:///nonexistent/codeact-unit-test.sock';
+const CHOSEN = 'python:3.12-slim';
 
 /** Lets every promise chain already started run to its end. */
 async function settle(): Promise<void> {
@@ -50,6 +51,8 @@ describe('sandbox service (unit)', () => {
     workspace = new FakeWorkspace();
     workspace.folder = tmp;
     workspace.user.dockerHost = NO_ENGINE;
+    // An image of the user's choice: the data image's own path is tested in dataImages.test.ts.
+    workspace.user.image = CHOSEN;
     state = new FakeState();
     log = recordingLogger();
     plans = [];
@@ -147,7 +150,7 @@ describe('sandbox service (unit)', () => {
       imagePresent = true;
       assert.deepEqual(await service.prewarmSpec(), spec(TAG));
       state.values.set(BUILD_APPROVED_KEY, false);
-      assert.deepEqual(await service.prewarmSpec(), spec(DEFAULTS.image));
+      assert.deepEqual(await service.prewarmSpec(), spec(CHOSEN));
       workspace.user.backend = 'docker';
       workspace.user.image = 'mine:1';
       assert.deepEqual(await service.prewarmSpec(), spec('mine:1'));
@@ -185,7 +188,7 @@ describe('sandbox service (unit)', () => {
       assert.deepEqual(service.describe(), {
         backend: 'docker',
         reason: `docker: auto, and the user chose not to build ${CONFIG}`,
-        image: DEFAULTS.image,
+        image: CHOSEN,
         engine: 'the local Docker engine',
       });
       await call();
