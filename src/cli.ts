@@ -30,11 +30,13 @@ const USAGE = `usage:
   codeact-sandbox run [options] PROGRAM.py|-      run a program, print what the model would get
   codeact-sandbox mcp [options]                   serve execute_code to an MCP client over stdio
   codeact-sandbox cleanup [--session KEY]         remove sandboxes kept by --session (and, without
-                                                  it, those of MCP servers that are gone)
+                                                  it, the spares and those of MCP servers that are gone)
 
 run options (mcp takes them too, except --session, --file and --output):
   --image IMAGE        sandbox image (default ${DEFAULTS.image})
   --session KEY        keep the sandbox under this name and reuse it on the next run
+  --spares N           with --session: sandboxes kept warm for the next new --session, shared
+                       by every run (default ${DEFAULTS.spareSandboxes}; 0: none; \`cleanup\` removes them)
   --timeout SECONDS    stop the program after this long (default ${DEFAULTS.timeoutSeconds})
   --memory MB          memory limit (default ${DEFAULTS.memoryMb})
   --cpus N             CPU limit (default ${DEFAULTS.cpus})
@@ -77,7 +79,7 @@ interface Parsed {
 
 const VALUE_FLAGS = new Set([
   'image', 'session', 'timeout', 'memory', 'cpus', 'pids', 'work-area', 'output-budget', 'workspace', 'file', 'output', 'outputs', 'artifacts',
-  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes', 'runtime',
+  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes', 'runtime', 'spares',
 ]);
 const BOOLEAN_FLAGS = new Set(['verbose', 'help', 'docker-tls-verify', 'rebuild', 'no-warm']);
 
@@ -185,6 +187,7 @@ async function run(p: Parsed): Promise<number> {
   const config = sandboxConfigFrom(p);
   const { log, workspace, artifacts } = config;
   const session = one(p, 'session');
+  const spares = number(p, 'spares', DEFAULTS.spareSandboxes, 0, 8);
   const fileNames = p.flags.get('file') ?? [];
   const outputNames = p.flags.get('output') ?? [];
   if (fileNames.length > 0 && workspace === undefined) throw new UsageError('--file needs --workspace DIR');
@@ -204,6 +207,8 @@ async function run(p: Parsed): Promise<number> {
     workspaceFolder: () => workspace,
     idleMs: 0,
     adoptExisting: session !== undefined,
+    // A run without --session keeps nothing, so there is no next session of its own to keep a spare for.
+    spareSandboxes: session === undefined ? 0 : spares,
     buildLogHint: 'the build output printed below (all of it with --verbose)',
   });
   const recording = artifacts === undefined ? undefined : new RunRecording(new ArtifactStore(path.resolve(artifacts)), sessionKey);
@@ -237,7 +242,7 @@ async function run(p: Parsed): Promise<number> {
 }
 
 async function mcp(p: Parsed): Promise<number> {
-  const notHere = { session: 'each connection gets a sandbox of its own', file: 'the client names the files of each call', output: 'the client names the files of each call' };
+  const notHere = { session: 'each connection gets a sandbox of its own', spares: 'each connection gets a sandbox of its own', file: 'the client names the files of each call', output: 'the client names the files of each call' };
   for (const [name, why] of Object.entries(notHere)) {
     if (p.flags.has(name)) throw new UsageError(`--${name} is not an option of mcp: ${why}`);
   }

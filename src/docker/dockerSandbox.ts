@@ -11,7 +11,7 @@ import { ExecStrategy, KILL_GRACE_MS } from './execStrategy';
 import { KILL_ALL_SOURCE, RUNS_DIR, WORK_ROOT } from './guest';
 import { oomKillCount, startGuest } from './guestExec';
 import { containerMatches, containerOptions, declaredVolumes, hardenedHostConfig, removeQuietly, workAreaVolumeOptions, type SandboxSpec } from './hardening';
-import { ownerLabels, type Owner } from './labels';
+import { ownerLabels, type Owner, type OwnerKind } from './labels';
 import { RunnerChannel } from './runner';
 import type { ExitInfo, StrategyResult } from './runStrategy';
 import { SandboxLock } from './sandboxLock';
@@ -31,7 +31,9 @@ export type AttachResult =
   /** Removed meanwhile: nothing to clean up. */
   | { kind: 'gone' }
   /** It exists but cannot serve this spec (other settings, no work area, cannot start): remove it. */
-  | { kind: 'unusable'; reason: string; volume?: string };
+  | { kind: 'unusable'; reason: string; volume?: string }
+  /** Another process holds its lock (asked with `onlyIfFree`). */
+  | { kind: 'busy' };
 
 /**
  * One session's sandbox: a hardened, long-lived container whose PID 1 is the warm runner (or a
@@ -53,7 +55,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
   private constructor(
     readonly docker: Dockerode,
     readonly id: string,
-    readonly name: string,
+    /** Changes only when a spare is renamed to the session that took it. */
+    public name: string,
     readonly volumeName: string,
     readonly spec: SandboxSpec,
     /** The runtime it runs under (runsc, runc, ...), as resolved against the engine. */
@@ -82,9 +85,17 @@ export class DockerSandbox implements Sandbox, WarmOps {
   }
 
   /** A new sandbox for this process alone (VS Code windows, tests). */
-  static async create(docker: Dockerode, spec: SandboxSpec, runtime: RuntimeChoice, owner: Owner, sessionDigest: string, log: Logger): Promise<DockerSandbox> {
+  static async create(
+    docker: Dockerode,
+    spec: SandboxSpec,
+    runtime: RuntimeChoice,
+    owner: Owner,
+    sessionDigest: string,
+    log: Logger,
+    extraLabels: Record<string, string> = {},
+  ): Promise<DockerSandbox> {
     const name = `codeact-${sessionDigest.slice(0, 12)}-${randomBytes(3).toString('hex')}`;
-    const made = await DockerSandbox.make(docker, spec, runtime, owner, sessionDigest, name, log, false);
+    const made = await DockerSandbox.make(docker, spec, runtime, { ...ownerLabels(owner, sessionDigest), ...extraLabels }, name, log, false);
     if (!made) throw new ToolError('sandbox_failed', SANDBOX_FAILED);
     try {
       await made.start();
@@ -109,9 +120,10 @@ export class DockerSandbox implements Sandbox, WarmOps {
     owner: Owner,
     sessionDigest: string,
     log: Logger,
+    extraLabels: Record<string, string> = {},
   ): Promise<DockerSandbox | undefined> {
-    const name = `codeact-${owner.kind}-${sessionDigest.slice(0, 24)}`;
-    const made = await DockerSandbox.make(docker, spec, runtime, owner, sessionDigest, name, log, true);
+    const name = sharedSandboxName(owner.kind, sessionDigest);
+    const made = await DockerSandbox.make(docker, spec, runtime, { ...ownerLabels(owner, sessionDigest), ...extraLabels }, name, log, true);
     if (!made) return undefined;
     try {
       await made.start({ greet: false });
@@ -130,13 +142,11 @@ export class DockerSandbox implements Sandbox, WarmOps {
     docker: Dockerode,
     spec: SandboxSpec,
     runtime: RuntimeChoice,
-    owner: Owner,
-    sessionDigest: string,
+    labels: Record<string, string>,
     name: string,
     log: Logger,
     shared: boolean,
   ): Promise<DockerSandbox | undefined> {
-    const labels = ownerLabels(owner, sessionDigest);
     let containerId: string | undefined;
     try {
       // Creating a volume whose name exists returns the existing one (the other process's).
@@ -164,6 +174,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
     runtime: RuntimeChoice,
     log: Logger,
     signal: AbortSignal,
+    options: { onlyIfFree?: boolean } = {},
   ): Promise<AttachResult> {
     let info: Dockerode.ContainerInspectInfo;
     try {
@@ -180,7 +191,10 @@ export class DockerSandbox implements Sandbox, WarmOps {
       // "created": another process made it a moment ago and is starting it; anything else stopped
       // (an engine restart) is started again here.
       if (!info.State.Running) await sandbox.startShared(info.State.Status !== 'created');
-      await sandbox.lock(signal);
+      if (options.onlyIfFree) {
+        if (!(await sandbox.lockHolder.tryAcquire(signal))) return { kind: 'busy' };
+        if (!sandbox.channel || sandbox.channel.state === 'broken') await sandbox.reconnect();
+      } else await sandbox.lock(signal);
       // Whoever started it laid the work area out; doing it again is harmless and covers a start
       // that another process had not finished.
       await sandbox.layOutWorkArea();
@@ -227,6 +241,12 @@ export class DockerSandbox implements Sandbox, WarmOps {
     this.channel?.close();
     this.channel = undefined;
     this.lockHolder.release();
+  }
+
+  /** Renames the container (a spare taken by a session gets the session's name); 409: the name is taken. */
+  async rename(name: string): Promise<void> {
+    await withDeadline(this.container.rename({ name }), API_DEADLINE_MS, 'rename container');
+    this.name = name;
   }
 
   /** Lets go of the container without removing it. */
@@ -466,6 +486,11 @@ export class DockerSandbox implements Sandbox, WarmOps {
       return false;
     }
   }
+}
+
+/** The name of a sandbox processes share (CLI --session): derived from the session, so the engine keeps it unique. */
+export function sharedSandboxName(kind: OwnerKind, sessionDigest: string): string {
+  return `codeact-${kind}-${sessionDigest.slice(0, 24)}`;
 }
 
 const SANDBOX_FAILED = 'The sandbox could not be created. Ask the user to check the "CodeAct Sandbox" output channel.';
