@@ -15,6 +15,8 @@ export const DEFAULTS = {
   idleMinutes: 15,
   /** Sandboxes kept created and warm with no session, for the next new session's first call. */
   spareSandboxes: 1,
+  /** Most sandboxes at once, spares included; past it the least recently used idle one goes. */
+  maxSandboxes: 8,
   confirmBeforeRun: false,
   outputsMode: 'declared',
   filesInMaxFiles: 20,

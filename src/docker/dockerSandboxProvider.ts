@@ -8,6 +8,7 @@ import { engineOf } from './connection';
 import { engineUnreachable, isUnreachable, withDeadline } from './engineErrors';
 import { ensureImage, type PullProgress } from './image';
 import type { Owner } from './labels';
+import { RoomWaiters, evictedNote, leastRecentlyUsedIdle } from './capacity';
 import { Lease, type Entry, type LeaseHolder } from './lease';
 import { adoptSession, createOrAdopt } from './sharedSessions';
 import { chooseRuntime, engineRuntimes, type RuntimeChoice } from './engine/runtime';
@@ -50,6 +51,12 @@ export interface ProviderOptions {
    * process of the same owner kind and version to take; otherwise they are this process's.
    */
   spareSandboxes?: number;
+  /**
+   * Most sandboxes this provider keeps at once, spares included (the hosts pass the maxSandboxes
+   * setting; unset: no limit). Past it the least recently used idle one is removed (its session
+   * is told at its next call); when every one is in use, a call waits, cancellably, for room.
+   */
+  maxSandboxes?: number;
 }
 
 /**
@@ -70,12 +77,16 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   /** The engine's spares (sessions shared by processes), and the fill this process started. */
   private readonly sharedPool: SharedSparePool | undefined;
   private sharedFill: Promise<void> | undefined;
+  /** Sessions whose idle sandbox made room for another: their next call is told. */
+  private readonly evicted = new Set<string>();
+  private readonly roomWaiters = new RoomWaiters();
 
   constructor(private readonly options: ProviderOptions) {
     const spares = options.spareSandboxes ?? 0;
     if (spares > 0 && options.adoptExisting) this.sharedPool = new SharedSparePool(options.docker, options.owner, options.log);
     else if (spares > 0) {
-      this.pool = new SparePool(spares, { make: (spec) => this.makeSpare(spec), room: () => Infinity }, options.log);
+      const source = { make: (spec: SandboxSpec) => this.makeSpare(spec), room: () => this.room(false), changed: () => this.roomWaiters.notify() };
+      this.pool = new SparePool(spares, source, options.log);
     }
     if (options.idleMs > 0) {
       this.idleTimer = setInterval(() => void this.removeIdle(), Math.min(options.idleMs, 60_000));
@@ -142,7 +153,33 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     if (this.disposed) throw shuttingDown();
     const spec = await this.options.spec(signal);
     this.pool?.noteSpec(spec);
-    return new Lease(this, sessionKey, await this.entryFor(sessionKey, spec, signal));
+    const entry = await this.entryFor(sessionKey, spec, signal);
+    const evicted = this.evicted.delete(sessionKey) && this.options.maxSandboxes !== undefined;
+    return new Lease(this, sessionKey, entry, evicted ? [evictedNote(this.options.maxSandboxes!)] : []);
+  }
+
+  /** How many more sandboxes may be made now; `withFill`: counting a spare being made too. */
+  private room(withFill = true): number {
+    const max = this.options.maxSandboxes;
+    if (max === undefined) return Infinity;
+    const pool = this.pool ? this.pool.sandboxes.length + (withFill ? this.pool.inFlight : 0) : 0;
+    return max - (this.entries.size + this.retiring.size + this.creating.size + pool);
+  }
+
+  /**
+   * Makes room for one more sandbox without waiting: a spare goes first, then the sandbox of the
+   * session used longest ago that no call holds. False when every sandbox is in use.
+   */
+  private evictOne(): boolean {
+    if (this.pool?.evictOne()) return true;
+    const lru = leastRecentlyUsedIdle(this.entries);
+    if (!lru) return false;
+    const [key, entry] = lru;
+    this.entries.delete(key);
+    this.evicted.add(key);
+    this.options.log.info(`removing the idle sandbox ${entry.sandbox.name} to make room (at most ${this.options.maxSandboxes} sandboxes)`);
+    void this.retire(entry).finally(() => this.roomWaiters.notify());
+    return true;
   }
 
   prewarm(sessionKey: string): void {
@@ -161,15 +198,21 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
       this.options.log.info(`not creating a sandbox ahead of time: ${spec.image} is not on the engine yet`);
       return false;
     }
-    const entry = await this.entryFor(sessionKey, spec, new AbortController().signal);
+    const entry = await this.entryFor(sessionKey, spec, new AbortController().signal, false);
+    if (!entry) return false;
     // Nobody holds it yet; the first call takes it.
     entry.leases--;
     if (this.options.adoptExisting) await entry.sandbox.unlock();
     return true;
   }
 
-  /** The session's entry for `spec`, with one more lease on it. */
-  private async entryFor(sessionKey: string, spec: SandboxSpec, signal: AbortSignal): Promise<Entry> {
+  /**
+   * The session's entry for `spec`, with one more lease on it. At the maximum, waits for room
+   * (`wait`), or gives undefined.
+   */
+  private async entryFor(sessionKey: string, spec: SandboxSpec, signal: AbortSignal): Promise<Entry>;
+  private async entryFor(sessionKey: string, spec: SandboxSpec, signal: AbortSignal, wait: false): Promise<Entry | undefined>;
+  private async entryFor(sessionKey: string, spec: SandboxSpec, signal: AbortSignal, wait = true): Promise<Entry | undefined> {
     const existing = this.entries.get(sessionKey);
     if (existing && sameSpec(existing.sandbox.spec, spec)) {
       existing.leases++;
@@ -191,9 +234,23 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
       void spare.rename(name).catch((e: unknown) => this.options.log.info(`could not rename ${spare.name} to ${name}: ${describeError(e)}`));
       return entry;
     }
-    if (!pending) {
-      pending = this.create(sessionKey, spec, signal).finally(() => this.creating.delete(sessionKey));
-      this.creating.set(sessionKey, pending);
+    let told = false;
+    while (!pending) {
+      // Checked and claimed with no await in between, so two calls cannot both take the last room.
+      if (this.room() > 0) {
+        pending = this.create(sessionKey, spec, signal).finally(() => {
+          this.creating.delete(sessionKey);
+          this.roomWaiters.notify();
+        });
+        this.creating.set(sessionKey, pending);
+        break;
+      }
+      if (this.evictOne()) continue;
+      if (!wait) return undefined;
+      if (!told) this.options.log.info(`all ${this.options.maxSandboxes} sandboxes are in use; ${sessionKey} waits for one`);
+      told = true;
+      await this.roomWaiters.wait(signal);
+      pending = this.creating.get(sessionKey);
     }
     const entry = await pending;
     entry.leases++;
@@ -209,6 +266,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     }
     this.retiring.delete(entry);
     await entry.sandbox.remove();
+    this.roomWaiters.notify();
   }
 
   /** @internal Called by a lease when its call is over. */
@@ -216,6 +274,8 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     entry.leases = Math.max(0, entry.leases - 1);
     entry.sandbox.lastUsed = Date.now();
     if (entry.leases > 0) return;
+    // An idle sandbox can make room for a call that waits.
+    this.roomWaiters.notify();
     if (entry.retired) await this.retire(entry);
     else if (this.options.adoptExisting) await entry.sandbox.unlock();
     // After the call, not during it: making a spare costs the engine and the CPU the call ran on.

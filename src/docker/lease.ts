@@ -28,6 +28,8 @@ export class Lease implements Sandbox {
     private readonly provider: LeaseHolder,
     private readonly sessionKey: string,
     private entry: Entry,
+    /** Told with the first program's result (e.g. the session's sandbox had made room for another). */
+    private notes: readonly string[] = [],
   ) {}
 
   get id(): string {
@@ -43,6 +45,13 @@ export class Lease implements Sandbox {
   }
 
   async run(run: ProgramRun): Promise<ProgramExit> {
+    const notes = this.notes;
+    this.notes = [];
+    const exit = await this.runOnce(run);
+    return notes.length ? { ...exit, notes: [...notes, ...(exit.notes ?? [])] } : exit;
+  }
+
+  private async runOnce(run: ProgramRun): Promise<ProgramExit> {
     try {
       return await this.entry.sandbox.run(run);
     } catch (e) {

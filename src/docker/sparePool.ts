@@ -40,6 +40,8 @@ export interface SpareSource {
   make(spec: SandboxSpec): Promise<DockerSandbox>;
   /** How many more sandboxes may be created now (Infinity: no limit). */
   room(): number;
+  /** A spare was added or a fill ended (calls waiting for room look again). */
+  changed(): void;
 }
 
 /**
@@ -110,11 +112,13 @@ export class SparePool {
         }
         this.spares.push(spare);
         this.log.info(`spare sandbox ${spare.name} ready for the next new session`);
+        this.source.changed();
       }
     })()
       .catch((e: unknown) => this.log.info(`creating a spare sandbox failed (a new session creates its own): ${describeError(e)}`))
       .finally(() => {
         if (this.filling === run) this.filling = undefined;
+        this.source.changed();
       });
     this.filling = run;
     this.fillGeneration = generation;
@@ -135,12 +139,12 @@ export class SparePool {
     await this.filling;
   }
 
-  /** Removes one spare to make room for a session (the maximum was reached); false when there is none. */
-  async evictOne(): Promise<boolean> {
+  /** Removes one spare (in the background) to make room for a session; false when there is none. */
+  evictOne(): boolean {
     const spare = this.spares.shift();
     if (!spare) return false;
-    this.log.info(`removing spare sandbox ${spare.name} to make room`);
-    await spare.remove();
+    this.log.info(`removing spare sandbox ${spare.name} to make room for a session`);
+    void spare.remove().finally(() => this.source.changed());
     return true;
   }
 }
