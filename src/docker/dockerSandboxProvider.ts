@@ -104,9 +104,14 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     return new Map([...this.entries].map(([key, e]) => [key, e.sandbox]));
   }
 
-  /** Container ids of this process's spares, oldest first (for tests). */
+  /** This process's spares, oldest first (for tests and the bench). */
+  get spares(): readonly DockerSandbox[] {
+    return this.pool?.sandboxes ?? [];
+  }
+
+  /** Container ids of this process's spares, oldest first. */
   get spareIds(): string[] {
-    return this.pool?.sandboxes.map((s) => s.id) ?? [];
+    return this.spares.map((s) => s.id);
   }
 
   /**
