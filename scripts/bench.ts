@@ -43,12 +43,19 @@ async function time(fn: () => Promise<unknown>): Promise<number> {
   return Number(process.hrtime.bigint() - t) / 1e6;
 }
 
-async function repeat(n: number, fn: () => Promise<unknown>, warmup = 2): Promise<Stat> {
+/** `gapMs`: idle time between calls, as a model's thinking leaves between tool calls (0: back to back). */
+async function repeat(n: number, fn: () => Promise<unknown>, warmup = 2, gapMs = 0): Promise<Stat> {
   for (let i = 0; i < warmup; i++) await fn();
   const ms: number[] = [];
-  for (let i = 0; i < n; i++) ms.push(await time(fn));
+  for (let i = 0; i < n; i++) {
+    if (gapMs) await new Promise((r) => setTimeout(r, gapMs));
+    ms.push(await time(fn));
+  }
   return stat(ms);
 }
+
+/** Idle time between the calls of the `.gap` rows: the runner forks the next child in it. */
+const GAP_MS = 25;
 
 async function docker(...args: string[]): Promise<string> {
   const { stdout } = await execFileP('docker', args, { maxBuffer: 64 * 1024 * 1024 });
@@ -146,6 +153,7 @@ async function main(): Promise<void> {
 
     process.stdout.write('print(1) ... ');
     results['print1.pipeline.warm'] = await repeat(N, async () => expectText((await call(warm, wKey, PRINT1)).text, /^stdout:\n1$/, 'warm print(1)'));
+    results['print1.pipeline.warm.gap'] = await repeat(N, async () => expectText((await call(warm, wKey, PRINT1)).text, /^stdout:\n1$/, 'warm print(1)'), 2, GAP_MS);
     results['print1.pipeline.plainExec'] = await repeat(N, async () => expectText((await call(plain, pKey, PRINT1)).text, /^stdout:\n1$/, 'plain print(1)'));
     results['print1.dockerExecCli'] = await repeat(N, () => docker('exec', '-u', `${SANDBOX_UID}:${SANDBOX_GID}`, container, 'python3', '-c', PRINT1));
     results['print1.bareInterpreter'] = stat(await inside<number[]>(container, FLOOR_SCRIPT(PRINT1, N)));
@@ -154,12 +162,13 @@ async function main(): Promise<void> {
     process.stdout.write('pandas program ... ');
     const pandasOut = /^stdout:\na\s+499500\nb\s+499500\ndtype: int64$/;
     results['pandas.pipeline.warm'] = await repeat(N, async () => expectText((await call(warm, wKey, PANDAS)).text, pandasOut, 'warm pandas'));
+    results['pandas.pipeline.warm.gap'] = await repeat(N, async () => expectText((await call(warm, wKey, PANDAS)).text, pandasOut, 'warm pandas'), 2, GAP_MS);
     results['pandas.dockerExecCli'] = await repeat(Math.max(5, N / 3), () => docker('exec', '-u', `${SANDBOX_UID}:${SANDBOX_GID}`, container, 'python3', '-c', PANDAS));
     results['pandas.bareInterpreter'] = stat(await inside<number[]>(container, FLOOR_SCRIPT(PANDAS, Math.max(5, N / 3))));
     console.log('done');
 
     process.stdout.write('where a warm call goes ... ');
-    phases = await warmPhases(sandbox, N);
+    phases = await warmPhases(sandbox, N, GAP_MS);
     results['fork.preloadedInterpreter'] = stat(await inside<number[]>(container, FORK_SCRIPT(DEFAULTS.preloadModules, N)));
     console.log('done');
 
@@ -258,6 +267,8 @@ async function main(): Promise<void> {
     'first call, no head start, no spare / warm print(1) (was ~40)': r('first.print1.pipeline.cold') / r('print1.pipeline.warm'),
     'warm print(1) / Jupyter kernel round trip (target <= 1.3)': r('print1.pipeline.warm') / r('print1.jupyterKernel'),
     'warm pandas / Jupyter kernel round trip (target <= 1.5)': r('pandas.pipeline.warm') / r('pandas.jupyterKernel'),
+    [`warm print(1), ${GAP_MS} ms between calls / Jupyter kernel round trip (target <= 1.3)`]: r('print1.pipeline.warm.gap') / r('print1.jupyterKernel'),
+    [`warm pandas, ${GAP_MS} ms between calls / Jupyter kernel round trip (target <= 1.5)`]: r('pandas.pipeline.warm.gap') / r('pandas.jupyterKernel'),
     'load: p95 warm print(1) under load / unloaded (target <= 3)': load!.latency.print.p95 / results['print1.pipeline.warm']!.p95,
     'load, 1 in flight per chat: p95 print(1) / unloaded (no target)': loadSerial!.latency.print.p95 / results['print1.pipeline.warm']!.p95,
     'warm print(1) / bare interpreter (target <= 2)': r('print1.pipeline.warm') / r('print1.bareInterpreter'),
@@ -277,7 +288,7 @@ async function main(): Promise<void> {
     console.log('');
   };
   table('measurement', Object.entries(results));
-  table('warm print(1) on the runner channel, by phase', Object.entries(phases!));
+  table(`warm print(1) on the runner channel, by phase (${GAP_MS} ms between calls)`, Object.entries(phases!));
   for (const l of [load!, loadSerial!]) {
     table(`load, ${l.inFlightPerChat} in flight per chat (${l.calls} calls, wall ${(l.wallMs / 1000).toFixed(1)} s)`, Object.entries(l.latency));
     console.log(`${l.failures.length} failed calls${l.failures.length ? `: ${l.failures.slice(0, 5).join('; ')}` : ''}\n`);

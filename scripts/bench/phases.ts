@@ -30,9 +30,10 @@ export interface Phases {
   channelTotal: Stat;
 }
 
-export async function warmPhases(sandbox: DockerSandbox, n: number): Promise<Phases> {
+export async function warmPhases(sandbox: DockerSandbox, n: number, gapMs: number): Promise<Phases> {
   const rows: Record<keyof Phases, number[]> = { toProgram: [], program: [], outputBack: [], exitAndReply: [], channelTotal: [] };
   for (let i = 0; i < n + 2; i++) {
+    await new Promise((r) => setTimeout(r, gapMs));
     const runner = sandbox.runner;
     if (!runner) throw new Error('no runner channel');
     let text = '';
