@@ -20,11 +20,17 @@ import { createDockerClient } from '../src/docker/connection';
 import { DockerSandboxProvider } from '../src/docker/dockerSandboxProvider';
 import { SANDBOX_GID, SANDBOX_UID, sandboxEnv } from '../src/docker/guest';
 import { currentOwner } from '../src/docker/labels';
+import { loadCase, type LoadResult } from './bench/load';
+import { FORK_SCRIPT, warmPhases, type Phases } from './bench/phases';
+import { benchDataImage, type DataImageBench } from './bench/dataImage';
+import { stat, type Stat } from './bench/stats';
 
 const execFileP = promisify(execFile);
 const IMAGE = process.env.BENCH_IMAGE ?? 'codeact-sandbox/python-bench:bookworm';
 const N = Number(process.env.BENCH_N ?? 30);
 const LIMITS: SandboxLimits = { memoryMb: 2048, cpus: 2, pidsLimit: 256, workAreaMb: 1024 };
+/** The load case runs at the extension's default limits (its memory hog writes twice the limit). */
+const LOAD_LIMITS: SandboxLimits = { memoryMb: DEFAULTS.memoryMb, cpus: DEFAULTS.cpus, pidsLimit: DEFAULTS.pidsLimit, workAreaMb: DEFAULTS.workAreaMb };
 const VERSION = `0.0.0-bench.${process.pid}`;
 const RUN_LIMITS = { timeoutMs: 120_000, outputBudgetBytes: DEFAULTS.outputBudgetBytes, maxOutputBytes: DEFAULTS.maxOutputMb * 1024 * 1024 };
 
@@ -32,32 +38,25 @@ const PRINT1 = 'print(1)';
 const PANDAS = 'import pandas as pd\nprint(pd.DataFrame({"a": range(1000), "b": range(1000)}).sum())';
 const SHARE_MB = 100;
 
-interface Stat {
-  n: number;
-  min: number;
-  median: number;
-  max: number;
-}
-
-function stat(ms: number[]): Stat {
-  const s = [...ms].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  const median = s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-  return { n: s.length, min: s[0]!, median, max: s[s.length - 1]! };
-}
-
 async function time(fn: () => Promise<unknown>): Promise<number> {
   const t = process.hrtime.bigint();
   await fn();
   return Number(process.hrtime.bigint() - t) / 1e6;
 }
 
-async function repeat(n: number, fn: () => Promise<unknown>, warmup = 2): Promise<Stat> {
+/** `gapMs`: idle time between calls, as a model's thinking leaves between tool calls (0: back to back). */
+async function repeat(n: number, fn: () => Promise<unknown>, warmup = 2, gapMs = 0): Promise<Stat> {
   for (let i = 0; i < warmup; i++) await fn();
   const ms: number[] = [];
-  for (let i = 0; i < n; i++) ms.push(await time(fn));
+  for (let i = 0; i < n; i++) {
+    if (gapMs) await new Promise((r) => setTimeout(r, gapMs));
+    ms.push(await time(fn));
+  }
   return stat(ms);
 }
+
+/** Idle time between the calls of the `.gap` rows: the runner forks the next child in it. */
+const GAP_MS = 25;
 
 async function docker(...args: string[]): Promise<string> {
   const { stdout } = await execFileP('docker', args, { maxBuffer: 64 * 1024 * 1024 });
@@ -122,19 +121,26 @@ async function main(): Promise<void> {
   const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? '', memGb: Math.round(os.totalmem() / 2 ** 30), kernel: os.release(), docker: info };
   console.log(`bench: image ${IMAGE}, ${N} runs each, ${machine.cpus} CPUs (${machine.cpuModel}), Docker ${info}, kernel ${machine.kernel}\n`);
 
-  const makeProvider = (warmRunner: boolean) =>
+  const makeProvider = (warmRunner: boolean, more: { spareSandboxes?: number; maxSandboxes?: number; limits?: SandboxLimits } = {}) =>
     new DockerSandboxProvider({
       docker: dockerClient,
       owner: currentOwner('cli', VERSION),
-      spec: () => ({ image: IMAGE, limits: LIMITS, warmRunner, preloadModules: [...DEFAULTS.preloadModules] }),
+      spec: () => ({ image: IMAGE, limits: more.limits ?? LIMITS, warmRunner, preloadModules: [...DEFAULTS.preloadModules] }),
       imageSettingHint: 'BENCH_IMAGE',
       log: silentLogger,
       idleMs: 0,
+      ...(more.spareSandboxes !== undefined ? { spareSandboxes: more.spareSandboxes } : {}),
+      ...(more.maxSandboxes !== undefined ? { maxSandboxes: more.maxSandboxes } : {}),
     });
   const warm = makeProvider(true);
   const plain = makeProvider(false);
   const results: Record<string, Stat> = {};
   const notes: Record<string, unknown> = {};
+  let phases: Phases | undefined;
+  let load: LoadResult | undefined;
+  let loadSerial: LoadResult | undefined;
+  let dataImage: DataImageBench | undefined;
+  const providers = [warm, plain];
   const share = path.join(os.tmpdir(), `codeact-bench-${randomBytes(4).toString('hex')}.bin`);
   try {
     const call = (provider: DockerSandboxProvider, key: string, code: string, files?: StagedFile[]) =>
@@ -149,6 +155,7 @@ async function main(): Promise<void> {
 
     process.stdout.write('print(1) ... ');
     results['print1.pipeline.warm'] = await repeat(N, async () => expectText((await call(warm, wKey, PRINT1)).text, /^stdout:\n1$/, 'warm print(1)'));
+    results['print1.pipeline.warm.gap'] = await repeat(N, async () => expectText((await call(warm, wKey, PRINT1)).text, /^stdout:\n1$/, 'warm print(1)'), 2, GAP_MS);
     results['print1.pipeline.plainExec'] = await repeat(N, async () => expectText((await call(plain, pKey, PRINT1)).text, /^stdout:\n1$/, 'plain print(1)'));
     results['print1.dockerExecCli'] = await repeat(N, () => docker('exec', '-u', `${SANDBOX_UID}:${SANDBOX_GID}`, container, 'python3', '-c', PRINT1));
     results['print1.bareInterpreter'] = stat(await inside<number[]>(container, FLOOR_SCRIPT(PRINT1, N)));
@@ -157,8 +164,14 @@ async function main(): Promise<void> {
     process.stdout.write('pandas program ... ');
     const pandasOut = /^stdout:\na\s+499500\nb\s+499500\ndtype: int64$/;
     results['pandas.pipeline.warm'] = await repeat(N, async () => expectText((await call(warm, wKey, PANDAS)).text, pandasOut, 'warm pandas'));
+    results['pandas.pipeline.warm.gap'] = await repeat(N, async () => expectText((await call(warm, wKey, PANDAS)).text, pandasOut, 'warm pandas'), 2, GAP_MS);
     results['pandas.dockerExecCli'] = await repeat(Math.max(5, N / 3), () => docker('exec', '-u', `${SANDBOX_UID}:${SANDBOX_GID}`, container, 'python3', '-c', PANDAS));
     results['pandas.bareInterpreter'] = stat(await inside<number[]>(container, FLOOR_SCRIPT(PANDAS, Math.max(5, N / 3))));
+    console.log('done');
+
+    process.stdout.write('where a warm call goes ... ');
+    phases = await warmPhases(sandbox, N, GAP_MS);
+    results['fork.preloadedInterpreter'] = stat(await inside<number[]>(container, FORK_SCRIPT(DEFAULTS.preloadModules, N)));
     console.log('done');
 
     process.stdout.write('Jupyter kernel round trip ... ');
@@ -194,6 +207,26 @@ async function main(): Promise<void> {
     results['first.print1.pipeline.prewarmed'] = stat(firsts);
     results['first.pandas.pipeline.prewarmed'] = stat(firstsPandas);
     results['first.print1.pipeline.cold'] = stat(colds);
+    // No head start at all: the chat's first call arrives with nothing created for it, and takes
+    // the spare the pool made after the previous new chat.
+    const pooled = makeProvider(true, { spareSandboxes: 1 });
+    providers.push(pooled);
+    await pooled.fillSpares();
+    const spareFirsts: Record<string, number[]> = { print1: [], pandas: [] };
+    for (let i = 0; i < FIRST_N; i++) {
+      for (const [which, code, re] of [
+        ['print1', PRINT1, /^stdout:\n1$/],
+        ['pandas', PANDAS, pandasOut],
+      ] as const) {
+        for (let t = 0; t < 600 && pooled.spares.length === 0; t++) await new Promise((r) => setTimeout(r, 50));
+        if (!(await pooled.spares[0]?.warmedUp(60_000))) throw new Error('the spare did not come up');
+        const key = `bench:spare:${process.pid}:${i}:${which}`;
+        spareFirsts[which]!.push(await time(async () => expectText((await call(pooled, key, code)).text, re, 'first call (spare)')));
+        await pooled.release(key);
+      }
+    }
+    results['first.print1.pipeline.spare'] = stat(spareFirsts.print1!);
+    results['first.pandas.pipeline.spare'] = stat(spareFirsts.pandas!);
     results['first.print1.dockerRun'] = await repeat(FIRST_N, () => docker(...dockerRunArgs(PRINT1)), 1);
     results['first.pandas.dockerRun'] = await repeat(FIRST_N, () => docker(...dockerRunArgs(PANDAS)), 1);
     console.log('done');
@@ -210,15 +243,41 @@ async function main(): Promise<void> {
       1,
     );
     results['share.dockerCp'] = await repeat(SHARE_N, () => docker('cp', share, `${container}:/sandbox/tmp/data.bin`), 1);
+    console.log('done');
+
+    process.stdout.write('load: 5 chats x 20 calls, 3 in flight per chat ... ');
+    await Promise.all([warm.dispose(), plain.dispose()]);
+    const loaded = makeProvider(true, { spareSandboxes: 1, maxSandboxes: 8, limits: LOAD_LIMITS });
+    providers.push(loaded);
+    await loaded.fillSpares();
+    load = await loadCase(loaded, LOAD_LIMITS.memoryMb);
+    console.log(`done (${load.failures.length} failed)`);
+    // The same without parallel calls inside a chat: what is left is the chats' contention for the CPU.
+    process.stdout.write('load: 5 chats x 20 calls, 1 in flight per chat ... ');
+    loadSerial = await loadCase(loaded, LOAD_LIMITS.memoryMb, 5, 20, 1);
+    console.log(`done (${loadSerial.failures.length} failed)\n`);
+
+    process.stdout.write(`default data image${process.env.BENCH_BUILD === '1' ? ' (built from scratch)' : ''} ... `);
+    dataImage = await benchDataImage(dockerClient, silentLogger, N, VERSION, LOAD_LIMITS);
+    results['pandas.pipeline.warm.dataImage'] = dataImage.warmPandas;
     console.log('done\n');
   } finally {
     fs.rmSync(share, { force: true });
-    await Promise.all([warm.dispose(), plain.dispose()]);
+    await Promise.all(providers.map((p) => p.dispose()));
   }
 
   const r = (k: string) => results[k]!.median;
   const mbps = (k: string) => SHARE_MB / (r(k) / 1000);
   const ratios = {
+    'first call, no head start (spare), print(1) / warm print(1) (target <= 2)': r('first.print1.pipeline.spare') / r('print1.pipeline.warm'),
+    'first call, no head start (spare), pandas / warm pandas (target <= 2)': r('first.pandas.pipeline.spare') / r('pandas.pipeline.warm'),
+    'first call, no head start, no spare / warm print(1) (was ~40)': r('first.print1.pipeline.cold') / r('print1.pipeline.warm'),
+    'warm print(1) / Jupyter kernel round trip (target <= 1.3)': r('print1.pipeline.warm') / r('print1.jupyterKernel'),
+    'warm pandas / Jupyter kernel round trip (target <= 1.5)': r('pandas.pipeline.warm') / r('pandas.jupyterKernel'),
+    [`warm print(1), ${GAP_MS} ms between calls / Jupyter kernel round trip (target <= 1.3)`]: r('print1.pipeline.warm.gap') / r('print1.jupyterKernel'),
+    [`warm pandas, ${GAP_MS} ms between calls / Jupyter kernel round trip (target <= 1.5)`]: r('pandas.pipeline.warm.gap') / r('pandas.jupyterKernel'),
+    'load: p95 warm print(1) under load / unloaded (target <= 3)': load!.latency.print.p95 / results['print1.pipeline.warm']!.p95,
+    'load, 1 in flight per chat: p95 print(1) / unloaded (no target)': loadSerial!.latency.print.p95 / results['print1.pipeline.warm']!.p95,
     'warm print(1) / bare interpreter (target <= 2)': r('print1.pipeline.warm') / r('print1.bareInterpreter'),
     'warm print(1) / docker exec CLI (target < 1)': r('print1.pipeline.warm') / r('print1.dockerExecCli'),
     'warm pandas program / docker exec CLI (target <= 0.1)': r('pandas.pipeline.warm') / r('pandas.dockerExecCli'),
@@ -227,20 +286,33 @@ async function main(): Promise<void> {
     'first call, cold, print(1) / docker run (no target)': r('first.print1.pipeline.cold') / r('first.print1.dockerRun'),
     [`${SHARE_MB} MB share throughput / docker cp (target >= 0.8)`]: mbps('share.pipeline') / mbps('share.dockerCp'),
   };
-  const rows = Object.entries(results).map(([k, s]) => [k, s.n, s.min, s.median, s.max] as const);
-  const w = Math.max(...rows.map((x) => x[0].length));
-  console.log(`${'measurement'.padEnd(w)}    n      min   median      max  (ms)`);
-  for (const [k, n, min, med, max] of rows) {
-    console.log(`${k.padEnd(w)} ${String(n).padStart(4)} ${min.toFixed(1).padStart(8)} ${med.toFixed(1).padStart(8)} ${max.toFixed(1).padStart(8)}`);
+  const table = (title: string, entries: [string, Stat][]) => {
+    const w = Math.max(title.length, ...entries.map((x) => x[0].length));
+    console.log(`${title.padEnd(w)}    n      min   median      p95      max  (ms)`);
+    for (const [k, s] of entries) {
+      console.log(`${k.padEnd(w)} ${String(s.n).padStart(4)} ${[s.min, s.median, s.p95, s.max].map((v) => v.toFixed(1).padStart(8)).join(' ')}`);
+    }
+    console.log('');
+  };
+  table('measurement', Object.entries(results));
+  table(`warm print(1) on the runner channel, by phase (${GAP_MS} ms between calls)`, Object.entries(phases!));
+  for (const l of [load!, loadSerial!]) {
+    table(`load, ${l.inFlightPerChat} in flight per chat (${l.calls} calls, wall ${(l.wallMs / 1000).toFixed(1)} s)`, Object.entries(l.latency));
+    console.log(`${l.failures.length} failed calls${l.failures.length ? `: ${l.failures.slice(0, 5).join('; ')}` : ''}\n`);
   }
+  console.log(`idle chat sandbox ${load!.idleSandboxMb.toFixed(1)} MB; the whole set (${load!.sandboxes} sandboxes, spare included) ${load!.wholeSetMb.toFixed(1)} MB`);
   console.log(`\nshare throughput: pipeline ${mbps('share.pipeline').toFixed(0)} MB/s, docker cp ${mbps('share.dockerCp').toFixed(0)} MB/s (medians)`);
   console.log(`Jupyter kernel start-up (once): ${notes.jupyterKernelStartupMs} ms\n`);
+  const d = dataImage!;
+  console.log(
+    `data image ${d.tag} (${d.route} route): ${d.builtFromScratch ? 'built from scratch' : 'found'} in ${(d.ensureMs / 1000).toFixed(1)} s, ${(d.sizeMb / 1000).toFixed(2)} GB; not measured: ${d.notMeasured.join('; ')}\n`,
+  );
   const rw = Math.max(...Object.keys(ratios).map((k) => k.length));
   for (const [k, v] of Object.entries(ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
   const out = path.join('test-results', 'bench');
   fs.mkdirSync(out, { recursive: true });
   const file = path.join(out, 'bench.json');
-  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, ratios, notes }, null, 2) + '\n');
+  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, load, loadSerial, dataImage, ratios, notes }, null, 2) + '\n');
   console.log(`\nwritten to ${file}`);
 }
 

@@ -31,13 +31,15 @@ const USAGE = `usage:
   codeact-sandbox run [options] PROGRAM.py|-      run a program, print what the model would get
   codeact-sandbox mcp [options]                   serve execute_code to an MCP client over stdio
   codeact-sandbox cleanup [--session KEY]         remove sandboxes kept by --session (and, without
-                                                  it, those of MCP servers that are gone)
+                                                  it, the spares and those of MCP servers that are gone)
   codeact-sandbox prepare [--packages REQ]        build the default image (and the packages) and exit
 
 run options (mcp takes them too, except --session, --file and --output):
   --image IMAGE        run exactly this image (default: the data image, built on first use)
   --packages REQ       a pip requirement added to the data image (repeatable; not with --image)
   --session KEY        keep the sandbox under this name and reuse it on the next run
+  --spares N           with --session: sandboxes kept warm for the next new --session, shared
+                       by every run (default ${DEFAULTS.spareSandboxes}; 0: none; \`cleanup\` removes them)
   --timeout SECONDS    stop the program after this long (default ${DEFAULTS.timeoutSeconds})
   --memory MB          memory limit (default ${DEFAULTS.memoryMb})
   --cpus N             CPU limit (default ${DEFAULTS.cpus})
@@ -82,7 +84,7 @@ interface Parsed {
 
 const VALUE_FLAGS = new Set([
   'image', 'session', 'timeout', 'memory', 'cpus', 'pids', 'work-area', 'output-budget', 'workspace', 'file', 'output', 'outputs', 'artifacts',
-  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes', 'runtime', 'context', 'packages',
+  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes', 'runtime', 'context', 'packages', 'spares',
 ]);
 const BOOLEAN_FLAGS = new Set(['verbose', 'help', 'docker-tls-verify', 'rebuild', 'no-warm']);
 
@@ -215,6 +217,7 @@ async function run(p: Parsed): Promise<number> {
   const config = sandboxConfigFrom(p);
   const { log, workspace, artifacts } = config;
   const session = one(p, 'session');
+  const spares = number(p, 'spares', DEFAULTS.spareSandboxes, 0, 8);
   const fileNames = p.flags.get('file') ?? [];
   const outputNames = p.flags.get('output') ?? [];
   if (fileNames.length > 0 && workspace === undefined) throw new UsageError('--file needs --workspace DIR');
@@ -234,6 +237,8 @@ async function run(p: Parsed): Promise<number> {
     workspaceFolder: () => workspace,
     idleMs: 0,
     adoptExisting: session !== undefined,
+    // A run without --session keeps nothing, so there is no next session of its own to keep a spare for.
+    spareSandboxes: session === undefined ? 0 : spares,
     buildLogHint: 'the build output printed below (all of it with --verbose)',
   });
   const recording = artifacts === undefined ? undefined : new RunRecording(new ArtifactStore(path.resolve(artifacts)), sessionKey);
@@ -267,7 +272,7 @@ async function run(p: Parsed): Promise<number> {
 }
 
 async function mcp(p: Parsed): Promise<number> {
-  const notHere = { session: 'each connection gets a sandbox of its own', file: 'the client names the files of each call', output: 'the client names the files of each call' };
+  const notHere = { session: 'each connection gets a sandbox of its own', spares: 'each connection gets a sandbox of its own', file: 'the client names the files of each call', output: 'the client names the files of each call' };
   for (const [name, why] of Object.entries(notHere)) {
     if (p.flags.has(name)) throw new UsageError(`--${name} is not an option of mcp: ${why}`);
   }

@@ -98,7 +98,7 @@ export async function executeCode(
       if (stdout.totalBytes + stderr.totalBytes > limits.maxOutputBytes) stop('output');
     };
 
-    const timer = setTimeout(() => stop('timeout'), limits.timeoutMs);
+    let timer: NodeJS.Timeout | undefined;
     let exitCode: number | null;
     let workDir = '';
     let notes: string[] = [];
@@ -109,6 +109,10 @@ export async function executeCode(
         code: request.code,
         ...(request.files?.length ? { files: request.files } : {}),
         signal: stopper.signal,
+        onStart: () => {
+          clearTimeout(timer);
+          timer = setTimeout(() => stop('timeout'), limits.timeoutMs);
+        },
         onStdout: (chunk) => {
           stdout.write(chunk);
           checkFlood();

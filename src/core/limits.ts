@@ -16,6 +16,10 @@ export const DEFAULTS = {
   /** A program that prints more than this in total is stopped: nobody reads it, and it costs the engine. */
   maxOutputMb: 64,
   idleMinutes: 15,
+  /** Sandboxes kept created and warm with no session, for the next new session's first call. */
+  spareSandboxes: 1,
+  /** Most sandboxes at once, spares included; past it the least recently used idle one goes. */
+  maxSandboxes: 8,
   confirmBeforeRun: false,
   outputsMode: 'declared',
   filesInMaxFiles: 20,

@@ -24,6 +24,11 @@ export interface ProgramRun {
   onStderr(chunk: Buffer): void;
   /** Aborting stops the program (timeout, the user's Stop, an output flood). */
   signal: AbortSignal;
+  /**
+   * A sandbox calls this when the call's turn comes (it runs its calls one at a time): the time
+   * limit counts from here, so waiting behind the chat's other calls does not count against it.
+   */
+  onStart(): void;
 }
 
 export interface ProgramExit {

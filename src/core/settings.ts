@@ -27,6 +27,8 @@ export const settingsShape = {
   workAreaMb: z.number().int().min(16).max(16384),
   outputBudgetBytes: z.number().int().min(500).max(100000),
   idleMinutes: z.number().int().min(0).max(1440),
+  spareSandboxes: z.number().int().min(0).max(8),
+  maxSandboxes: z.number().int().min(1).max(256),
   confirmBeforeRun: z.boolean(),
   outputsMode: z.enum(['declared', 'manifest']),
   filesInMaxFiles: z.number().int().min(0).max(1000),

@@ -1,6 +1,7 @@
 import type Dockerode from 'dockerode';
 import type { Logger } from '../core/logger';
-import { removeQuietly } from './dockerSandbox';
+import { removeQuietly, sharedSandboxName } from './dockerSandbox';
+import { statusCode } from './engineErrors';
 import { WORK_ROOT } from './guest';
 import { LABEL, type Owner } from './labels';
 
@@ -43,10 +44,24 @@ export async function removeOrphanedSandboxes(docker: Dockerode, me: Owner, log:
   return removed;
 }
 
-/** Removes CLI sandboxes: all of them, or those of one session digest. */
+/**
+ * Removes CLI sandboxes: all of them (spares included), or the one of a session digest. A session
+ * that took a spare carries the spare's labels: it is found by its name.
+ */
 export async function removeCliSandboxes(docker: Dockerode, log: Logger, sessionDigest?: string): Promise<number> {
   const label = [`${LABEL.managed}`, `${LABEL.ownerKind}=cli`, ...(sessionDigest ? [`${LABEL.session}=${sessionDigest}`] : [])];
-  const containers = await docker.listContainers({ all: true, filters: { label } });
+  const containers: { Id: string; Mounts?: Dockerode.ContainerInfo['Mounts'] }[] = await docker.listContainers({ all: true, filters: { label } });
+  if (sessionDigest) {
+    const named = await docker
+      .getContainer(sharedSandboxName('cli', sessionDigest))
+      .inspect()
+      .catch((e: unknown) => {
+        if (statusCode(e) === 404) return undefined;
+        throw e;
+      });
+    const ours = named?.Config.Labels?.[LABEL.managed] !== undefined && named.Config.Labels[LABEL.ownerKind] === 'cli';
+    if (named && ours && !containers.some((c) => c.Id === named.Id)) containers.push({ Id: named.Id, Mounts: named.Mounts as Dockerode.ContainerInfo['Mounts'] });
+  }
   for (const c of containers) {
     await removeQuietly(docker, c.Id, c.Mounts?.find((m) => m.Destination === WORK_ROOT)?.Name, log);
   }

@@ -13,7 +13,7 @@ import { oomKillCount, startGuest } from './guestExec';
 import type { InstalledDistribution } from '../core/missingModule';
 import { imageDistributions } from './images';
 import { containerMatches, containerOptions, declaredVolumes, hardenedHostConfig, removeQuietly, workAreaVolumeOptions, type SandboxSpec } from './hardening';
-import { ownerLabels, type Owner } from './labels';
+import { ownerLabels, type Owner, type OwnerKind } from './labels';
 import { RunnerChannel } from './runner';
 import type { ExitInfo, StrategyResult } from './runStrategy';
 import { SandboxLock } from './sandboxLock';
@@ -33,7 +33,9 @@ export type AttachResult =
   /** Removed meanwhile: nothing to clean up. */
   | { kind: 'gone' }
   /** It exists but cannot serve this spec (other settings, no work area, cannot start): remove it. */
-  | { kind: 'unusable'; reason: string; volume?: string };
+  | { kind: 'unusable'; reason: string; volume?: string }
+  /** Another process holds its lock (asked with `onlyIfFree`). */
+  | { kind: 'busy' };
 
 /**
  * One session's sandbox: a hardened, long-lived container whose PID 1 is the warm runner (or a
@@ -56,7 +58,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
   private constructor(
     readonly docker: Dockerode,
     readonly id: string,
-    readonly name: string,
+    /** Changes only when a spare is renamed to the session that took it. */
+    public name: string,
     readonly volumeName: string,
     readonly spec: SandboxSpec,
     /** The runtime it runs under (runsc, runc, ...), as resolved against the engine. */
@@ -95,9 +98,17 @@ export class DockerSandbox implements Sandbox, WarmOps {
   }
 
   /** A new sandbox for this process alone (VS Code windows, tests). */
-  static async create(docker: Dockerode, spec: SandboxSpec, runtime: RuntimeChoice, owner: Owner, sessionDigest: string, log: Logger): Promise<DockerSandbox> {
+  static async create(
+    docker: Dockerode,
+    spec: SandboxSpec,
+    runtime: RuntimeChoice,
+    owner: Owner,
+    sessionDigest: string,
+    log: Logger,
+    extraLabels: Record<string, string> = {},
+  ): Promise<DockerSandbox> {
     const name = `codeact-${sessionDigest.slice(0, 12)}-${randomBytes(3).toString('hex')}`;
-    const made = await DockerSandbox.make(docker, spec, runtime, owner, sessionDigest, name, log, false);
+    const made = await DockerSandbox.make(docker, spec, runtime, { ...ownerLabels(owner, sessionDigest), ...extraLabels }, name, log, false);
     if (!made) throw new ToolError('sandbox_failed', SANDBOX_FAILED);
     try {
       await made.start();
@@ -122,9 +133,10 @@ export class DockerSandbox implements Sandbox, WarmOps {
     owner: Owner,
     sessionDigest: string,
     log: Logger,
+    extraLabels: Record<string, string> = {},
   ): Promise<DockerSandbox | undefined> {
-    const name = `codeact-${owner.kind}-${sessionDigest.slice(0, 24)}`;
-    const made = await DockerSandbox.make(docker, spec, runtime, owner, sessionDigest, name, log, true);
+    const name = sharedSandboxName(owner.kind, sessionDigest);
+    const made = await DockerSandbox.make(docker, spec, runtime, { ...ownerLabels(owner, sessionDigest), ...extraLabels }, name, log, true);
     if (!made) return undefined;
     try {
       await made.start({ greet: false });
@@ -143,13 +155,11 @@ export class DockerSandbox implements Sandbox, WarmOps {
     docker: Dockerode,
     spec: SandboxSpec,
     runtime: RuntimeChoice,
-    owner: Owner,
-    sessionDigest: string,
+    labels: Record<string, string>,
     name: string,
     log: Logger,
     shared: boolean,
   ): Promise<DockerSandbox | undefined> {
-    const labels = ownerLabels(owner, sessionDigest);
     let containerId: string | undefined;
     try {
       // Creating a volume whose name exists returns the existing one (the other process's).
@@ -177,6 +187,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
     runtime: RuntimeChoice,
     log: Logger,
     signal: AbortSignal,
+    options: { onlyIfFree?: boolean } = {},
   ): Promise<AttachResult> {
     let info: Dockerode.ContainerInspectInfo;
     try {
@@ -193,7 +204,10 @@ export class DockerSandbox implements Sandbox, WarmOps {
       // "created": another process made it a moment ago and is starting it; anything else stopped
       // (an engine restart) is started again here.
       if (!info.State.Running) await sandbox.startShared(info.State.Status !== 'created');
-      await sandbox.lock(signal);
+      if (options.onlyIfFree) {
+        if (!(await sandbox.lockHolder.tryAcquire(signal))) return { kind: 'busy' };
+        if (!sandbox.channel || sandbox.channel.state === 'broken') await sandbox.reconnect();
+      } else await sandbox.lock(signal);
       // Whoever started it laid the work area out; doing it again is harmless and covers a start
       // that another process had not finished.
       await sandbox.layOutWorkArea();
@@ -242,6 +256,12 @@ export class DockerSandbox implements Sandbox, WarmOps {
     this.lockHolder.release();
   }
 
+  /** Renames the container (a spare taken by a session gets the session's name); 409: the name is taken. */
+  async rename(name: string): Promise<void> {
+    await withDeadline(this.container.rename({ name }), API_DEADLINE_MS, 'rename container');
+    this.name = name;
+  }
+
   /** Lets go of the container without removing it. */
   detach(): void {
     this.channel?.close();
@@ -267,19 +287,30 @@ export class DockerSandbox implements Sandbox, WarmOps {
   }
 
   private async layOutWorkArea(): Promise<void> {
-    await withDeadline(
-      this.container.putArchive(
-        archiveOf([
-          { type: 'directory', name: 'home' },
-          { type: 'directory', name: 'tmp' },
-          { type: 'directory', name: 'runs' },
-        ]),
-        { path: WORK_ROOT },
-      ),
-      API_DEADLINE_MS,
-      'prepare work area',
-    );
+    const layOut = () =>
+      withDeadline(
+        this.container.putArchive(
+          archiveOf([
+            { type: 'directory', name: 'home' },
+            { type: 'directory', name: 'tmp' },
+            { type: 'directory', name: 'runs' },
+          ]),
+          { path: WORK_ROOT },
+        ),
+        API_DEADLINE_MS,
+        'prepare work area',
+      );
+    try {
+      await layOut();
+    } catch (e) {
+      // The warm runner makes the same folders as it starts; when both do it at the same moment the
+      // engine's extraction meets the runner's folder ("mkdir ...: file exists", a plain 500 with no
+      // code of its own). Once more finds them there, which is all the layout needs.
+      if (!/file exists/i.test(describeError(e))) throw e;
+      await layOut();
+    }
   }
+
 
   /** Kill everything and start again: the way out when the program cannot be stopped from inside. */
   async restart(): Promise<void> {
@@ -313,6 +344,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
 
   private async runNow(run: ProgramRun): Promise<ProgramExit> {
     if (run.signal.aborted) return { exitCode: null, workDir: '' };
+    run.onStart();
     const callId = `${String(++this.runCount).padStart(4, '0')}-${randomBytes(3).toString('hex')}`;
     const workDir = `${RUNS_DIR}/${callId}`;
     const notes: string[] = [];
@@ -479,6 +511,11 @@ export class DockerSandbox implements Sandbox, WarmOps {
       return false;
     }
   }
+}
+
+/** The name of a sandbox processes share (CLI --session): derived from the session, so the engine keeps it unique. */
+export function sharedSandboxName(kind: OwnerKind, sessionDigest: string): string {
+  return `codeact-${kind}-${sessionDigest.slice(0, 24)}`;
 }
 
 const SANDBOX_FAILED = 'The sandbox could not be created. Ask the user to check the "CodeAct Sandbox" output channel.';

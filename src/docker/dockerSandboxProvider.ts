@@ -1,14 +1,18 @@
 import type Dockerode from 'dockerode';
 import { ToolError, describeError } from '../core/errors';
 import type { Logger } from '../core/logger';
-import type { CollectOutcome, ProgramExit, ProgramRun, Sandbox, SandboxProvider } from '../core/sandbox';
+import type { Sandbox, SandboxProvider } from '../core/sandbox';
 import { sessionDigest } from '../core/session';
-import { DockerSandbox, removeQuietly, type SandboxSpec } from './dockerSandbox';
+import { DockerSandbox, sharedSandboxName, type SandboxSpec } from './dockerSandbox';
 import { engineOf } from './connection';
-import { SandboxGoneError, engineUnreachable, isUnreachable, withDeadline } from './engineErrors';
+import { engineUnreachable, isUnreachable, withDeadline } from './engineErrors';
 import { ensureImage, type PullProgress } from './image';
-import { LABEL, type Owner } from './labels';
+import type { Owner } from './labels';
+import { RoomWaiters, evictedNote, leastRecentlyUsedIdle } from './capacity';
+import { Lease, type Entry, type LeaseHolder } from './lease';
+import { adoptSession, createOrAdopt } from './sharedSessions';
 import { chooseRuntime, engineRuntimes, type RuntimeChoice } from './engine/runtime';
+import { SPARE_SESSION, SharedSparePool, SparePool, poolDigest, sameSpec, spareLabels } from './sparePool';
 
 export interface ProviderOptions {
   docker: Dockerode;
@@ -40,13 +44,19 @@ export interface ProviderOptions {
    * is disposed: runs of one session never overlap, whichever process starts them.
    */
   adoptExisting?: boolean;
-}
-
-/** A sandbox as the provider tracks it: the calls that hold it, and whether it is to go when they end. */
-interface Entry {
-  sandbox: DockerSandbox;
-  leases: number;
-  retired: boolean;
+  /**
+   * Sandboxes kept created, hardened and preloading with no session (the hosts pass the
+   * spareSandboxes setting; unset: none). A new session's first call takes one, and a replacement
+   * is made once that call is over. With `adoptExisting` the spares are on the engine for any
+   * process of the same owner kind and version to take; otherwise they are this process's.
+   */
+  spareSandboxes?: number;
+  /**
+   * Most sandboxes this provider keeps at once, spares included (the hosts pass the maxSandboxes
+   * setting; unset: no limit). Past it the least recently used idle one is removed (its session
+   * is told at its next call); when every one is in use, a call waits, cancellably, for room.
+   */
+  maxSandboxes?: number;
 }
 
 /**
@@ -55,15 +65,29 @@ interface Entry {
  * A call holds its sandbox from acquire to release: a sandbox whose settings changed or that idled
  * out is removed only once no call holds it.
  */
-export class DockerSandboxProvider implements SandboxProvider {
+export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   private readonly entries = new Map<string, Entry>();
   /** Replaced while a call held them: removed when the last such call releases them. */
   private readonly retiring = new Set<Entry>();
   private readonly creating = new Map<string, Promise<Entry>>();
   private idleTimer: NodeJS.Timeout | undefined;
   private disposed = false;
+  /** This process's spares (a provider that does not share sessions with other processes). */
+  private readonly pool: SparePool | undefined;
+  /** The engine's spares (sessions shared by processes), and the fill this process started. */
+  private readonly sharedPool: SharedSparePool | undefined;
+  private sharedFill: Promise<void> | undefined;
+  /** Sessions whose idle sandbox made room for another: their next call is told. */
+  private readonly evicted = new Set<string>();
+  private readonly roomWaiters = new RoomWaiters();
 
   constructor(private readonly options: ProviderOptions) {
+    const spares = options.spareSandboxes ?? 0;
+    if (spares > 0 && options.adoptExisting) this.sharedPool = new SharedSparePool(options.docker, options.owner, options.log);
+    else if (spares > 0) {
+      const source = { make: (spec: SandboxSpec) => this.makeSpare(spec), room: () => this.room(false), changed: () => this.roomWaiters.notify() };
+      this.pool = new SparePool(spares, source, options.log);
+    }
     if (options.idleMs > 0) {
       this.idleTimer = setInterval(() => void this.removeIdle(), Math.min(options.idleMs, 60_000));
       this.idleTimer.unref();
@@ -80,6 +104,52 @@ export class DockerSandboxProvider implements SandboxProvider {
     return new Map([...this.entries].map(([key, e]) => [key, e.sandbox]));
   }
 
+  /** This process's spares, oldest first (for tests and the bench). */
+  get spares(): readonly DockerSandbox[] {
+    return this.pool?.sandboxes ?? [];
+  }
+
+  /** Container ids of this process's spares, oldest first. */
+  get spareIds(): string[] {
+    return this.spares.map((s) => s.id);
+  }
+
+  /**
+   * Creates the spares now (a host calls this at start-up, so even the first chat's first call is
+   * warm). Like pre-warming it never asks, builds or pulls. Resolves when they exist; never throws.
+   */
+  async fillSpares(): Promise<void> {
+    if (!this.options.spareSandboxes) return;
+    try {
+      const spec = this.options.prewarmSpec ? await this.options.prewarmSpec() : await this.options.spec(new AbortController().signal);
+      if (!spec || this.disposed || !(await this.imagePresent(spec.image))) return;
+      await this.refill(spec);
+    } catch (e) {
+      this.options.log.info(`creating spare sandboxes failed (a new session creates its own): ${describeError(e)}`);
+    }
+  }
+
+  /** Tops the pool up for `spec` in the background; resolves when that is done. */
+  private refill(spec: SandboxSpec): Promise<void> {
+    if (this.disposed) return Promise.resolve();
+    if (this.pool) return this.pool.fill(spec);
+    if (!this.sharedPool) return Promise.resolve();
+    const previous = this.sharedFill ?? Promise.resolve();
+    const run = previous.then(async () => {
+      const runtime = await this.runtimeFor(spec);
+      await this.sharedPool!.fill(poolDigest(spec, runtime.name, this.options.owner.version), this.options.spareSandboxes ?? 0, spec, runtime);
+    });
+    const settled = run.catch((e: unknown) => this.options.log.info(`creating a spare sandbox failed (a new session creates its own): ${describeError(e)}`));
+    this.sharedFill = settled;
+    return settled;
+  }
+
+  private async makeSpare(spec: SandboxSpec): Promise<DockerSandbox> {
+    const { docker, owner, log } = this.options;
+    const runtime = await this.runtimeFor(spec);
+    return DockerSandbox.create(docker, spec, runtime, owner, SPARE_SESSION, log, spareLabels(poolDigest(spec, runtime.name, owner.version)));
+  }
+
   /** Sandboxes replaced while a call still held them, not yet removed (for tests). */
   get retiringCount(): number {
     return this.retiring.size;
@@ -88,7 +158,34 @@ export class DockerSandboxProvider implements SandboxProvider {
   async acquire(sessionKey: string, signal: AbortSignal): Promise<Sandbox> {
     if (this.disposed) throw shuttingDown();
     const spec = await this.options.spec(signal);
-    return new Lease(this, sessionKey, await this.entryFor(sessionKey, spec, signal));
+    this.pool?.noteSpec(spec);
+    const entry = await this.entryFor(sessionKey, spec, signal);
+    const evicted = this.evicted.delete(sessionKey) && this.options.maxSandboxes !== undefined;
+    return new Lease(this, sessionKey, entry, evicted ? [evictedNote(this.options.maxSandboxes!)] : []);
+  }
+
+  /** How many more sandboxes may be made now; `withFill`: counting a spare being made too. */
+  private room(withFill = true): number {
+    const max = this.options.maxSandboxes;
+    if (max === undefined) return Infinity;
+    const pool = this.pool ? this.pool.sandboxes.length + (withFill ? this.pool.inFlight : 0) : 0;
+    return max - (this.entries.size + this.retiring.size + this.creating.size + pool);
+  }
+
+  /**
+   * Makes room for one more sandbox without waiting: a spare goes first, then the sandbox of the
+   * session used longest ago that no call holds. False when every sandbox is in use.
+   */
+  private evictOne(): boolean {
+    if (this.pool?.evictOne()) return true;
+    const lru = leastRecentlyUsedIdle(this.entries);
+    if (!lru) return false;
+    const [key, entry] = lru;
+    this.entries.delete(key);
+    this.evicted.add(key);
+    this.options.log.info(`removing the idle sandbox ${entry.sandbox.name} to make room (at most ${this.options.maxSandboxes} sandboxes)`);
+    void this.retire(entry).finally(() => this.roomWaiters.notify());
+    return true;
   }
 
   prewarm(sessionKey: string): void {
@@ -107,15 +204,21 @@ export class DockerSandboxProvider implements SandboxProvider {
       this.options.log.info(`not creating a sandbox ahead of time: ${spec.image} is not on the engine yet`);
       return false;
     }
-    const entry = await this.entryFor(sessionKey, spec, new AbortController().signal);
+    const entry = await this.entryFor(sessionKey, spec, new AbortController().signal, false);
+    if (!entry) return false;
     // Nobody holds it yet; the first call takes it.
     entry.leases--;
     if (this.options.adoptExisting) await entry.sandbox.unlock();
     return true;
   }
 
-  /** The session's entry for `spec`, with one more lease on it. */
-  private async entryFor(sessionKey: string, spec: SandboxSpec, signal: AbortSignal): Promise<Entry> {
+  /**
+   * The session's entry for `spec`, with one more lease on it. At the maximum, waits for room
+   * (`wait`), or gives undefined.
+   */
+  private async entryFor(sessionKey: string, spec: SandboxSpec, signal: AbortSignal): Promise<Entry>;
+  private async entryFor(sessionKey: string, spec: SandboxSpec, signal: AbortSignal, wait: false): Promise<Entry | undefined>;
+  private async entryFor(sessionKey: string, spec: SandboxSpec, signal: AbortSignal, wait = true): Promise<Entry | undefined> {
     const existing = this.entries.get(sessionKey);
     if (existing && sameSpec(existing.sandbox.spec, spec)) {
       existing.leases++;
@@ -127,9 +230,33 @@ export class DockerSandboxProvider implements SandboxProvider {
       await this.retire(existing);
     }
     let pending = this.creating.get(sessionKey);
-    if (!pending) {
-      pending = this.create(sessionKey, spec, signal).finally(() => this.creating.delete(sessionKey));
-      this.creating.set(sessionKey, pending);
+    const spare = pending ? undefined : this.pool?.take(spec);
+    if (spare) {
+      const entry = this.track(sessionKey, spare);
+      entry.leases++;
+      this.options.log.info(`session ${sessionKey} took spare sandbox ${spare.name}`);
+      // Only for people reading `docker ps`: nothing finds a sandbox of this process by its name.
+      const name = `codeact-${sessionDigest(sessionKey).slice(0, 12)}-${spare.name.slice(-6)}`;
+      void spare.rename(name).catch((e: unknown) => this.options.log.info(`could not rename ${spare.name} to ${name}: ${describeError(e)}`));
+      return entry;
+    }
+    let told = false;
+    while (!pending) {
+      // Checked and claimed with no await in between, so two calls cannot both take the last room.
+      if (this.room() > 0) {
+        pending = this.create(sessionKey, spec, signal).finally(() => {
+          this.creating.delete(sessionKey);
+          this.roomWaiters.notify();
+        });
+        this.creating.set(sessionKey, pending);
+        break;
+      }
+      if (this.evictOne()) continue;
+      if (!wait) return undefined;
+      if (!told) this.options.log.info(`all ${this.options.maxSandboxes} sandboxes are in use; ${sessionKey} waits for one`);
+      told = true;
+      await this.roomWaiters.wait(signal);
+      pending = this.creating.get(sessionKey);
     }
     const entry = await pending;
     entry.leases++;
@@ -145,6 +272,7 @@ export class DockerSandboxProvider implements SandboxProvider {
     }
     this.retiring.delete(entry);
     await entry.sandbox.remove();
+    this.roomWaiters.notify();
   }
 
   /** @internal Called by a lease when its call is over. */
@@ -152,8 +280,12 @@ export class DockerSandboxProvider implements SandboxProvider {
     entry.leases = Math.max(0, entry.leases - 1);
     entry.sandbox.lastUsed = Date.now();
     if (entry.leases > 0) return;
+    // An idle sandbox can make room for a call that waits.
+    this.roomWaiters.notify();
     if (entry.retired) await this.retire(entry);
     else if (this.options.adoptExisting) await entry.sandbox.unlock();
+    // After the call, not during it: making a spare costs the engine and the CPU the call ran on.
+    if (!entry.retired) void this.refill(entry.sandbox.spec);
   }
 
   /**
@@ -189,14 +321,13 @@ export class DockerSandboxProvider implements SandboxProvider {
       throw engineUnreachable(e, engineOf(docker));
     }
     const digest = sessionDigest(sessionKey);
-    const { available, engineDefault } = await engineRuntimes(docker).catch((e: unknown) => {
-      throw isUnreachable(e) ? engineUnreachable(e, engineOf(docker)) : e;
-    });
-    const runtime = chooseRuntime(spec.runtime, available, engineDefault, this.options.runtimeSettingHint ?? 'the runtime setting');
-    if (spec.runtime !== undefined) log.info(`runtime ${runtime.name} (${runtime.reason}); the engine has ${available.join(', ') || 'no runtimes listed'}`);
+    const runtime = await this.runtimeFor(spec, true);
     if (this.options.adoptExisting) {
-      const adopted = await this.adopt(digest, spec, runtime, signal);
+      const adopted = await adoptSession(this.options, digest, spec, runtime, signal);
       if (adopted) return this.track(sessionKey, adopted);
+      const pool = poolDigest(spec, runtime.name, this.options.owner.version);
+      const claimed = await this.sharedPool?.claim(pool, spec, runtime, sharedSandboxName(this.options.owner.kind, digest), signal);
+      if (claimed) return this.track(sessionKey, claimed);
     }
     const pull = (progress: PullProgress, pullSignal: AbortSignal) =>
       ensureImage(docker, spec.image, this.options.imageSettingHint, { signal: pullSignal, onProgress: progress });
@@ -211,7 +342,7 @@ export class DockerSandboxProvider implements SandboxProvider {
     if (signal.aborted) throw new ToolError('cancelled', 'The run was cancelled before it started.');
     let sandbox: DockerSandbox;
     if (this.options.adoptExisting) {
-      sandbox = await this.createOrAdopt(digest, spec, runtime, signal);
+      sandbox = await createOrAdopt(this.options, digest, spec, runtime, signal);
     } else {
       sandbox = await DockerSandbox.create(docker, spec, runtime, this.options.owner, digest, log);
     }
@@ -222,53 +353,20 @@ export class DockerSandboxProvider implements SandboxProvider {
     return this.track(sessionKey, sandbox);
   }
 
-  /**
-   * Of processes creating a session's sandbox at once, one creates it (its name comes from the
-   * session) and the others adopt it. The engine reserves a name before the container is listed,
-   * so a loser may find nothing for a moment: it looks again, and creates anew if the winner gave up.
-   */
-  private async createOrAdopt(digest: string, spec: SandboxSpec, runtime: RuntimeChoice, signal: AbortSignal): Promise<DockerSandbox> {
-    const { docker, log, owner } = this.options;
-    const giveUp = Date.now() + SHARED_CREATE_WAIT_MS;
-    while (Date.now() < giveUp) {
-      const made = await DockerSandbox.createShared(docker, spec, runtime, owner, digest, log);
-      if (made) return made;
-      for (let i = 0; i < 20; i++) {
-        const adopted = await this.adopt(digest, spec, runtime, signal);
-        if (adopted) return adopted;
-        if (signal.aborted) throw new ToolError('cancelled', 'The run was cancelled before it started.');
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-    throw new ToolError('sandbox_failed', SANDBOX_FAILED);
+  private async runtimeFor(spec: SandboxSpec, logChoice = false): Promise<RuntimeChoice> {
+    const { docker, log } = this.options;
+    const { available, engineDefault } = await engineRuntimes(docker).catch((e: unknown) => {
+      throw isUnreachable(e) ? engineUnreachable(e, engineOf(docker)) : e;
+    });
+    const runtime = chooseRuntime(spec.runtime, available, engineDefault, this.options.runtimeSettingHint ?? 'the runtime setting');
+    if (logChoice && spec.runtime !== undefined) log.info(`runtime ${runtime.name} (${runtime.reason}); the engine has ${available.join(', ') || 'no runtimes listed'}`);
+    return runtime;
   }
 
   private track(sessionKey: string, sandbox: DockerSandbox): Entry {
     const entry: Entry = { sandbox, leases: 0, retired: false };
     this.entries.set(sessionKey, entry);
     return entry;
-  }
-
-  /**
-   * CLI sessions outlive the process: the running container carrying this session's labels,
-   * locked for this process. A container that does not match the settings, or is really gone or
-   * unusable, is removed; an engine that fails to answer fails the call and removes nothing.
-   */
-  private async adopt(digest: string, spec: SandboxSpec, runtime: RuntimeChoice, signal: AbortSignal): Promise<DockerSandbox | undefined> {
-    const { docker, owner, log } = this.options;
-    const found = await docker.listContainers({
-      all: true,
-      filters: { label: [`${LABEL.session}=${digest}`, `${LABEL.ownerKind}=${owner.kind}`] },
-    });
-    for (const c of found) {
-      const name = c.Names?.[0]?.replace(/^\//, '');
-      const attached = await DockerSandbox.attach(docker, c.Id, spec, runtime, log, signal);
-      if (attached.kind === 'attached') return attached.sandbox;
-      if (attached.kind === 'gone') continue;
-      log.info(`sandbox ${name ?? c.Id} of this session ${attached.reason}; removing it`);
-      await removeQuietly(docker, c.Id, attached.volume ?? name, log);
-    }
-    return undefined;
   }
 
   private async removeIdle(): Promise<void> {
@@ -294,14 +392,19 @@ export class DockerSandboxProvider implements SandboxProvider {
     this.disposed = true;
     if (this.idleTimer) clearInterval(this.idleTimer);
     await this.removeAll();
+    await this.pool?.close();
+    await this.sharedFill;
   }
 
   /** Lets go of every sandbox without removing it (CLI sessions: kept for the next process). */
   async detachAll(): Promise<void> {
+    // Spares for the next process are made before this one goes (the call's answer is out already).
+    await this.sharedFill;
     this.disposed = true;
     if (this.idleTimer) clearInterval(this.idleTimer);
     await Promise.all([...this.entries.values()].map((e) => e.sandbox.detach()));
     this.entries.clear();
+    await this.pool?.close();
   }
 
   /** Removes every sandbox this provider created; the next call creates new ones. */
@@ -312,83 +415,13 @@ export class DockerSandboxProvider implements SandboxProvider {
     this.entries.clear();
     this.retiring.clear();
     await Promise.all([...all].map((s) => s.remove()));
+    await this.pool?.drain();
     return all.size;
   }
 }
 
-/**
- * What a call holds: the session's sandbox, and after a replacement the new one, so the
- * program's outputs are collected from (and the run record names) the sandbox that ran it.
- */
-class Lease implements Sandbox {
-  private released = false;
-
-  constructor(
-    private readonly provider: DockerSandboxProvider,
-    private readonly sessionKey: string,
-    private entry: Entry,
-  ) {}
-
-  get id(): string {
-    return this.entry.sandbox.id;
-  }
-
-  get image(): string {
-    return this.entry.sandbox.image;
-  }
-
-  get runtime(): string {
-    return this.entry.sandbox.runtime;
-  }
-
-  get packagesSetting(): string | undefined {
-    return this.entry.sandbox.packagesSetting;
-  }
-
-  installed(): ReturnType<NonNullable<Sandbox['installed']>> {
-    return this.entry.sandbox.installed();
-  }
-
-  async run(run: ProgramRun): Promise<ProgramExit> {
-    try {
-      return await this.entry.sandbox.run(run);
-    } catch (e) {
-      if (!(e instanceof SandboxGoneError)) throw e;
-      this.entry = await this.provider.replaceGone(this.sessionKey, this.entry, run.signal);
-      // Once: the new sandbox's own failure is the call's failure (a program that kills its
-      // sandbox must not make a loop of replacements).
-      const exit = await this.entry.sandbox.run(run);
-      return { ...exit, notes: [...(exit.notes ?? []), 'The sandbox had stopped and was replaced; files written by earlier calls are gone.'] };
-    }
-  }
-
-  collect(...args: Parameters<Sandbox['collect']>): Promise<CollectOutcome> {
-    return this.entry.sandbox.collect(...args);
-  }
-
-  async release(): Promise<void> {
-    if (this.released) return;
-    this.released = true;
-    await this.provider.releaseLease(this.entry);
-  }
-}
-
-/** How long processes racing to create one session's sandbox keep trying before the call fails. */
-const SHARED_CREATE_WAIT_MS = 30_000;
-const SANDBOX_FAILED = 'The sandbox could not be created. Ask the user to check the "CodeAct Sandbox" output channel.';
 
 function shuttingDown(): ToolError {
   return new ToolError('sandbox_failed', 'The sandbox service is shutting down.');
 }
 
-
-function sameSpec(a: SandboxSpec, b: SandboxSpec): boolean {
-  return (
-    a.image === b.image &&
-    JSON.stringify(a.limits) === JSON.stringify(b.limits) &&
-    (a.warmRunner !== false) === (b.warmRunner !== false) &&
-    JSON.stringify(a.preloadModules ?? null) === JSON.stringify(b.preloadModules ?? null) &&
-    a.runtime === b.runtime &&
-    a.packagesSetting === b.packagesSetting
-  );
-}

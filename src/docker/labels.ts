@@ -14,6 +14,11 @@ export const LABEL = {
   ownerPid: 'dev.codeact-sandbox.owner-pid',
   /** Digest of the session key (never the key itself: it can hold ids). */
   session: 'dev.codeact-sandbox.session',
+  /**
+   * Spares only: the pool they belong to (a digest of the settings they were made for). A spare's
+   * session label is "spare" for good (labels cannot change); a session that takes one renames it.
+   */
+  pool: 'dev.codeact-sandbox.pool',
   version: 'dev.codeact-sandbox.version',
 } as const;
 

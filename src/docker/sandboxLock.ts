@@ -12,7 +12,13 @@ import { withDeadline } from './engineErrors';
 export const LOCK_HOLDER_SOURCE = [
   'import fcntl, os, sys',
   "fd = os.open('/root' if os.path.isdir('/root') else '/', os.O_RDONLY)",
-  'fcntl.flock(fd, fcntl.LOCK_EX)',
+  // With an argument "try": a lock another process holds is answered "busy" instead of waited for.
+  "nb = sys.argv[1:] == ['try']",
+  'try:',
+  '    fcntl.flock(fd, fcntl.LOCK_EX | (fcntl.LOCK_NB if nb else 0))',
+  'except BlockingIOError:',
+  "    sys.stdout.write('busy\\n')",
+  '    sys.exit(0)',
   "sys.stdout.write('locked\\n')",
   'sys.stdout.flush()',
   'sys.stdin.buffer.read()',
@@ -37,31 +43,46 @@ export class SandboxLock {
 
   /** Waits (cancellably) until this process holds the lock. */
   async acquire(signal: AbortSignal): Promise<void> {
-    if (this.stream) return;
+    await this.take(signal, false);
+  }
+
+  /** Takes the lock only if nobody holds it; false when another process does. */
+  async tryAcquire(signal: AbortSignal): Promise<boolean> {
+    return this.take(signal, true);
+  }
+
+  private async take(signal: AbortSignal, onlyIfFree: boolean): Promise<boolean> {
+    if (this.stream) return true;
     const exec = await withDeadline(
-      this.container.exec({ Cmd: ['python3', '-c', LOCK_HOLDER_SOURCE], User: '0', AttachStdin: true, AttachStdout: true, AttachStderr: true }),
+      this.container.exec({
+        Cmd: ['python3', '-c', LOCK_HOLDER_SOURCE, ...(onlyIfFree ? ['try'] : [])],
+        User: '0',
+        AttachStdin: true,
+        AttachStdout: true,
+        AttachStderr: true,
+      }),
       CREATE_DEADLINE_MS,
       'create lock exec',
     );
     const stream = (await withDeadline(exec.start({ hijack: true, stdin: true }), CREATE_DEADLINE_MS, 'start lock exec')) as NodeJS.ReadWriteStream & {
       destroy?: () => void;
     };
-    await new Promise<void>((resolve, reject) => {
+    const locked = await new Promise<boolean>((resolve, reject) => {
       let seen = '';
-      const done = (error?: Error) => {
+      const done = (error?: Error, held = true) => {
         stream.off('data', onData);
         stream.off('end', onEnd);
         stream.off('close', onEnd);
         signal.removeEventListener('abort', onAbort);
-        if (error) {
-          stream.destroy?.();
-          reject(error);
-        } else resolve();
+        if (error || !held) stream.destroy?.();
+        if (error) reject(error);
+        else resolve(held);
       };
       // The multiplexed stream carries an 8-byte header per chunk; the marker is plain ASCII in it.
       const onData = (chunk: Buffer) => {
         seen = (seen + chunk.toString('latin1')).slice(-64);
         if (seen.includes('locked\n')) done();
+        else if (seen.includes('busy\n')) done(undefined, false);
       };
       const onEnd = () => done(new Error('the lock holder ended before taking the lock'));
       const onAbort = () => done(new ToolError('cancelled', 'The run was cancelled while it waited for the sandbox.'));
@@ -71,10 +92,12 @@ export class SandboxLock {
       signal.addEventListener('abort', onAbort, { once: true });
       if (signal.aborted) onAbort();
     });
+    if (!locked) return false;
     // From now on its output is of no interest; keep the stream flowing so it never blocks.
     stream.on('error', () => {});
     stream.resume();
     this.stream = stream;
+    return true;
   }
 
   /** Lets the next process in: ends the holder's stdin (and the connection). */

@@ -45,6 +45,8 @@ export interface ProviderWiring {
   adoptExisting: boolean;
   /** Where the user finds a failed build's output, for the model-facing sentence. */
   buildLogHint: string;
+  /** Sandboxes kept warm with no session for the next new one (ProviderOptions.spareSandboxes); unset: none. */
+  spareSandboxes?: number;
 }
 
 export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWiring): DockerSandboxProvider {
@@ -86,6 +88,7 @@ export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWir
     log,
     idleMs: wiring.idleMs,
     adoptExisting: wiring.adoptExisting,
+    spareSandboxes: wiring.spareSandboxes ?? 0,
   });
 }
 

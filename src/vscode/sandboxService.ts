@@ -188,7 +188,8 @@ export class SandboxService implements SandboxProvider {
   private current(): DockerSandboxProvider {
     const s = this.deps.settings.read();
     const explicitTls = this.deps.settings.isExplicit('dockerTlsVerify');
-    const key = JSON.stringify([s.dockerHost, s.dockerContext, s.dockerCertPath, explicitTls ? s.dockerTlsVerify : null, s.idleMinutes]);
+    // Read when the provider is made: a change of any of them makes a new one.
+    const key = JSON.stringify([s.dockerHost, s.dockerContext, s.dockerCertPath, explicitTls ? s.dockerTlsVerify : null, s.idleMinutes, s.spareSandboxes, s.maxSandboxes]);
     if (this.provider && key === this.providerKey) return this.provider;
     const old = this.provider;
     this.provider = undefined;
@@ -218,9 +219,13 @@ export class SandboxService implements SandboxProvider {
       runtimeSettingHint: `the ${CONFIG_SECTION}.runtime setting`,
       log: this.deps.log,
       idleMs: s.idleMinutes * 60_000,
+      spareSandboxes: s.spareSandboxes,
+      maxSandboxes: s.maxSandboxes,
       onPull: (image, pull) => this.deps.ui.withProgress(`CodeAct Sandbox: pulling ${image}`, (report, signal) => pull(pullProgress(report), signal)),
     });
     this.providerKey = key;
+    // The spares are made from an image already on the engine only (prewarmSpec): never a prompt or a build.
+    void this.provider.fillSpares?.();
     return this.provider;
   }
 

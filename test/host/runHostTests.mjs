@@ -17,7 +17,9 @@ fs.mkdirSync(artifacts, { recursive: true });
 const settingsFile = path.join(artifacts, 'settings.json');
 fs.writeFileSync(
   settingsFile,
-  JSON.stringify({ 'codeactSandbox.image': image }, null, 2),
+  // No spare sandbox by default here: the suites count the window's containers call by call; the
+  // spare sandbox has a test of its own that turns it on.
+  JSON.stringify({ 'codeactSandbox.image': image, 'codeactSandbox.spareSandboxes': 0 }, null, 2),
 );
 
 // The runner loads the folder holding the tests as the extension under development and installs

@@ -12,6 +12,7 @@ function fakeProvider(body: (run: ProgramRun) => Promise<number | null>, extra: 
     id: 'fake',
     image: 'fake:1',
     async run(run): Promise<ProgramExit> {
+      run.onStart();
       return { exitCode: await body(run), workDir: '/sandbox/runs/0001' };
     },
     async collect() {

@@ -171,6 +171,24 @@ describe('agent mode calls execute_code (host)', function () {
     }
   });
 
+  it("a new chat's first call takes the spare sandbox kept warm for it", async function () {
+    await h.setting('spareSandboxes', 1);
+    try {
+      // The first call after the change makes a new provider, which fills its pool of spares.
+      await newChat();
+      await ask(program('print("warming up")'));
+      const [spare] = await h.waitFor(() => (h.spareContainers().length ? h.spareContainers() : undefined), 60000, 'a spare sandbox');
+      await newChat();
+      const before = toolResults().length;
+      await ask(program(NODENAME));
+      await h.waitFor(() => toolResults().length === before + 1, 30000, 'the result on the spare');
+      // Docker names a container's host after its id: the program ran in the spare.
+      assert.equal(toolResults()[before].text, `stdout:\nsandbox ${spare}`);
+    } finally {
+      await h.setting('spareSandboxes', undefined);
+    }
+  });
+
   it("the chat's Stop cancels a long-running program and kills it", async function () {
     await newChat();
     const pending = ask(program('import time\nprint("long", flush=True)\ntime.sleep(300)'));

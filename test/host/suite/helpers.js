@@ -12,10 +12,21 @@ function docker(...args) {
   return execFileSync('docker', args, { encoding: 'utf8' }).trim();
 }
 
-/** Containers this extension host owns, by the labels every sandbox carries. */
+/** Containers this extension host owns, by the labels every sandbox carries: "ID IMAGE" lines. */
 function ownContainers() {
+  return containerLines('{{.ID}} {{.Image}}');
+}
+
+/** The ids of this extension host's spare sandboxes (session label "spare": no chat has taken them). */
+function spareContainers() {
+  return containerLines('{{.ID}} {{.Label "dev.codeact-sandbox.session"}}')
+    .filter((line) => line.endsWith(' spare'))
+    .map((line) => line.split(' ')[0]);
+}
+
+function containerLines(format) {
   const out = docker('ps', '-a', '--filter', 'label=dev.codeact-sandbox.owner-kind=vscode',
-    '--filter', `label=dev.codeact-sandbox.owner-pid=${process.pid}`, '--format', '{{.ID}} {{.Image}}');
+    '--filter', `label=dev.codeact-sandbox.owner-pid=${process.pid}`, '--format', format);
   return out ? out.split('\n') : [];
 }
 
@@ -68,4 +79,4 @@ function programProcesses(containerId) {
   }
 }
 
-module.exports = { EXTENSION_ID, IMAGE, ALT_IMAGE, sleep, docker, ownContainers, activate, textOf, run, setting, waitFor, snapshot, programProcesses };
+module.exports = { EXTENSION_ID, IMAGE, ALT_IMAGE, sleep, docker, ownContainers, spareContainers, activate, textOf, run, setting, waitFor, snapshot, programProcesses };

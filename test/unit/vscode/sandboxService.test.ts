@@ -51,6 +51,8 @@ describe('sandbox service (unit)', () => {
     workspace = new FakeWorkspace();
     workspace.folder = tmp;
     workspace.user.dockerHost = NO_ENGINE;
+    // Spare sandboxes have their own (Docker) tests; here they would add looks at the plan.
+    workspace.user.spareSandboxes = 0;
     // An image of the user's choice: the data image's own path is tested in dataImages.test.ts.
     workspace.user.image = CHOSEN;
     state = new FakeState();

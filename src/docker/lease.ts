@@ -1,0 +1,84 @@
+import type { CollectOutcome, ProgramExit, ProgramRun, Sandbox } from '../core/sandbox';
+import type { DockerSandbox } from './dockerSandbox';
+import { SandboxGoneError } from './engineErrors';
+
+/** A sandbox as the provider tracks it: the calls that hold it, and whether it is to go when they end. */
+export interface Entry {
+  sandbox: DockerSandbox;
+  leases: number;
+  retired: boolean;
+}
+
+/** What a lease asks of the provider it came from. */
+export interface LeaseHolder {
+  /** The call is over. */
+  releaseLease(entry: Entry): Promise<void>;
+  /** The sandbox vanished under the call: the session's new entry, held by this lease instead. */
+  replaceGone(sessionKey: string, gone: Entry, signal: AbortSignal): Promise<Entry>;
+}
+
+/**
+ * What a call holds: the session's sandbox, and after a replacement the new one, so the
+ * program's outputs are collected from (and the run record names) the sandbox that ran it.
+ */
+export class Lease implements Sandbox {
+  private released = false;
+
+  constructor(
+    private readonly provider: LeaseHolder,
+    private readonly sessionKey: string,
+    private entry: Entry,
+    /** Told with the first program's result (e.g. the session's sandbox had made room for another). */
+    private notes: readonly string[] = [],
+  ) {}
+
+  get id(): string {
+    return this.entry.sandbox.id;
+  }
+
+  get image(): string {
+    return this.entry.sandbox.image;
+  }
+
+  get runtime(): string {
+    return this.entry.sandbox.runtime;
+  }
+
+  get packagesSetting(): string | undefined {
+    return this.entry.sandbox.packagesSetting;
+  }
+
+  installed(): ReturnType<NonNullable<Sandbox['installed']>> {
+    return this.entry.sandbox.installed();
+  }
+
+  async run(run: ProgramRun): Promise<ProgramExit> {
+    const notes = this.notes;
+    this.notes = [];
+    const exit = await this.runOnce(run);
+    return notes.length ? { ...exit, notes: [...notes, ...(exit.notes ?? [])] } : exit;
+  }
+
+  private async runOnce(run: ProgramRun): Promise<ProgramExit> {
+    try {
+      return await this.entry.sandbox.run(run);
+    } catch (e) {
+      if (!(e instanceof SandboxGoneError)) throw e;
+      this.entry = await this.provider.replaceGone(this.sessionKey, this.entry, run.signal);
+      // Once: the new sandbox's own failure is the call's failure (a program that kills its
+      // sandbox must not make a loop of replacements).
+      const exit = await this.entry.sandbox.run(run);
+      return { ...exit, notes: [...(exit.notes ?? []), 'The sandbox had stopped and was replaced; files written by earlier calls are gone.'] };
+    }
+  }
+
+  collect(...args: Parameters<Sandbox['collect']>): Promise<CollectOutcome> {
+    return this.entry.sandbox.collect(...args);
+  }
+
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    await this.provider.releaseLease(this.entry);
+  }
+}

@@ -1,0 +1,82 @@
+import type Dockerode from 'dockerode';
+import { ToolError } from '../core/errors';
+import type { Logger } from '../core/logger';
+import { engineOf } from './connection';
+import { DockerSandbox, removeQuietly, sharedSandboxName, type SandboxSpec } from './dockerSandbox';
+import { engineUnreachable, isUnreachable, statusCode } from './engineErrors';
+import type { RuntimeChoice } from './engine/runtime';
+import { LABEL, type Owner } from './labels';
+
+/** How long processes racing to create one session's sandbox keep trying before the call fails. */
+const SHARED_CREATE_WAIT_MS = 30_000;
+const SANDBOX_FAILED = 'The sandbox could not be created. Ask the user to check the "CodeAct Sandbox" output channel.';
+
+export interface SharedContext {
+  docker: Dockerode;
+  owner: Owner;
+  log: Logger;
+}
+
+/**
+ * Of processes creating a session's sandbox at once, one creates it (its name comes from the
+ * session) and the others adopt it. The engine reserves a name before the container is listed,
+ * so a loser may find nothing for a moment: it looks again, and creates anew if the winner gave up.
+ */
+export async function createOrAdopt(ctx: SharedContext, digest: string, spec: SandboxSpec, runtime: RuntimeChoice, signal: AbortSignal): Promise<DockerSandbox> {
+  const { docker, log, owner } = ctx;
+  const giveUp = Date.now() + SHARED_CREATE_WAIT_MS;
+  while (Date.now() < giveUp) {
+    const made = await DockerSandbox.createShared(docker, spec, runtime, owner, digest, log);
+    if (made) return made;
+    for (let i = 0; i < 20; i++) {
+      const adopted = await adoptSession(ctx, digest, spec, runtime, signal);
+      if (adopted) return adopted;
+      if (signal.aborted) throw new ToolError('cancelled', 'The run was cancelled before it started.');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw new ToolError('sandbox_failed', SANDBOX_FAILED);
+}
+
+/**
+ * CLI sessions outlive the process: the container named after this session (a spare a session
+ * took keeps the spare's labels: it is found by its name), else one carrying this session's
+ * labels, locked for this process. A container that does not match the settings, or is really
+ * gone or unusable, is removed; an engine that fails to answer fails the call and removes nothing.
+ */
+export async function adoptSession(
+  ctx: SharedContext,
+  digest: string,
+  spec: SandboxSpec,
+  runtime: RuntimeChoice,
+  signal: AbortSignal,
+): Promise<DockerSandbox | undefined> {
+  const { docker, owner, log } = ctx;
+  const byName = await docker
+    .getContainer(sharedSandboxName(owner.kind, digest))
+    .inspect()
+    .then(
+      (info): Dockerode.ContainerInfo[] =>
+        info.Config.Labels?.[LABEL.managed] && info.Config.Labels[LABEL.ownerKind] === owner.kind
+          ? [{ Id: info.Id, Names: [info.Name] } as Dockerode.ContainerInfo]
+          : [],
+      (e: unknown) => {
+        if (statusCode(e) === 404) return [];
+        throw isUnreachable(e) ? engineUnreachable(e, engineOf(docker)) : e;
+      },
+    );
+  const byLabels = await docker.listContainers({
+    all: true,
+    filters: { label: [`${LABEL.session}=${digest}`, `${LABEL.ownerKind}=${owner.kind}`] },
+  });
+  const found = [...byName, ...byLabels.filter((c) => !byName.some((n) => n.Id === c.Id))];
+  for (const c of found) {
+    const name = c.Names?.[0]?.replace(/^\//, '');
+    const attached = await DockerSandbox.attach(docker, c.Id, spec, runtime, log, signal);
+    if (attached.kind === 'attached') return attached.sandbox;
+    if (attached.kind === 'gone' || attached.kind === 'busy') continue;
+    log.info(`sandbox ${name ?? c.Id} of this session ${attached.reason}; removing it`);
+    await removeQuietly(docker, c.Id, attached.volume ?? name, log);
+  }
+  return undefined;
+}

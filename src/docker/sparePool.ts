@@ -1,0 +1,256 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type Dockerode from 'dockerode';
+import { describeError } from '../core/errors';
+import type { Logger } from '../core/logger';
+import { DockerSandbox, removeQuietly, type SandboxSpec } from './dockerSandbox';
+import { statusCode, withDeadline } from './engineErrors';
+import type { RuntimeChoice } from './engine/runtime';
+import { WORK_ROOT } from './guest';
+import { LABEL, type Owner } from './labels';
+
+/** The session label of a spare: it has none yet, and a label cannot be changed later. */
+export const SPARE_SESSION = 'spare';
+
+/** Whether a sandbox made for `a` serves `b` (image, limits, runner, preloads, runtime). */
+export function sameSpec(a: SandboxSpec, b: SandboxSpec): boolean {
+  return (
+    a.image === b.image &&
+    JSON.stringify(a.limits) === JSON.stringify(b.limits) &&
+    (a.warmRunner !== false) === (b.warmRunner !== false) &&
+    JSON.stringify(a.preloadModules ?? null) === JSON.stringify(b.preloadModules ?? null) &&
+    a.runtime === b.runtime &&
+    a.packagesSetting === b.packagesSetting
+  );
+}
+
+/**
+ * Which pool a spare belongs to: spares are interchangeable only for one spec, one resolved
+ * runtime and one version of this tool (its runner is part of the container's command).
+ */
+export function poolDigest(spec: SandboxSpec, runtime: string, version: string): string {
+  const key = [spec.image, spec.limits, spec.warmRunner !== false, spec.preloadModules ?? null, spec.runtime ?? null, runtime, version];
+  return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 12);
+}
+
+export function spareLabels(pool: string): Record<string, string> {
+  return { [LABEL.session]: SPARE_SESSION, [LABEL.pool]: pool };
+}
+
+export interface SpareSource {
+  /** Creates one spare for `spec`: hardened, started, its runner preloading. */
+  make(spec: SandboxSpec): Promise<DockerSandbox>;
+  /** How many more sandboxes may be created now (Infinity: no limit). */
+  room(): number;
+  /** A spare was added or a fill ended (calls waiting for room look again). */
+  changed(): void;
+}
+
+/**
+ * Spares of one process (VS Code window, MCP server): sandboxes created, hardened and preloading
+ * with no session, for the next new session to take. Made one at a time, so filling the pool
+ * never takes more than one container's start-up of the engine's time at once.
+ */
+export class SparePool {
+  private readonly spares: DockerSandbox[] = [];
+  /** The spec the spares were (or are being) made for. */
+  private spec: SandboxSpec | undefined;
+  private filling: Promise<void> | undefined;
+  /** Bumped by every drain: a fill of an older generation stops and removes what it made. */
+  private generation = 0;
+  /** The generation the fill under way belongs to. */
+  private fillGeneration = -1;
+  private closed = false;
+
+  constructor(
+    private readonly size: number,
+    private readonly source: SpareSource,
+    private readonly log: Logger,
+  ) {}
+
+  get sandboxes(): readonly DockerSandbox[] {
+    return this.spares;
+  }
+
+  /** Spares being made right now (they count against the maximum as sandboxes do). */
+  get inFlight(): number {
+    return this.filling ? 1 : 0;
+  }
+
+  /**
+   * A spare made for `spec`, preferring one whose runner finished preloading; undefined when
+   * there is none. Spares of other settings are drained.
+   */
+  take(spec: SandboxSpec): DockerSandbox | undefined {
+    this.noteSpec(spec);
+    if (this.spares.length === 0) return undefined;
+    const ready = this.spares.findIndex((s) => s.runner?.state === 'ready');
+    return this.spares.splice(Math.max(0, ready), 1)[0];
+  }
+
+  /** Settings changed: spares made for the old ones are of no use to anyone, so they go now. */
+  noteSpec(spec: SandboxSpec): void {
+    if (this.spec && !sameSpec(this.spec, spec)) {
+      this.log.info('the sandbox settings changed; replacing the spare sandboxes');
+      void this.drain();
+    }
+  }
+
+  /** Brings the pool up to its size for `spec`, in the background; resolves when that is done. */
+  fill(spec: SandboxSpec): Promise<void> {
+    if (this.size === 0 || this.closed) return Promise.resolve();
+    this.noteSpec(spec);
+    this.spec = spec;
+    const generation = this.generation;
+    const previous = this.filling;
+    if (previous && this.fillGeneration === generation) return previous;
+    const run = (async () => {
+      await previous?.catch(() => {});
+      while (generation === this.generation && !this.closed && this.spares.length < this.size && this.source.room() > 0) {
+        const spare = await this.source.make(spec);
+        if (generation !== this.generation || this.closed) {
+          await spare.remove();
+          return;
+        }
+        this.spares.push(spare);
+        this.log.info(`spare sandbox ${spare.name} ready for the next new session`);
+        this.source.changed();
+      }
+    })()
+      .catch((e: unknown) => this.log.info(`creating a spare sandbox failed (a new session creates its own): ${describeError(e)}`))
+      .finally(() => {
+        if (this.filling === run) this.filling = undefined;
+        this.source.changed();
+      });
+    this.filling = run;
+    this.fillGeneration = generation;
+    return run;
+  }
+
+  /** Removes every spare; a fill under way stops and removes what it was making. */
+  async drain(): Promise<void> {
+    this.generation++;
+    this.spec = undefined;
+    await Promise.all(this.spares.splice(0).map((s) => s.remove()));
+  }
+
+  /** Removes the spares and makes no more (disposal). */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.drain();
+    await this.filling;
+  }
+
+  /** Removes one spare (in the background) to make room for a session; false when there is none. */
+  evictOne(): boolean {
+    const spare = this.spares.shift();
+    if (!spare) return false;
+    this.log.info(`removing spare sandbox ${spare.name} to make room for a session`);
+    void spare.remove().finally(() => this.source.changed());
+    return true;
+  }
+}
+
+/**
+ * CLI sessions outlive their process, and so do their spares: the pool is on the engine, found by
+ * its labels. A spare is named `codeact-cli-spare-<pool>-<random>` until a session takes it; the
+ * session then renames it to its own name (`codeact-cli-<digest>`), which is how later processes
+ * find it (by name first: the spare's session label still says "spare").
+ */
+export class SharedSparePool {
+  constructor(
+    private readonly docker: Dockerode,
+    private readonly owner: Owner,
+    private readonly log: Logger,
+  ) {}
+
+  private get namePrefix(): string {
+    return `codeact-${this.owner.kind}-${SPARE_SESSION}-`;
+  }
+
+  /** Spares of `pool` that no session has taken yet: their names are still spare names. */
+  private async list(pool?: string): Promise<Dockerode.ContainerInfo[]> {
+    const label = [LABEL.managed, `${LABEL.ownerKind}=${this.owner.kind}`, `${LABEL.version}=${this.owner.version}`, pool ? `${LABEL.pool}=${pool}` : LABEL.pool];
+    const found = await withDeadline(this.docker.listContainers({ all: true, filters: { label } }), 30_000, 'list spare sandboxes');
+    return found.filter((c) => nameOf(c).startsWith(this.namePrefix));
+  }
+
+  /**
+   * Takes a free spare of `pool` for the session whose sandbox is named `sessionName`: locked for
+   * this process (try-lock: one another process is claiming is skipped, never waited for), checked
+   * under the lock to still be a spare, and renamed. Undefined when there is none, or when the
+   * session's name is already taken (another process created the session meanwhile: adopt that).
+   */
+  async claim(pool: string, spec: SandboxSpec, runtime: RuntimeChoice, sessionName: string, signal: AbortSignal): Promise<DockerSandbox | undefined> {
+    for (const c of await this.list(pool)) {
+      const attached = await DockerSandbox.attach(this.docker, c.Id, spec, runtime, this.log, signal, { onlyIfFree: true });
+      if (attached.kind === 'busy' || attached.kind === 'gone') continue;
+      if (attached.kind === 'unusable') {
+        this.log.info(`spare sandbox ${nameOf(c)} ${attached.reason}; removing it`);
+        await removeQuietly(this.docker, c.Id, attached.volume, this.log);
+        continue;
+      }
+      const sandbox = attached.sandbox;
+      const now = await withDeadline(sandbox.container.inspect(), 30_000, 'inspect spare').then(
+        (i) => i.Name.replace(/^\//, ''),
+        () => undefined,
+      );
+      if (now !== nameOf(c)) {
+        // Taken by another process between our listing and our lock.
+        sandbox.detach();
+        continue;
+      }
+      try {
+        await sandbox.rename(sessionName);
+      } catch (e) {
+        sandbox.detach();
+        if (statusCode(e) === 409) return undefined;
+        throw e;
+      }
+      this.log.info(`session sandbox ${sessionName} taken from the spares (it was ${nameOf(c)})`);
+      return sandbox;
+    }
+    return undefined;
+  }
+
+  /**
+   * Makes spares of `pool` until there are `size`, and removes free spares this version made for
+   * other settings (a changed image or limits drains the pool). Processes filling at once may
+   * each make one: afterwards all but the `size` oldest are removed again by their makers.
+   */
+  async fill(pool: string, size: number, spec: SandboxSpec, runtime: RuntimeChoice): Promise<void> {
+    for (const c of await this.list()) {
+      if (c.Labels[LABEL.pool] === pool) continue;
+      this.log.info(`removing spare sandbox ${nameOf(c)}: it was made for other settings`);
+      await removeQuietly(this.docker, c.Id, volumeOf(c), this.log);
+    }
+    for (let have = (await this.list(pool)).length; have < size; have++) {
+      const made = await DockerSandbox.createShared(
+        this.docker,
+        spec,
+        runtime,
+        this.owner,
+        `${SPARE_SESSION}-${pool}-${randomBytes(2).toString('hex')}`,
+        this.log,
+        spareLabels(pool),
+      );
+      if (!made) continue;
+      // Nobody uses a spare until a session takes it: let go of its lock and runner at once.
+      made.detach();
+      // Every maker keeps the same `size` (the oldest): the others remove their own.
+      const kept = (await this.list(pool)).sort((a, b) => a.Created - b.Created || a.Id.localeCompare(b.Id)).slice(0, size);
+      if (!kept.some((c) => c.Id === made.id)) {
+        await made.remove();
+        return;
+      }
+      this.log.info(`spare sandbox ${made.name} ready for the next new session`);
+    }
+  }
+}
+
+function nameOf(c: Dockerode.ContainerInfo): string {
+  return c.Names?.[0]?.replace(/^\//, '') ?? c.Id;
+}
+
+function volumeOf(c: Dockerode.ContainerInfo): string | undefined {
+  return c.Mounts?.find((m) => m.Destination === WORK_ROOT)?.Name;
+}
