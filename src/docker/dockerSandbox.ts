@@ -4,9 +4,8 @@ import { ToolError, describeError } from '../core/errors';
 import type { FilesOutCaps } from '../core/limits';
 import type { Logger } from '../core/logger';
 import type { CollectOutcome, OutputSink, ProgramExit, ProgramRun, Sandbox } from '../core/sandbox';
-import { archiveOf } from './archive';
-import { collectFiles, runArchive } from './transfer';
-import { SandboxGoneError, engineUnreachable, isGoneStatus, isNoSpace, isUnreachable, statusCode, withDeadline } from './engineErrors';
+import { collectFiles } from './transfer';
+import { SandboxGoneError, engineUnreachable, isGoneStatus, isUnreachable, statusCode, withDeadline } from './engineErrors';
 import { ExecStrategy, KILL_GRACE_MS } from './execStrategy';
 import { KILL_ALL_SOURCE, RUNS_DIR, WORK_ROOT } from './guest';
 import { oomKillCount, startGuest } from './guestExec';
@@ -16,7 +15,9 @@ import { containerMatches, containerOptions, declaredVolumes, hardenedHostConfig
 import { ownerLabels, type Owner, type OwnerKind } from './labels';
 import { RunnerChannel } from './runner';
 import type { ExitInfo, StrategyResult } from './runStrategy';
+import { SANDBOX_FAILED, createFailure, translateEngine } from './sandboxErrors';
 import { SandboxLock } from './sandboxLock';
+import { layOutWorkArea, putRunFiles } from './workArea';
 import type { RuntimeChoice } from './engine/runtime';
 import { WarmStrategy, type WarmOps } from './warmStrategy';
 
@@ -286,31 +287,10 @@ export class DockerSandbox implements Sandbox, WarmOps {
     await this.layOutWorkArea();
   }
 
-  private async layOutWorkArea(): Promise<void> {
-    const layOut = () =>
-      withDeadline(
-        this.container.putArchive(
-          archiveOf([
-            { type: 'directory', name: 'home' },
-            { type: 'directory', name: 'tmp' },
-            { type: 'directory', name: 'runs' },
-          ]),
-          { path: WORK_ROOT },
-        ),
-        API_DEADLINE_MS,
-        'prepare work area',
-      );
-    try {
-      await layOut();
-    } catch (e) {
-      // The warm runner makes the same folders as it starts; when both do it at the same moment the
-      // engine's extraction meets the runner's folder ("mkdir ...: file exists", a plain 500 with no
-      // code of its own). Once more finds them there, which is all the layout needs.
-      if (!/file exists/i.test(describeError(e))) throw e;
-      await layOut();
-    }
-  }
 
+  private layOutWorkArea(): Promise<void> {
+    return layOutWorkArea(this.container, API_DEADLINE_MS);
+  }
 
   /** Kill everything and start again: the way out when the program cannot be stopped from inside. */
   async restart(): Promise<void> {
@@ -387,35 +367,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
   }
 
   /** Copies the program and the shared files in; returns what the model must be told about it. */
-  private async putRunFiles(callId: string, run: ProgramRun): Promise<string[]> {
-    const put = () =>
-      withDeadline(
-        this.container.putArchive(runArchive(`runs/${callId}`, run.code, run.files ?? []), { path: WORK_ROOT }),
-        // Shared files can be large; the deadline guards a hung engine, not a slow disk.
-        API_DEADLINE_MS + (run.files ?? []).reduce((t, f) => t + f.size, 0) / 10_000,
-        'copy the program into the sandbox',
-      );
-    try {
-      await put();
-      return [];
-    } catch (e) {
-      if (!isNoSpace(e)) throw e;
-    }
-    // The work area is full of earlier calls' files: start the sandbox afresh rather than fail.
-    this.log.warn(`sandbox ${this.name}: work area full, restarting it`);
-    await this.restart();
-    try {
-      await put();
-    } catch (e) {
-      if (!isNoSpace(e)) throw e;
-      const mb = Math.ceil(((run.files ?? []).reduce((t, f) => t + f.size, 0) + Buffer.byteLength(run.code)) / (1024 * 1024));
-      throw new ToolError(
-        'invalid_input',
-        `The shared files and the program (${mb} MB) do not fit the sandbox's work area (${this.spec.limits.workAreaMb} MB). Share fewer or smaller files, or ask the user to make the work area larger.`,
-        { cause: e },
-      );
-    }
-    return [`The sandbox's work area (${this.spec.limits.workAreaMb} MB) was full, so it was reset before this run; files written by earlier calls are gone.`];
+  private putRunFiles(callId: string, run: ProgramRun): Promise<string[]> {
+    return putRunFiles(this, callId, run, API_DEADLINE_MS);
   }
 
   /**
@@ -516,28 +469,5 @@ export class DockerSandbox implements Sandbox, WarmOps {
 /** The name of a sandbox processes share (CLI --session): derived from the session, so the engine keeps it unique. */
 export function sharedSandboxName(kind: OwnerKind, sessionDigest: string): string {
   return `codeact-${kind}-${sessionDigest.slice(0, 24)}`;
-}
-
-const SANDBOX_FAILED = 'The sandbox could not be created. Ask the user to check the "CodeAct Sandbox" output channel.';
-
-function translateEngine(e: unknown): Error {
-  if (e instanceof ToolError) return e;
-  if (isUnreachable(e)) return engineUnreachable(e);
-  return new ToolError('sandbox_failed', SANDBOX_FAILED, { cause: e });
-}
-
-/**
- * Why creating a sandbox failed, for the model. An image without python3 is told apart by the
- * runtime's "executable file not found" text: the engine reports it with a generic status only.
- */
-function createFailure(e: unknown, image: string): ToolError {
-  if (e instanceof ToolError) return e;
-  if (isUnreachable(e)) return engineUnreachable(e);
-  if (/executable file not found|no such file or directory/i.test(describeError(e))) {
-    return new ToolError('image_unavailable', `The sandbox image "${image}" has no python3 on its PATH. Ask the user to choose an image with Python 3.`, {
-      cause: e,
-    });
-  }
-  return new ToolError('sandbox_failed', SANDBOX_FAILED, { cause: e });
 }
 
