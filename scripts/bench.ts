@@ -165,8 +165,8 @@ async function main(): Promise<void> {
     const pandasOut = /^stdout:\na\s+499500\nb\s+499500\ndtype: int64$/;
     results['pandas.pipeline.warm'] = await repeat(N, async () => expectText((await call(warm, wKey, PANDAS)).text, pandasOut, 'warm pandas'));
     results['pandas.pipeline.warm.gap'] = await repeat(N, async () => expectText((await call(warm, wKey, PANDAS)).text, pandasOut, 'warm pandas'), 2, GAP_MS);
-    results['pandas.dockerExecCli'] = await repeat(Math.max(5, N / 3), () => docker('exec', '-u', `${SANDBOX_UID}:${SANDBOX_GID}`, container, 'python3', '-c', PANDAS));
-    results['pandas.bareInterpreter'] = stat(await inside<number[]>(container, FLOOR_SCRIPT(PANDAS, Math.max(5, N / 3))));
+    results['pandas.dockerExecCli'] = await repeat(Math.max(5, Math.round(N / 3)), () => docker('exec', '-u', `${SANDBOX_UID}:${SANDBOX_GID}`, container, 'python3', '-c', PANDAS));
+    results['pandas.bareInterpreter'] = stat(await inside<number[]>(container, FLOOR_SCRIPT(PANDAS, Math.max(5, Math.round(N / 3)))));
     console.log('done');
 
     process.stdout.write('where a warm call goes ... ');
