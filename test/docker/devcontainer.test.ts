@@ -237,7 +237,8 @@ describe('Dev Container backend (integration)', function () {
     const dir = workspaceWith({
       '.devcontainer/devcontainer.json': JSON.stringify({
         build: { dockerfile: 'Dockerfile' },
-        features: { 'ghcr.io/devcontainers/features/common-utils:2': {} },
+        // A registry on this machine that is not there: the same failure as an offline one, with no traffic leaving the machine.
+        features: { '127.0.0.1:9/devcontainers/features/common-utils:2': {} },
       }),
       '.devcontainer/Dockerfile': `FROM ${IMAGE}\n`,
     });
