@@ -20,6 +20,7 @@ import { createDockerClient } from '../src/docker/connection';
 import { DockerSandboxProvider } from '../src/docker/dockerSandboxProvider';
 import { SANDBOX_GID, SANDBOX_UID, sandboxEnv } from '../src/docker/guest';
 import { currentOwner } from '../src/docker/labels';
+import { measureRuntimes } from './benchRuntimes';
 
 const execFileP = promisify(execFile);
 const IMAGE = process.env.BENCH_IMAGE ?? 'codeact-sandbox/python-bench:bookworm';
@@ -31,6 +32,7 @@ const RUN_LIMITS = { timeoutMs: 120_000, outputBudgetBytes: DEFAULTS.outputBudge
 const PRINT1 = 'print(1)';
 const PANDAS = 'import pandas as pd\nprint(pd.DataFrame({"a": range(1000), "b": range(1000)}).sum())';
 const SHARE_MB = 100;
+const pandasOut = /^stdout:\na\s+499500\nb\s+499500\ndtype: int64$/;
 
 interface Stat {
   n: number;
@@ -155,7 +157,6 @@ async function main(): Promise<void> {
     console.log('done');
 
     process.stdout.write('pandas program ... ');
-    const pandasOut = /^stdout:\na\s+499500\nb\s+499500\ndtype: int64$/;
     results['pandas.pipeline.warm'] = await repeat(N, async () => expectText((await call(warm, wKey, PANDAS)).text, pandasOut, 'warm pandas'));
     results['pandas.dockerExecCli'] = await repeat(Math.max(5, N / 3), () => docker('exec', '-u', `${SANDBOX_UID}:${SANDBOX_GID}`, container, 'python3', '-c', PANDAS));
     results['pandas.bareInterpreter'] = stat(await inside<number[]>(container, FLOOR_SCRIPT(PANDAS, Math.max(5, N / 3))));
@@ -210,11 +211,19 @@ async function main(): Promise<void> {
       1,
     );
     results['share.dockerCp'] = await repeat(SHARE_N, () => docker('cp', share, `${container}:/sandbox/tmp/data.bin`), 1);
-    console.log('done\n');
+    console.log('done');
   } finally {
     fs.rmSync(share, { force: true });
     await Promise.all([warm.dispose(), plain.dispose()]);
   }
+  const runtimes = await measureRuntimes(
+    dockerClient,
+    { N, LIMITS, VERSION, PRINT1, PANDAS, pandasOut, runLimits: RUN_LIMITS, repeat, time, stat, docker, expectText },
+    IMAGE,
+  );
+  Object.assign(results, runtimes.results);
+  notes.runtimes = runtimes.skipped ? `skipped: ${runtimes.skipped}` : `image ${runtimes.image}`;
+  console.log(runtimes.skipped ? `runsc columns skipped: ${runtimes.skipped}\n` : `runtime columns measured on ${runtimes.image}\n`);
 
   const r = (k: string) => results[k]!.median;
   const mbps = (k: string) => SHARE_MB / (r(k) / 1000);
@@ -237,10 +246,11 @@ async function main(): Promise<void> {
   console.log(`Jupyter kernel start-up (once): ${notes.jupyterKernelStartupMs} ms\n`);
   const rw = Math.max(...Object.keys(ratios).map((k) => k.length));
   for (const [k, v] of Object.entries(ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
+  for (const [k, v] of Object.entries(runtimes.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(2)}`);
   const out = path.join('test-results', 'bench');
   fs.mkdirSync(out, { recursive: true });
   const file = path.join(out, 'bench.json');
-  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, ratios, notes }, null, 2) + '\n');
+  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, ratios: { ...ratios, ...runtimes.ratios }, notes }, null, 2) + '\n');
   console.log(`\nwritten to ${file}`);
 }
 
