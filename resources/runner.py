@@ -564,6 +564,23 @@ def _extra_modules():
     return {m.split('.')[0] for m in set(sys.modules) - _BASE_MODULES}
 
 
+_EOPNOTSUPP = 95  # Linux's number; the errno module is not imported here (one module fewer to shadow)
+
+
+def _unnamed_file(directory):
+    """A file in `directory` that no name reaches. gVisor refuses O_TMPFILE on a mounted directory
+    (EOPNOTSUPP): there the file gets a random name that is removed at once."""
+    try:
+        return os.open(directory, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    except OSError as e:
+        if e.errno != _EOPNOTSUPP:
+            raise
+    path = os.path.join(directory, '.capture-%s' % os.urandom(8).hex())
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    os.unlink(path)
+    return fd
+
+
 def _preload(names, capture_dir='/sandbox/tmp'):
     """Imports `names` in order; returns (preloaded, missing, dirty), dirty being the first module
     that was not invisible (the runner then starts over without it). What the imports print
@@ -572,7 +589,7 @@ def _preload(names, capture_dir='/sandbox/tmp'):
     if not names:
         return preloaded, missing, dirty
     try:
-        capture = os.open(capture_dir, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        capture = _unnamed_file(capture_dir)
     except OSError as e:
         _log('cannot capture import output (%s); not preloading' % e)
         return preloaded, list(names), dirty

@@ -24,6 +24,7 @@ import { loadCase, type LoadResult } from './bench/load';
 import { FORK_SCRIPT, warmPhases, type Phases } from './bench/phases';
 import { benchDataImage, type DataImageBench } from './bench/dataImage';
 import { stat, type Stat } from './bench/stats';
+import { measureRuntimes } from './benchRuntimes';
 
 const execFileP = promisify(execFile);
 const IMAGE = process.env.BENCH_IMAGE ?? 'codeact-sandbox/python-bench:bookworm';
@@ -37,6 +38,7 @@ const RUN_LIMITS = { timeoutMs: 120_000, outputBudgetBytes: DEFAULTS.outputBudge
 const PRINT1 = 'print(1)';
 const PANDAS = 'import pandas as pd\nprint(pd.DataFrame({"a": range(1000), "b": range(1000)}).sum())';
 const SHARE_MB = 100;
+const pandasOut = /^stdout:\na\s+499500\nb\s+499500\ndtype: int64$/;
 
 async function time(fn: () => Promise<unknown>): Promise<number> {
   const t = process.hrtime.bigint();
@@ -162,7 +164,6 @@ async function main(): Promise<void> {
     console.log('done');
 
     process.stdout.write('pandas program ... ');
-    const pandasOut = /^stdout:\na\s+499500\nb\s+499500\ndtype: int64$/;
     results['pandas.pipeline.warm'] = await repeat(N, async () => expectText((await call(warm, wKey, PANDAS)).text, pandasOut, 'warm pandas'));
     results['pandas.pipeline.warm.gap'] = await repeat(N, async () => expectText((await call(warm, wKey, PANDAS)).text, pandasOut, 'warm pandas'), 2, GAP_MS);
     results['pandas.dockerExecCli'] = await repeat(Math.max(5, Math.round(N / 3)), () => docker('exec', '-u', `${SANDBOX_UID}:${SANDBOX_GID}`, container, 'python3', '-c', PANDAS));
@@ -265,6 +266,14 @@ async function main(): Promise<void> {
     fs.rmSync(share, { force: true });
     await Promise.all(providers.map((p) => p.dispose()));
   }
+  const runtimes = await measureRuntimes(
+    dockerClient,
+    { N, LIMITS, VERSION, PRINT1, PANDAS, pandasOut, runLimits: RUN_LIMITS, repeat, time, stat, docker, expectText },
+    IMAGE,
+  );
+  Object.assign(results, runtimes.results);
+  notes.runtimes = runtimes.skipped ? `skipped: ${runtimes.skipped}` : `image ${runtimes.image}`;
+  console.log(runtimes.skipped ? `runsc columns skipped: ${runtimes.skipped}\n` : `runtime columns measured on ${runtimes.image}\n`);
 
   const r = (k: string) => results[k]!.median;
   const mbps = (k: string) => SHARE_MB / (r(k) / 1000);
@@ -309,10 +318,11 @@ async function main(): Promise<void> {
   );
   const rw = Math.max(...Object.keys(ratios).map((k) => k.length));
   for (const [k, v] of Object.entries(ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
+  for (const [k, v] of Object.entries(runtimes.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(2)}`);
   const out = path.join('test-results', 'bench');
   fs.mkdirSync(out, { recursive: true });
   const file = path.join(out, 'bench.json');
-  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, load, loadSerial, dataImage, ratios, notes }, null, 2) + '\n');
+  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, load, loadSerial, dataImage, ratios: { ...ratios, ...runtimes.ratios }, notes }, null, 2) + '\n');
   console.log(`\nwritten to ${file}`);
 }
 

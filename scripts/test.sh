@@ -44,6 +44,7 @@ stage "engine and test image"
 bash scripts/ensure-docker.sh
 bash scripts/ensure-test-image.sh --debian
 bash scripts/ensure-sshd.sh
+bash scripts/ensure-runsc.sh
 
 stage "typecheck, lint, bundle"
 npx tsc --noEmit -p .
@@ -59,6 +60,13 @@ unittested python python3 -B -m unittest discover -s test/python -t test/python
 
 stage "Docker tests (real engine)"
 counted docker npx mocha --config test/.mocharc.docker.json
+
+stage "Docker tests under gVisor (runsc: the subset in .mocharc.docker-runsc.json)"
+if docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; then
+  counted docker-runsc env CODEACT_TEST_RUNTIME=runsc npx mocha --config test/.mocharc.docker-runsc.json
+else
+  echo "skipped: the engine has no runsc runtime (scripts/ensure-runsc.sh said why)"
+fi
 
 if [ "${CODEACT_SKIP_HOST:-}" != 1 ]; then
   stage "extension host tests (real VS Code + agent mode)"

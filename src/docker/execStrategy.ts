@@ -4,6 +4,8 @@ import { describeError } from '../core/errors';
 import type { ProgramRun } from '../core/sandbox';
 import { withDeadline } from './engineErrors';
 import { PROGRAM_NAME, SANDBOX_USER } from './guest';
+import { isGvisor } from './engine/runtime';
+import { settledState, stoppedExit, stoppedReason } from './sandboxStopped';
 import { delay, type ExitInfo, type RunStrategy, type SandboxOps, type StrategyResult } from './runStrategy';
 
 /** Management calls are quick on a healthy engine; a hung one must not hang the chat. */
@@ -48,7 +50,8 @@ export class ExecStrategy implements RunStrategy {
       stream.on('close', resolve);
       stream.on('error', reject);
     });
-    ops.docker.modem.demuxStream(stream, sink(run.onStdout), sink(run.onStderr));
+    const runtimeWords = new RuntimeWordsHoldback(ops.runtime, run.onStderr);
+    ops.docker.modem.demuxStream(stream, sink(runtimeWords.passing(run.onStdout)), sink((c) => runtimeWords.stderr(c)));
 
     let replaced = false;
     let stopping: Promise<void> | undefined;
@@ -65,14 +68,33 @@ export class ExecStrategy implements RunStrategy {
     // A program whose children outlive it keeps the output open; once its own process is gone,
     // give them a moment, then stop them so the call returns.
     const watcher = this.watchForOrphans(exec, ended, stop);
+    // Under gVisor a container that dies mid-exec (its memory limit ends the whole sandbox) never
+    // ends the exec's stream: the engine's word that the container stopped ends the call instead.
+    const stopWatch = new AbortController();
+    const containerStopped = ops.container.wait({ condition: 'not-running', abortSignal: stopWatch.signal }).then(
+      () => true,
+      () => new Promise<boolean>(() => {}),
+    );
+    let died = false;
     try {
-      await ended;
+      died = await Promise.race([ended.then(() => false), containerStopped.then(() => stopping === undefined)]);
+      if (!died) await ended;
     } catch (e) {
       if (!run.signal.aborted) throw e;
     } finally {
       run.signal.removeEventListener('abort', onAbort);
       watcher.cancel();
+      stopWatch.abort();
     }
+    if (died) {
+      (stream as unknown as { destroy?: () => void }).destroy?.();
+      const dropped = runtimeWords.drop();
+      if (dropped) ops.log.info(`sandbox ${ops.name}: the runtime said: ${dropped.trim()}`);
+      const state = await settledState(ops.container);
+      ops.log.warn(`sandbox ${ops.name}: stopped while the program ran (${stoppedReason(state)}, under ${ops.runtime})`);
+      return { kind: 'exit', exit: stoppedExit(state, ops.runtime, ops.spec.limits.pidsLimit) };
+    }
+    runtimeWords.release();
     if (stopping) await stopping;
     if (run.signal.aborted) return { kind: 'exit', exit: { exitCode: null, ...(replaced ? { replaced } : {}) } };
     const exitCode = await exitCodeOf(exec);
@@ -142,6 +164,47 @@ async function exitCodeOf(exec: Dockerode.Exec): Promise<number | null> {
   }
   return null;
 }
+
+/**
+ * runsc's shim writes its own failure ("waiting on pid N: ... WaitPID failed: EOF") to an exec's
+ * stderr when the sandbox dies under it. That is the runtime's word, not the program's: a stderr
+ * chunk that starts so is held back, dropped when the container turns out to have died, and
+ * passed on as soon as anything else arrives or the exec ends normally.
+ */
+class RuntimeWordsHoldback {
+  private held: Buffer | undefined;
+  constructor(
+    private readonly runtime: string,
+    private readonly deliver: (chunk: Buffer) => void,
+  ) {}
+
+  stderr(chunk: Buffer): void {
+    this.release();
+    if (isGvisor(this.runtime) && GVISOR_WAIT_FAILED.test(chunk.toString('latin1', 0, 64))) this.held = chunk;
+    else this.deliver(chunk);
+  }
+
+  passing(deliver: (chunk: Buffer) => void): (chunk: Buffer) => void {
+    return (chunk) => {
+      this.release();
+      deliver(chunk);
+    };
+  }
+
+  release(): void {
+    const held = this.held;
+    this.held = undefined;
+    if (held) this.deliver(held);
+  }
+
+  drop(): string | undefined {
+    const held = this.held;
+    this.held = undefined;
+    return held?.toString('utf8');
+  }
+}
+
+const GVISOR_WAIT_FAILED = /^waiting on pid [0-9]+: /;
 
 function sink(deliver: (chunk: Buffer) => void): Writable {
   return new Writable({

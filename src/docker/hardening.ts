@@ -5,7 +5,7 @@ import { describeError } from '../core/errors';
 import { statusCode, withDeadline } from './engineErrors';
 import { KEEPER_SOURCE, SANDBOX_GID, SANDBOX_UID, SANDBOX_USER, WORK_ROOT, sandboxEnv } from './guest';
 import { runnerCommand } from './runner';
-import type { RuntimeChoice, RuntimeRequest } from './engine/runtime';
+import { isGvisor, type RuntimeChoice, type RuntimeRequest } from './engine/runtime';
 
 export interface SandboxSpec {
   image: string;
@@ -34,7 +34,13 @@ export function commandOf(spec: SandboxSpec): string[] {
  * give each a writable anonymous volume on the host's disk, outside the size-bounded work area,
  * so each is covered by an empty read-only tmpfs instead.
  */
-export function hardenedHostConfig(volumeName: string, limits: SandboxLimits, imageVolumes: readonly string[] = []): Dockerode.HostConfig {
+export function hardenedHostConfig(
+  volumeName: string,
+  limits: SandboxLimits,
+  imageVolumes: readonly string[] = [],
+  runtime: string | undefined = undefined,
+): Dockerode.HostConfig {
+  const processes = processLimits(limits, runtime);
   return {
     NetworkMode: 'none',
     ReadonlyRootfs: true,
@@ -44,7 +50,7 @@ export function hardenedHostConfig(volumeName: string, limits: SandboxLimits, im
     // Equal to Memory: no swap, so the memory limit is the limit.
     MemorySwap: limits.memoryMb * 1024 * 1024,
     NanoCpus: Math.round(limits.cpus * 1e9),
-    PidsLimit: limits.pidsLimit,
+    PidsLimit: processes.hostPids,
     // The work area is a size-bounded tmpfs volume owned by the sandbox user: no host path is mounted.
     Mounts: [
       { Type: 'volume', Source: volumeName, Target: WORK_ROOT, ReadOnly: false },
@@ -52,10 +58,37 @@ export function hardenedHostConfig(volumeName: string, limits: SandboxLimits, im
     ],
     IpcMode: 'private',
     ShmSize: 64 * 1024 * 1024,
-    Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }],
+    Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }, ...processes.ulimits],
     RestartPolicy: { Name: 'no' },
     AutoRemove: false,
   };
+}
+
+/**
+ * Host threads gVisor's own kernel may use. Under runsc the pids cgroup counts the sentry's and
+ * the gofer's host threads, not the sandbox's processes: about 40 at rest, over 1,500 during a
+ * fork bomb of 32 processes. A pids limit of the process count would keep the sandbox from
+ * starting (32) or make gVisor itself die mid-run; this stays a backstop for the host.
+ */
+export const GVISOR_HOST_PIDS = 4096;
+
+/**
+ * How the process limit is enforced. runc: the container's pids cgroup. gVisor: its own kernel
+ * counts the sandbox's processes against RLIMIT_NPROC (the sandbox is its own user namespace, so
+ * no host process of the same uid counts), and the cgroup only bounds gVisor's host threads.
+ */
+export function processLimits(limits: SandboxLimits, runtime: string | undefined): { hostPids: number; ulimits: { Name: string; Soft: number; Hard: number }[] } {
+  if (!isGvisor(runtime)) return { hostPids: limits.pidsLimit, ulimits: [] };
+  return { hostPids: Math.max(GVISOR_HOST_PIDS, limits.pidsLimit), ulimits: [{ Name: 'nproc', Soft: limits.pidsLimit, Hard: limits.pidsLimit }] };
+}
+
+/**
+ * gVisor mounts a writable tmpfs of its own at /tmp when the spec has none, whatever the read-only
+ * root says: covered by the same empty read-only tmpfs as an image's VOLUME paths, /tmp stays as
+ * read-only as the rest of the root (the work area, TMPDIR included, is /sandbox).
+ */
+function withGvisorTmp(imageVolumes: readonly string[]): string[] {
+  return [...new Set([...imageVolumes, '/tmp'])].sort();
 }
 
 /** The work area: a size-bounded tmpfs volume owned by the sandbox user (no host path). */
@@ -93,7 +126,7 @@ export function containerOptions(
     Labels: labels,
     NetworkDisabled: true,
     HostConfig: {
-      ...hardenedHostConfig(name, spec.limits, imageVolumes),
+      ...hardenedHostConfig(name, spec.limits, isGvisor(runtime.name) ? withGvisorTmp(imageVolumes) : imageVolumes, runtime.name),
       ...(spec.warmRunner === false ? {} : { LogConfig: { Type: 'none', Config: {} } }),
       ...(runtime.runtime ? { Runtime: runtime.runtime } : {}),
     },
@@ -108,7 +141,7 @@ export function containerMatches(info: Dockerode.ContainerInspectInfo, spec: San
     info.Config.Image === spec.image &&
     h.Memory === spec.limits.memoryMb * 1024 * 1024 &&
     h.NanoCpus === Math.round(spec.limits.cpus * 1e9) &&
-    h.PidsLimit === spec.limits.pidsLimit &&
+    h.PidsLimit === processLimits(spec.limits, runtime.name).hostPids &&
     JSON.stringify(info.Config.Cmd) === JSON.stringify(commandOf(spec))
   );
 }

@@ -1,6 +1,7 @@
 import type Dockerode from 'dockerode';
 import type { Logger } from '../core/logger';
 import type { ProgramRun } from '../core/sandbox';
+import type { SandboxSpec } from './hardening';
 
 /** How a program ended, as a strategy saw it. */
 export interface ExitInfo {
@@ -34,6 +35,9 @@ export interface SandboxOps {
   readonly docker: Dockerode;
   readonly container: Dockerode.Container;
   readonly log: Logger;
+  readonly spec: SandboxSpec;
+  /** The runtime the sandbox runs under (runc, runsc, ...): what a stop means depends on it. */
+  readonly runtime: string;
   /** Kill everything and start the container again (the work area is emptied). */
   restart(): Promise<void>;
   /** Starts `kill(-1)` as the sandbox user: every process of the program, none of ours. */

@@ -2,12 +2,12 @@ import { randomInt } from 'node:crypto';
 import { DEFAULTS } from '../core/limits';
 import { MAX_DATA_PAYLOAD } from '../core/runnerProtocol';
 import type { ProgramRun } from '../core/sandbox';
-import { SandboxGoneError, withDeadline } from './engineErrors';
+import { SandboxGoneError } from './engineErrors';
 import { KILLED_STATUS, KILL_GRACE_MS, ORPHAN_GRACE_MS } from './execStrategy';
 import type { RunnerChannel, RunnerOutcome } from './runner';
 import type { RunStrategy, SandboxOps, StrategyResult } from './runStrategy';
+import { settledState, stoppedExit, stoppedReason } from './sandboxStopped';
 
-const API_DEADLINE_MS = 30_000;
 /**
  * How long a call waits for a runner that is still starting (importing its preload modules)
  * before it uses docker exec instead. Short: a fresh `python3` costs less than waiting for a
@@ -110,15 +110,11 @@ export class WarmStrategy implements RunStrategy {
     }
     // The program started and the channel failed: the container died (its PID 1 is the runner),
     // or the runner cannot be trusted any more. Either way nothing more of the run can be had.
-    const state = await withDeadline(ops.container.inspect(), API_DEADLINE_MS, 'inspect container').then(
-      (info) => info.State,
-      () => undefined,
-    );
-    if (!state?.Running) {
+    const state = await settledState(ops.container);
+    if (!state?.running) {
       // Not run again (it may have done half its work): the next call replaces the sandbox.
-      ops.log.warn(`sandbox ${ops.name}: stopped while the program ran (${state?.OOMKilled ? 'out of memory' : 'killed'})`);
-      if (state?.OOMKilled) return { kind: 'exit', exit: { exitCode: 137, oomKilled: true } };
-      return { kind: 'exit', exit: { exitCode: null, notes: ['The sandbox stopped while the program ran (it was stopped from outside); the next call gets a new one.'] } };
+      ops.log.warn(`sandbox ${ops.name}: stopped while the program ran (${stoppedReason(state)}, under ${ops.runtime})`);
+      return { kind: 'exit', exit: stoppedExit(state, ops.runtime, ops.spec.limits.pidsLimit) };
     }
     ops.log.warn(`sandbox ${ops.name}: the runner failed while the program ran (${outcome.error.message}); restarting the sandbox`);
     await ops.restart();

@@ -10,7 +10,7 @@ import { sessionDigest } from '../../src/core/session';
 import { ArtifactStore, type RunWriter } from '../../src/storage/artifactStore';
 import { folderSource } from '../../src/storage/workspaceFolder';
 import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
-import { log, runLimits, uniqueSessionKey, useDocker } from './helpers';
+import { byRuntime, log, runLimits, uniqueSessionKey, useDocker } from './helpers';
 
 const MB = 1024 * 1024;
 const SAVED_TAIL = 'The files are not sent to you; describe them or print what you need from them.';
@@ -123,9 +123,16 @@ describe('files in and out (integration)', function () {
       'print("ok")',
     ].join('\n');
     const r = await call(code, { outputs: ['passwd.txt', 'etc/passwd', 'folder.png', 'pipe.txt'] });
+    // gVisor keeps a fifo made in a mounted directory inside its own kernel: the engine, reading
+    // the work area from the host, never sees it.
+    const refused = 'passwd.txt (a symbolic link); etc/passwd (its folder etc is a symbolic link); folder.png (a folder)';
+    const tail = 'Only regular files within the limits are saved, and never in part.';
     assert.equal(
       r.report.text,
-      'stdout:\nok\n\nNot saved: passwd.txt (a symbolic link); etc/passwd (its folder etc is a symbolic link); folder.png (a folder); pipe.txt (not a regular file). Only regular files within the limits are saved, and never in part.',
+      byRuntime({
+        runc: `stdout:\nok\n\nNot saved: ${refused}; pipe.txt (not a regular file). ${tail}`,
+        gvisor: `stdout:\nok\n\nDeclared in outputs but not written by the program: pipe.txt. Write each file into the working directory under exactly that name.\n\nNot saved: ${refused}. ${tail}`,
+      }),
     );
     assert.deepEqual(fs.readdirSync(r.writer.filesDir), []);
   });

@@ -26,6 +26,18 @@ export const IMAGE = process.env.CODEACT_TEST_IMAGE || 'codeact-sandbox/python:b
  */
 export const TEST_RUNTIME: string | undefined = process.env.CODEACT_TEST_RUNTIME || undefined;
 
+/**
+ * The one place a test's expectation depends on the runtime: where gVisor's own kernel answers
+ * otherwise in a way that is harmless (an errno, a /proc detail) or that the code handles
+ * (the whole sandbox ending with its memory limit). The README's "What differs under gVisor" says each.
+ */
+export function byRuntime<T>(expected: { runc: T; gvisor: T }): T {
+  return TEST_RUNTIME === 'runsc' ? expected.gvisor : expected.runc;
+}
+
+/** What the first call after a sandbox ended with its program gets (only under gVisor does a program end it). */
+export const AFTER_SANDBOX_ENDED = (text: string) => byRuntime({ runc: text, gvisor: `${text}\n\n${SENTENCES.replaced}` });
+
 /** The version label of everything this test process creates: how cleanup finds it. */
 export const TEST_VERSION = `0.0.0-itest.${process.pid}.${randomBytes(3).toString('hex')}`;
 export const TEST_LABEL = `${LABEL.version}=${TEST_VERSION}`;
@@ -214,8 +226,9 @@ export const SENTENCES = {
   timeout: (s: number) =>
     `The program did not finish within ${s} s and was stopped. Make it faster, work on less data, or print partial results as you go.`,
   cancelled: 'The run was cancelled by the user and the program was stopped.',
-  memory: (mb: number) =>
-    `The program was killed because it used more than the sandbox's ${mb} MB memory limit. Process the data in smaller pieces.`,
+  memory: (mb?: number) =>
+    `The program was killed because it used more than the sandbox's ${mb !== undefined ? `${mb} MB ` : ''}memory limit. Process the data in smaller pieces.`,
+  replaced: 'The sandbox had stopped and was replaced; files written by earlier calls are gone.',
   restarted: 'The sandbox had to be restarted to stop the program; files written by earlier calls are gone.',
   unreachable:
     'Docker is not reachable, so the program was not run. Ask the user to start Docker (Docker Desktop or the docker service) or to check the Docker connection settings, then try again.',

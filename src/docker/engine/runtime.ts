@@ -5,6 +5,11 @@ import { withDeadline } from '../engineErrors';
 /** gVisor's OCI runtime: a user-space kernel between the program and the host's. */
 export const GVISOR_RUNTIME = 'runsc';
 
+/** True for gVisor: the runtime whose kernel differs from the host's (limits, /proc, signals to PID 1). */
+export function isGvisor(runtime: string | undefined): boolean {
+  return runtime === GVISOR_RUNTIME;
+}
+
 /** What the runtime setting asks for: `auto`, or the name of a runtime the engine must have. */
 export type RuntimeRequest = 'auto' | (string & {});
 

@@ -1,0 +1,100 @@
+/**
+ * The bench's runtime columns: the same calls under runc and under gVisor's runsc, so the cost of
+ * the stronger boundary is a measured ratio. Uses a data image (codeact-sandbox/data:*) when one is
+ * on the machine, else the bench image.
+ */
+import { executeCode } from '../src/core/executeCode';
+import { DEFAULTS, type SandboxLimits } from '../src/core/limits';
+import { silentLogger } from '../src/core/logger';
+import type Dockerode from 'dockerode';
+import { DockerSandboxProvider } from '../src/docker/dockerSandboxProvider';
+import { engineRuntimes } from '../src/docker/engine/runtime';
+import { SANDBOX_GID, SANDBOX_UID } from '../src/docker/guest';
+import { currentOwner } from '../src/docker/labels';
+
+export interface Stat {
+  n: number;
+  min: number;
+  median: number;
+  max: number;
+}
+
+export interface BenchTools {
+  N: number;
+  LIMITS: SandboxLimits;
+  VERSION: string;
+  PRINT1: string;
+  PANDAS: string;
+  pandasOut: RegExp;
+  runLimits: { timeoutMs: number; outputBudgetBytes: number; maxOutputBytes: number };
+  repeat(n: number, fn: () => Promise<unknown>, warmup?: number): Promise<Stat>;
+  time(fn: () => Promise<unknown>): Promise<number>;
+  stat(ms: number[]): Stat;
+  docker(...args: string[]): Promise<string>;
+  expectText(text: string, want: RegExp, what: string): void;
+}
+
+/** The image for the runtime columns: the newest data image when there is one. */
+async function runtimeImage(t: BenchTools, fallback: string): Promise<string> {
+  const out = await t.docker('image', 'ls', 'codeact-sandbox/data', '--format', '{{.Repository}}:{{.Tag}}');
+  return out.split('\n').find((l) => l && !l.endsWith(':<none>')) ?? fallback;
+}
+
+/** Results keyed `runtime.<name>.<measurement>` and ratios runsc / runc; nothing when the engine has no runsc. */
+export async function measureRuntimes(
+  dockerClient: Dockerode,
+  t: BenchTools,
+  fallbackImage: string,
+): Promise<{ image?: string; results: Record<string, Stat>; ratios: Record<string, number>; skipped?: string }> {
+  const { available } = await engineRuntimes(dockerClient);
+  if (!available.includes('runsc')) return { results: {}, ratios: {}, skipped: 'the engine has no runsc runtime' };
+  const image = await runtimeImage(t, fallbackImage);
+  const results: Record<string, Stat> = {};
+  for (const runtime of ['runc', 'runsc']) {
+    process.stdout.write(`${runtime}: warm print(1), warm pandas, first call, docker exec ... `);
+    const provider = new DockerSandboxProvider({
+      docker: dockerClient,
+      owner: currentOwner('cli', t.VERSION),
+      spec: () => ({ image, limits: t.LIMITS, runtime, preloadModules: [...DEFAULTS.preloadModules] }),
+      imageSettingHint: 'the data image',
+      log: silentLogger,
+      idleMs: 0,
+    });
+    const call = (key: string, code: string) => executeCode(provider, silentLogger, { code, sessionKey: key }, t.runLimits);
+    try {
+      const key = `bench:${runtime}:${process.pid}`;
+      const first = await call(key, t.PRINT1);
+      if (!(await provider.active.get(key)!.warmedUp(60_000))) throw new Error(`the warm runner did not come up under ${runtime}`);
+      const at = (m: string) => `runtime.${runtime}.${m}`;
+      results[at('warm.print1')] = await t.repeat(t.N, async () => t.expectText((await call(key, t.PRINT1)).text, /^stdout:\n1$/, `${runtime} print(1)`));
+      results[at('warm.pandas')] = await t.repeat(t.N, async () => t.expectText((await call(key, t.PANDAS)).text, t.pandasOut, `${runtime} pandas`));
+      const user = `${SANDBOX_UID}:${SANDBOX_GID}`;
+      results[at('dockerExecCli.print1')] = await t.repeat(Math.max(5, t.N / 3), () => t.docker('exec', '-u', user, first.sandboxId, 'python3', '-c', t.PRINT1));
+      results[at('dockerExecCli.pandas')] = await t.repeat(Math.max(3, t.N / 6), () => t.docker('exec', '-u', user, first.sandboxId, 'python3', '-c', t.PANDAS), 1);
+      // A new session's first call, pre-warmed as a chat does it, and cold (created by the call).
+      const prewarmed: number[] = [];
+      const cold: number[] = [];
+      for (let i = 0; i < Math.max(3, Math.round(t.N / 6)); i++) {
+        const pk = `${key}:first:${i}`;
+        provider.prewarm(pk);
+        for (let w = 0; w < 600 && !provider.active.get(pk); w++) await new Promise((r) => setTimeout(r, 50));
+        if (!(await provider.active.get(pk)!.warmedUp(60_000))) throw new Error(`prewarmed runner not ready under ${runtime}`);
+        prewarmed.push(await t.time(async () => t.expectText((await call(pk, t.PRINT1)).text, /^stdout:\n1$/, 'first call')));
+        await provider.release(pk);
+        const ck = `${key}:cold:${i}`;
+        cold.push(await t.time(async () => t.expectText((await call(ck, t.PRINT1)).text, /^stdout:\n1$/, 'cold first call')));
+        await provider.release(ck);
+      }
+      results[at('first.print1.prewarmed')] = t.stat(prewarmed);
+      results[at('first.print1.cold')] = t.stat(cold);
+    } finally {
+      await provider.dispose();
+    }
+    console.log('done');
+  }
+  const ratios: Record<string, number> = {};
+  for (const m of ['warm.print1', 'warm.pandas', 'first.print1.prewarmed', 'first.print1.cold', 'dockerExecCli.print1', 'dockerExecCli.pandas']) {
+    ratios[`runsc / runc: ${m}`] = results[`runtime.runsc.${m}`]!.median / results[`runtime.runc.${m}`]!.median;
+  }
+  return { image, results, ratios };
+}
