@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import { sessionDigest } from '../../src/core/session';
 import { GVISOR_HOST_PIDS } from '../../src/docker/hardening';
 import { LABEL, LABEL_SCHEMA } from '../../src/docker/labels';
-import { TEST_VERSION, byRuntime, inspect, run, uniqueSessionKey, useDocker } from './helpers';
+import { TEST_VERSION, byRuntime, inspect, run, uniqueSessionKey, useDocker, type Inspected } from './helpers';
 
 describe('sandbox isolation (integration)', function () {
   const sandboxes = useDocker();
@@ -136,10 +136,16 @@ describe('sandbox isolation (integration)', function () {
     assert.equal(info.Config.NetworkDisabled, true);
     assert.deepEqual(Object.keys(info.NetworkSettings.Networks ?? {}), []);
 
-    // The only mount is the session's volume at /sandbox: no host path.
+    // The only writable mount is the session's volume at /sandbox: no host path. Under gVisor /tmp
+    // is also covered, by an empty read-only tmpfs (gVisor would mount a writable one there).
     const name = info.Name.replace(/^\//, '');
-    assert.equal(info.Mounts.length, 1);
-    const [mount] = info.Mounts;
+    const covers = info.Mounts.filter((m: Inspected) => m.Destination !== '/sandbox');
+    assert.deepEqual(
+      covers.map((m: Inspected) => [m.Type, m.Destination, m.RW]),
+      byRuntime({ runc: [], gvisor: [['tmpfs', '/tmp', false]] }),
+    );
+    assert.equal(info.Mounts.length, 1 + covers.length);
+    const mount = info.Mounts.find((m: Inspected) => m.Destination === '/sandbox');
     assert.equal(mount.Type, 'volume');
     assert.equal(mount.Name, name);
     assert.equal(mount.Destination, '/sandbox');

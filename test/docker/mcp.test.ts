@@ -8,7 +8,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ListRootsRequestSchema, type CallToolResult, type Root } from '@modelcontextprotocol/sdk/types.js';
 import { LABEL } from '../../src/docker/labels';
 import { ArtifactStore } from '../../src/storage/artifactStore';
-import { IMAGE, SENTENCES, TEST_LABEL, bundleCli, containersWith, delay, exists, inspect, programProcesses, spawnCli, useDocker, volumesWith } from './helpers';
+import { IMAGE, SENTENCES, TEST_LABEL, bundleCli, containersWith, delay, dockerCli, exists, inspect, programProcesses, spawnCli, useDocker, volumesWith } from './helpers';
 
 const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '../../package.json'), 'utf8'));
 /** A 2x2 RGB PNG, as a plotting library would write one. */
@@ -186,7 +186,9 @@ describe('the MCP server (integration)', function () {
     const pending = call(r, { code: "import time\nprint('working', flush=True)\ntime.sleep(50)\n" }, cancel.signal);
     pending.catch(() => undefined);
     let container: string | undefined;
-    while (!container || (await programProcesses(container)) === 0) {
+    // Running: its directory exists and a process besides PID 1 runs (the runner's own children while
+    // it preloads do not count: they come before any run's directory).
+    while (!container || (await runDirectories(container)) === 0 || (await programProcesses(container)) === 0) {
       assert.ok(Date.now() - started < 60_000, `the program never started:\n${r.log()}`);
       [container] = await sandboxesOf(r.pid);
       await delay(100);
@@ -265,6 +267,12 @@ describe('the MCP server (integration)', function () {
 });
 
 /** Programs running in a sandbox (the runner itself is not one), from the engine's view. */
+
+/** How many runs' directories the sandbox's work area holds. */
+async function runDirectories(container: string): Promise<number> {
+  const out = await dockerCli('exec', container, 'python3', '-c', 'import os\nprint(len(os.listdir("/sandbox/runs")))').catch(() => '0');
+  return Number(out.trim());
+}
 
 function processAlive(pid: number): boolean {
   try {
