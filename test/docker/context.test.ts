@@ -5,20 +5,19 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { ToolError } from '../../src/core/errors';
 import { createDockerClient, dockerCliEnv, resolveEngine, type EngineTarget } from '../../src/docker/connection';
-import { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
-import { IMAGE, IMAGE_HINT, SENTENCES, TEST_LIMITS, bundleCli, execFileP, log, owner, run, spawnCli, uniqueSessionKey, useDocker } from './helpers';
+import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
+import { IMAGE, SENTENCES, bundleCli, execFileP, run, spawnCli, uniqueSessionKey, useDocker } from './helpers';
 
 /** The engine every other test reaches by default; the contexts below point at it by another route. */
 const ENGINE_SOCKET = '/var/run/docker.sock';
 
 describe('Docker contexts (integration)', function () {
-  useDocker();
+  const sandboxes = useDocker();
   const name = `codeact-itest-${process.pid}-${randomBytes(3).toString('hex')}`;
   const dangling = `${name}-nowhere`;
   let dir: string;
   let configDir: string;
   let cli: string;
-  const providers: DockerSandboxProvider[] = [];
 
   /** An environment that knows nothing of the machine's own docker CLI configuration. */
   function isolatedEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
@@ -41,7 +40,6 @@ describe('Docker contexts (integration)', function () {
 
   after(async function () {
     this.timeout(60_000);
-    await Promise.all(providers.map((p) => p.dispose()));
     if (!dir) return;
     await dockerCli('context', 'rm', '--force', name, dangling).catch(() => undefined);
     const left = (await dockerCli('context', 'ls', '--format', '{{.Name}}')).stdout.split('\n').filter(Boolean);
@@ -49,17 +47,9 @@ describe('Docker contexts (integration)', function () {
     assert.deepEqual(left, ['default'], 'contexts left behind');
   });
 
+  /** A provider on `target`, disposed by useDocker's after hook (before this suite's own). */
   function provider(target: EngineTarget): DockerSandboxProvider {
-    const p = new DockerSandboxProvider({
-      docker: createDockerClient(target),
-      owner,
-      spec: () => ({ image: IMAGE, limits: TEST_LIMITS }),
-      imageSettingHint: IMAGE_HINT,
-      log,
-      idleMs: 0,
-    });
-    providers.push(p);
-    return p;
+    return sandboxes.makeProvider({ options: { docker: createDockerClient(target) } });
   }
 
   // The platform default points at a socket that does not exist: only the context reaches the engine.

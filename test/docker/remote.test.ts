@@ -9,10 +9,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { ToolError } from '../../src/core/errors';
 import { createDockerClient, resolveEngine, type EngineTarget } from '../../src/docker/connection';
-import { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
+import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
 import { SSHD, startSshServer, type SshServer } from './fixtures/sshServer';
 import { copyImage, startTlsEngine, type TlsEngine } from './fixtures/tlsEngine';
-import { IMAGE, IMAGE_HINT, TEST_LIMITS, bundleCli, docker, execFileP, log, owner, run, spawnCli, uniqueSessionKey, useDocker, type CliResult } from './helpers';
+import { IMAGE, bundleCli, docker, execFileP, run, spawnCli, uniqueSessionKey, useDocker, type CliResult } from './helpers';
 
 const certificateProblem = (url: string) =>
   `The Docker engine at ${url} refused the TLS connection (certificate problem), so the program was not run. Ask the user to check the Docker TLS certificates (DOCKER_CERT_PATH or the certificate folder setting: ca.pem, cert.pem and key.pem must belong to this engine's CA).`;
@@ -25,11 +25,10 @@ function runCliIn(dir: string, cli: string, args: string[], env: NodeJS.ProcessE
 
 describe('remote Docker engines over TLS (integration)', function () {
   this.timeout(180_000);
-  useDocker();
+  const sandboxes = useDocker();
   let engine: TlsEngine;
   let dir: string;
   let cli: string;
-  const providers: DockerSandboxProvider[] = [];
 
   before(async function () {
     this.timeout(300_000);
@@ -54,7 +53,6 @@ describe('remote Docker engines over TLS (integration)', function () {
 
   after(async function () {
     this.timeout(120_000);
-    await Promise.all(providers.map((p) => p.dispose()));
     await engine?.stop();
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
@@ -63,17 +61,9 @@ describe('remote Docker engines over TLS (integration)', function () {
     return providerOn(resolveEngine({ host: engine.url, ...(certPath ? { certPath } : {}), ...(tlsVerify !== undefined ? { tlsVerify } : {}) }, {}));
   }
 
+  /** A provider on `target`, disposed by useDocker's after hook (before this suite's own). */
   function providerOn(target: EngineTarget): DockerSandboxProvider {
-    const p = new DockerSandboxProvider({
-      docker: createDockerClient(target),
-      owner,
-      spec: () => ({ image: IMAGE, limits: TEST_LIMITS }),
-      imageSettingHint: IMAGE_HINT,
-      log,
-      idleMs: 0,
-    });
-    providers.push(p);
-    return p;
+    return sandboxes.makeProvider({ options: { docker: createDockerClient(target) } });
   }
 
   const runCli = (args: string[], env: NodeJS.ProcessEnv, stdin = '') => runCliIn(dir, cli, args, env, stdin);
@@ -183,11 +173,10 @@ describe('remote Docker engines over TLS (integration)', function () {
 
 describe('remote Docker engines over SSH (integration)', function () {
   this.timeout(120_000);
-  useDocker();
+  const sandboxes = useDocker();
   let server: SshServer;
   let dir: string;
   let cli: string;
-  const providers: DockerSandboxProvider[] = [];
 
   before(async function () {
     if (!fs.existsSync(SSHD) || process.getuid?.() !== 0) {
@@ -200,23 +189,14 @@ describe('remote Docker engines over SSH (integration)', function () {
   });
 
   after(async function () {
-    await Promise.all(providers.map((p) => p.dispose()));
     await server?.stop();
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
   function providerFor(files: { knownHosts: string; identity: string }): DockerSandboxProvider {
     const target = resolveEngine({ host: server.url }, {});
-    const p = new DockerSandboxProvider({
-      docker: createDockerClient(target, { env: { HOME: server.home }, knownHostsFiles: [files.knownHosts], identityFiles: [files.identity] }),
-      owner,
-      spec: () => ({ image: IMAGE, limits: TEST_LIMITS }),
-      imageSettingHint: IMAGE_HINT,
-      log,
-      idleMs: 0,
-    });
-    providers.push(p);
-    return p;
+    const docker = createDockerClient(target, { env: { HOME: server.home }, knownHostsFiles: [files.knownHosts], identityFiles: [files.identity] });
+    return sandboxes.makeProvider({ options: { docker } });
   }
 
   it('runs a program through ssh:// (docker system dial-stdio) and returns exactly its output', async function () {
