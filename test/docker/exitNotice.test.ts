@@ -1,0 +1,72 @@
+import * as assert from 'node:assert/strict';
+import { delay, run, uniqueSessionKey, useDocker } from './helpers';
+
+/** Whether the sandbox runs nothing but PID 1 and the program asking. */
+const ONLY_US = "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()) == [1, os.getpid()])";
+/** How long the runner gives a child that reported its exit to be gone (runner.py's DYING_GRACE_S), and a margin. */
+const AFTER_DYING_GRACE_MS = 5_000 + 2_000;
+
+describe('the warm runner reports an exit before the process is gone (integration)', function () {
+  const sandboxes = useDocker();
+
+  it('answers once Python has finished, though a C-level exit handler never returns; the process is stopped later', async function () {
+    const provider = sandboxes.makeProvider();
+    const key = uniqueSessionKey('exit-handler');
+    // libc's pause() as an atexit handler: the process never leaves exit(). Python's own exit is
+    // complete (output flushed, atexit run), so the result is the program's.
+    const code = [
+      'import atexit, ctypes',
+      "libc = ctypes.CDLL('libc.so.6')",
+      // atexit() itself is not exported by glibc; it is __cxa_atexit(fn, arg, dso) underneath.
+      'libc.__cxa_atexit(libc.pause, None, None)',
+      "atexit.register(lambda: print('python atexit ran'))",
+      "print('done')",
+    ].join('\n');
+    const r = await run(provider, key, code, { limits: { timeoutMs: 30_000 } });
+    assert.equal(r.text, 'stdout:\ndone\npython atexit ran');
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.timedOut, false);
+
+    await delay(AFTER_DYING_GRACE_MS);
+    const ps = await run(provider, key, ONLY_US);
+    assert.equal(ps.text, 'stdout:\nTrue');
+  });
+
+  it('a program that fakes the report gets its fake exit, and keeps running no longer than the grace', async function () {
+    const provider = sandboxes.makeProvider();
+    const key = uniqueSessionKey('forged-exit');
+    // The shared page is in the program's own address space (a 4 KB rw shared mapping); a
+    // program may write it, close its output and go on: it only lies about its own result.
+    const code = [
+      'import ctypes, os, sys',
+      "pages = [l.split()[0] for l in open('/proc/self/maps') if ' rw-s ' in l]",
+      'start, end = (int(x, 16) for x in pages[-1].split("-"))',
+      'assert end - start == 4096, (start, end)',
+      'ctypes.c_uint32.from_address(start + 4).value = 0',
+      "ctypes.c_uint32.from_address(start).value = 0x43584954",
+      "print('forged', flush=True)",
+      'os.close(1)',
+      'os.close(2)',
+      'while True:',
+      '    pass',
+    ].join('\n');
+    const r = await run(provider, key, code, { limits: { timeoutMs: 30_000 } });
+    assert.equal(r.text, 'stdout:\nforged');
+    assert.equal(r.exitCode, 0);
+
+    await delay(AFTER_DYING_GRACE_MS);
+    const ps = await run(provider, key, ONLY_US);
+    assert.equal(ps.text, 'stdout:\nTrue');
+  });
+
+  it('a program that closes its output and goes on is still timed out (no report, no early answer)', async function () {
+    const provider = sandboxes.makeProvider();
+    const key = uniqueSessionKey('closed-output');
+    const code = ["print('bye', flush=True)", 'import os', 'os.close(1)', 'os.close(2)', 'while True:', '    pass'].join('\n');
+    const r = await run(provider, key, code, { limits: { timeoutMs: 2_000 } });
+    assert.equal(r.timedOut, true);
+    assert.equal(r.exitCode, null);
+    const ps = await run(provider, key, ONLY_US);
+    assert.equal(ps.text, 'stdout:\nTrue');
+  });
+});
