@@ -39,7 +39,9 @@ export function programs(memoryMb: number): Record<Kind, { code: string; timeout
 }
 
 /** 20 calls of one chat: half print, a quarter pandas, and a timeout and a memory hog in each ten. */
-const MIX: Kind[] = ['print', 'pandas', 'print', 'timeout', 'print', 'pandas', 'print', 'memoryHog', 'print', 'pandas'];
+export const MIX: Kind[] = ['print', 'pandas', 'print', 'timeout', 'print', 'pandas', 'print', 'memoryHog', 'print', 'pandas'];
+/** The same calls without the timeouts and memory hogs: what is left when nothing in a chat is slow. */
+export const QUICK_MIX: Kind[] = MIX.map((k) => (k === 'timeout' || k === 'memoryHog' ? 'print' : k));
 
 export interface LoadResult {
   chats: number;
@@ -47,7 +49,8 @@ export interface LoadResult {
   inFlightPerChat: number;
   calls: number;
   failures: string[];
-  latency: Record<Kind, Stat>;
+  /** Per program kind that the mix has. */
+  latency: Partial<Record<Kind, Stat>>;
   wallMs: number;
   /** Memory of one idle chat sandbox (median of the chats'), and of every sandbox of the provider. */
   idleSandboxMb: number;
@@ -55,7 +58,7 @@ export interface LoadResult {
   sandboxes: number;
 }
 
-export async function loadCase(provider: DockerSandboxProvider, memoryMb: number, chats = 5, callsPerChat = 20, inFlight = 3): Promise<LoadResult> {
+export async function loadCase(provider: DockerSandboxProvider, memoryMb: number, chats = 5, callsPerChat = 20, inFlight = 3, mix: readonly Kind[] = MIX): Promise<LoadResult> {
   const progs = programs(memoryMb);
   const ms: Record<Kind, number[]> = { print: [], pandas: [], timeout: [], memoryHog: [] };
   const failures: string[] = [];
@@ -77,7 +80,7 @@ export async function loadCase(provider: DockerSandboxProvider, memoryMb: number
   const started = performance.now();
   await Promise.all(
     Array.from({ length: chats }, async (_, chat) => {
-      const queue = Array.from({ length: callsPerChat }, (_, i) => MIX[(i + chat) % MIX.length]!);
+      const queue = Array.from({ length: callsPerChat }, (_, i) => mix[(i + chat) % mix.length]!);
       await Promise.all(
         Array.from({ length: inFlight }, async () => {
           for (let kind = queue.shift(); kind; kind = queue.shift()) await run(chat, kind);
@@ -97,7 +100,7 @@ export async function loadCase(provider: DockerSandboxProvider, memoryMb: number
     inFlightPerChat: inFlight,
     calls: chats * callsPerChat,
     failures,
-    latency: Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, stat(v)])) as Record<Kind, Stat>,
+    latency: Object.fromEntries(Object.entries(ms).filter(([, v]) => v.length).map(([k, v]) => [k, stat(v)])) as Partial<Record<Kind, Stat>>,
     wallMs,
     idleSandboxMb: chatMem[chatMem.length >> 1] ?? 0,
     wholeSetMb: mem.reduce((a, b) => a + b, 0),
