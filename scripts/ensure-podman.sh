@@ -39,8 +39,9 @@ if ! answers; then
   fi
   rm -f "$SOCK"
   log "starting podman system service at unix://$SOCK (log: $STATE/service.log)"
-  # setsid: the service outlives this script and the test run's process group.
-  setsid podman system service --time=0 "unix://$SOCK" >>"$STATE/service.log" 2>&1 </dev/null &
+  # setsid: the service outlives this script and the test run's process group. From $STATE:
+  # conmon 2.1 writes a file "oom" into its working directory when a container is OOM-killed.
+  (cd "$STATE" && exec setsid podman system service --time=0 "unix://$SOCK" >>"$STATE/service.log" 2>&1 </dev/null) &
   echo $! >"$STATE/service.pid"
   for _ in $(seq 1 30); do answers && break; sleep 1; done
   if ! answers; then log "the service did not answer within 30 s (see $STATE/service.log); Podman tests will be skipped"; exit 0; fi
