@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { identifyEngine } from '../../src/docker/engine/identity';
 import { missingLimits, parsePodmanHost, unenforceableLimits } from '../../src/docker/engine/podmanHost';
 import { hardenedHostConfig, workAreaVolumeOptions } from '../../src/docker/hardening';
+import { hasAllLabels } from '../../src/docker/labels';
 import { reportedImageMatches } from '../../src/docker/podman';
 
 /** GET /version as each engine answered it on a Debian bookworm machine (captured, not written). */
@@ -110,5 +111,18 @@ describe('Podman adaptations of the hardening (unit)', () => {
     assert.equal(reportedImageMatches('docker.io/library/python:latest', 'python:3.12', 'podman'), false);
     // Docker reports the name as given.
     assert.equal(reportedImageMatches('localhost/codeact-sandbox/python:bookworm', 'codeact-sandbox/python:bookworm', 'docker'), false);
+  });
+});
+
+describe('label filters checked again (unit)', () => {
+  it('keeps only what carries every filter, as Docker does and Podman\'s volume and image lists do not', () => {
+    const labels = { 'dev.codeact-sandbox.managed': '1', 'dev.codeact-sandbox.owner-kind': 'cli', 'dev.codeact-sandbox.session': 'abc' };
+    assert.equal(hasAllLabels(labels, ['dev.codeact-sandbox.managed', 'dev.codeact-sandbox.owner-kind=cli']), true);
+    assert.equal(hasAllLabels(labels, ['dev.codeact-sandbox.managed', 'dev.codeact-sandbox.session=other']), false);
+    assert.equal(hasAllLabels(labels, ['dev.codeact-sandbox.pool']), false);
+    // A value with "=" in it is compared whole.
+    assert.equal(hasAllLabels({ k: 'a=b' }, ['k=a=b']), true);
+    assert.equal(hasAllLabels(undefined, ['dev.codeact-sandbox.managed']), false);
+    assert.equal(hasAllLabels(null, []), true);
   });
 });

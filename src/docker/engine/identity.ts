@@ -4,7 +4,7 @@ import { withDeadline } from '../engineErrors';
 
 /**
  * The engines whose Docker-compatible API the sandbox speaks. Podman answers the same calls but
- * differs in a few places the sandbox depends on (see podmanAdaptations in hardening.ts); the
+ * differs in a few places the sandbox depends on (podman.ts, engine/podmanHost.ts); the
  * difference is read from the engine, never configured.
  */
 export type EngineKind = 'docker' | 'podman';
