@@ -86,7 +86,7 @@ export function reportedImageMatches(reported: string, wanted: string, engine: '
 export const PODMAN_DIFFERENCES: readonly string[] = [
   'a sandbox may hold at most 4096 open files (Docker: the engine\'s own limit)',
   'the work area is bounded in 4 KiB pages: on a kernel with larger pages it is larger, within the memory limit',
-  'the runtime setting auto keeps Podman\'s default runtime (name runsc to use gVisor)',
+  'every sandbox runs under Podman\'s default runtime: auto keeps it, and another one named is refused (Podman\'s Docker API would not use it)',
 ];
 
 const told = new WeakSet<Logger>();
