@@ -1,12 +1,13 @@
 import * as assert from 'node:assert/strict';
 import { isToolError } from '../../src/core/errors';
+import { archiveOf } from '../../src/docker/archive';
 import { createDockerClient } from '../../src/docker/connection';
 import { DockerSandbox } from '../../src/docker/dockerSandbox';
 import { resolveEngine } from '../../src/docker/engine/resolve';
 import { missingLimits, podmanHost } from '../../src/docker/engine/podmanHost';
 import { engineIdentity } from '../../src/docker/engine/identity';
 import { chooseRuntime, engineRuntimes } from '../../src/docker/engine/runtime';
-import { TEST_ENGINE, TEST_LIMITS, TEST_RUNTIME, byEngine, docker, log, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
+import { IMAGE, TEST_ENGINE, TEST_LIMITS, TEST_RUNTIME, byEngine, docker, log, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
 /** A rootless Podman service (scripts/ensure-podman.sh --rootless starts one), when the run has it. */
 const ROOTLESS_HOST = process.env.CODEACT_TEST_PODMAN_ROOTLESS_HOST || undefined;
@@ -54,6 +55,31 @@ describe('engine differences: Docker and Podman (integration)', function () {
     ].join('\n');
     const r = await run(provider, uniqueSessionKey('writable'), code);
     assert.equal(r.text, 'stdout:\n/run/x EROFS\n/tmp/x EROFS\n/var/tmp/x EROFS\n/x EROFS');
+  });
+
+  it('covers an image\'s VOLUME path with an empty read-only tmpfs (Podman ignores TmpfsOptions: podman#10831)', async function () {
+    const tag = `codeact-itest-volume:${process.pid}`;
+    const dockerfile = Buffer.from(`FROM ${IMAGE}\nVOLUME /data\n`);
+    const stream = await docker.buildImage(archiveOf([{ type: 'file', name: 'Dockerfile', content: dockerfile, mode: 0o644 }]), { t: tag });
+    await new Promise<void>((resolve, reject) => docker.modem.followProgress(stream, (e: Error | null) => (e ? reject(e) : resolve())));
+    try {
+      const provider = sandboxes.makeProvider({ image: tag });
+      const code = [
+        'import errno, os',
+        'print(os.listdir("/data"))',
+        'try:',
+        '    open("/data/x", "w")',
+        '    print("written")',
+        'except OSError as e:',
+        '    print(errno.errorcode[e.errno])',
+        's = os.statvfs("/data")',
+        'print(s.f_blocks * s.f_frsize <= 1024 * 1024)',
+      ].join('\n');
+      assert.equal((await run(provider, uniqueSessionKey('volume'), code)).text, 'stdout:\n[]\nEROFS\nTrue');
+      await provider.dispose();
+    } finally {
+      await docker.getImage(tag).remove({ force: true }).catch(() => undefined);
+    }
   });
 
   it('gives the sandbox a bounded number of open files on Podman (which would raise it itself)', async function () {
