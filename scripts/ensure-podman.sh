@@ -28,7 +28,10 @@ if ! command -v podman >/dev/null 2>&1; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc conmon netavark fuse-overlayfs slirp4netns uidmap curl >/dev/null
 fi
-command -v curl >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl >/dev/null
+if ! command -v curl >/dev/null 2>&1; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl >/dev/null
+fi
 
 mkdir -p "$STATE"
 if ! answers; then
