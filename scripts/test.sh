@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test run, as CI runs it. On a fresh Debian machine it first installs and starts what
-# is missing (Docker engine, the local test image, Chromium + code-server for the extension
-# host); whatever is already there is reused.
+# is missing (Docker engine, the local test image, gVisor, a Podman service with the test image,
+# Chromium + code-server for the extension host); whatever is already there is reused.
 #   CODEACT_SKIP_HOST=1   skip the extension-host suites (e.g. a machine without Chromium)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +45,7 @@ bash scripts/ensure-docker.sh
 bash scripts/ensure-test-image.sh --debian
 bash scripts/ensure-sshd.sh
 bash scripts/ensure-runsc.sh
+bash scripts/ensure-podman.sh --rootless
 
 stage "typecheck, lint, bundle"
 npx tsc --noEmit -p .
@@ -66,6 +67,18 @@ if docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; th
   counted docker-runsc env CODEACT_TEST_RUNTIME=runsc npx mocha --config test/.mocharc.docker-runsc.json
 else
   echo "skipped: the engine has no runsc runtime (scripts/ensure-runsc.sh said why)"
+fi
+
+stage "Docker tests under Podman (rootful service: the subset in .mocharc.docker-podman.json)"
+PODMAN_HOST=unix:///run/codeact-podman/podman.sock
+if DOCKER_HOST=$PODMAN_HOST docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then
+  # The rootless service, where it answers, is asked only whether it can enforce the limits.
+  rootless=/run/user/$(id -u codeact-rootless 2>/dev/null || echo none)/podman.sock
+  [ -S "$rootless" ] || rootless=
+  counted docker-podman env DOCKER_HOST=$PODMAN_HOST CODEACT_TEST_ENGINE=podman CODEACT_TEST_PODMAN_ROOTLESS_HOST=${rootless:+unix://$rootless} \
+    npx mocha --config test/.mocharc.docker-podman.json
+else
+  echo "skipped: no Podman service answers at $PODMAN_HOST (scripts/ensure-podman.sh said why)"
 fi
 
 if [ "${CODEACT_SKIP_HOST:-}" != 1 ]; then

@@ -3,7 +3,7 @@ import type { Logger } from '../core/logger';
 import { removeQuietly, sharedSandboxName } from './dockerSandbox';
 import { statusCode } from './engineErrors';
 import { WORK_ROOT } from './guest';
-import { LABEL, type Owner } from './labels';
+import { LABEL, hasAllLabels, type Owner } from './labels';
 
 function processIsAlive(pid: number): boolean {
   try {
@@ -36,7 +36,7 @@ export async function removeOrphanedSandboxes(docker: Dockerode, me: Owner, log:
   }
   // Volumes whose container never got created (a crash between the two calls).
   const { Volumes } = await docker.listVolumes({ filters: { label, dangling: ['true'] } });
-  for (const v of Volumes ?? []) {
+  for (const v of (Volumes ?? []).filter((v) => hasAllLabels(v.Labels, label))) {
     const pid = Number(v.Labels?.[LABEL.ownerPid]);
     if (!Number.isInteger(pid) || pid === me.pid || processIsAlive(pid)) continue;
     await removeQuietly(docker, undefined, v.Name, log);
@@ -66,6 +66,6 @@ export async function removeCliSandboxes(docker: Dockerode, log: Logger, session
     await removeQuietly(docker, c.Id, c.Mounts?.find((m) => m.Destination === WORK_ROOT)?.Name, log);
   }
   const { Volumes } = await docker.listVolumes({ filters: { label, dangling: ['true'] } });
-  for (const v of Volumes ?? []) await removeQuietly(docker, undefined, v.Name, log);
+  for (const v of (Volumes ?? []).filter((v) => hasAllLabels(v.Labels, label))) await removeQuietly(docker, undefined, v.Name, log);
   return containers.length;
 }

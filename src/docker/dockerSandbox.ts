@@ -164,7 +164,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
     let containerId: string | undefined;
     try {
       // Creating a volume whose name exists returns the existing one (the other process's).
-      await withDeadline(docker.createVolume(workAreaVolumeOptions(name, spec.limits, labels)), API_DEADLINE_MS, 'create volume');
+      await withDeadline(docker.createVolume(workAreaVolumeOptions(name, spec.limits, labels, runtime.engine)), API_DEADLINE_MS, 'create volume');
       const imageVolumes = await declaredVolumes(docker, spec.image, API_DEADLINE_MS);
       const container = await withDeadline(docker.createContainer(containerOptions(name, spec, labels, imageVolumes, runtime)), API_DEADLINE_MS, 'create container');
       containerId = container.id;

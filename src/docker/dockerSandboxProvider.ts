@@ -12,6 +12,9 @@ import { RoomWaiters, evictedNote, leastRecentlyUsedIdle } from './capacity';
 import { Lease, type Entry, type LeaseHolder } from './lease';
 import { adoptSession, createOrAdopt } from './sharedSessions';
 import { chooseRuntime, engineRuntimes, type RuntimeChoice } from './engine/runtime';
+import { engineIdentity } from './engine/identity';
+import { checkPodmanLimits } from './engine/podmanHost';
+import { logPodmanDifferences } from './podman';
 import { SPARE_SESSION, SharedSparePool, SparePool, poolDigest, sameSpec, spareLabels } from './sparePool';
 
 export interface ProviderOptions {
@@ -355,11 +358,13 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
 
   private async runtimeFor(spec: SandboxSpec, logChoice = false): Promise<RuntimeChoice> {
     const { docker, log } = this.options;
-    const { available, engineDefault } = await engineRuntimes(docker).catch((e: unknown) => {
+    const [{ available, engineDefault }, engine] = await Promise.all([engineRuntimes(docker), engineIdentity(docker)]).catch((e: unknown) => {
       throw isUnreachable(e) ? engineUnreachable(e, engineOf(docker)) : e;
     });
-    const runtime = chooseRuntime(spec.runtime, available, engineDefault, this.options.runtimeSettingHint ?? 'the runtime setting');
-    if (logChoice && spec.runtime !== undefined) log.info(`runtime ${runtime.name} (${runtime.reason}); the engine has ${available.join(', ') || 'no runtimes listed'}`);
+    const runtime = chooseRuntime(spec.runtime, available, engineDefault, this.options.runtimeSettingHint ?? 'the runtime setting', engine.kind);
+    if (logChoice && spec.runtime !== undefined) log.info(`runtime ${runtime.name} (${runtime.reason}); the engine (${engine.label}) has ${available.join(', ') || 'no runtimes listed'}`);
+    if (engine.kind === 'podman') await checkPodmanLimits(docker, engine, log);
+    if (logChoice && engine.kind === 'podman') logPodmanDifferences(log, engine);
     return runtime;
   }
 

@@ -6,6 +6,8 @@ import { statusCode, withDeadline } from './engineErrors';
 import { KEEPER_SOURCE, SANDBOX_GID, SANDBOX_UID, SANDBOX_USER, WORK_ROOT, sandboxEnv } from './guest';
 import { runnerCommand } from './runner';
 import { isGvisor, type RuntimeChoice, type RuntimeRequest } from './engine/runtime';
+import type { EngineKind } from './engine/identity';
+import { PODMAN_RLIMITS, podmanTmpfsCovers, podmanWorkAreaMountOptions, reportedImageMatches } from './podman';
 
 export interface SandboxSpec {
   image: string;
@@ -39,8 +41,10 @@ export function hardenedHostConfig(
   limits: SandboxLimits,
   imageVolumes: readonly string[] = [],
   runtime: string | undefined = undefined,
+  engine: EngineKind = 'docker',
 ): Dockerode.HostConfig {
   const processes = processLimits(limits, runtime);
+  const podman = engine === 'podman';
   return {
     NetworkMode: 'none',
     ReadonlyRootfs: true,
@@ -54,11 +58,12 @@ export function hardenedHostConfig(
     // The work area is a size-bounded tmpfs volume owned by the sandbox user: no host path is mounted.
     Mounts: [
       { Type: 'volume', Source: volumeName, Target: WORK_ROOT, ReadOnly: false },
-      ...imageVolumes.map((Target) => ({ Type: 'tmpfs' as const, Source: '', Target, ReadOnly: true, TmpfsOptions: { SizeBytes: 1024 * 1024, Mode: 0o755 } })),
+      ...(podman ? [] : imageVolumes.map((Target) => ({ Type: 'tmpfs' as const, Source: '', Target, ReadOnly: true, TmpfsOptions: { SizeBytes: 1024 * 1024, Mode: 0o755 } }))),
     ],
+    ...(podman ? podmanTmpfsCovers(imageVolumes) : {}),
     IpcMode: 'private',
     ShmSize: 64 * 1024 * 1024,
-    Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }, ...processes.ulimits],
+    Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }, ...(podman ? podmanRlimits(processes.ulimits) : processes.ulimits)],
     RestartPolicy: { Name: 'no' },
     AutoRemove: false,
   };
@@ -82,6 +87,11 @@ export function processLimits(limits: SandboxLimits, runtime: string | undefined
   return { hostPids: Math.max(GVISOR_HOST_PIDS, limits.pidsLimit), ulimits: [{ Name: 'nproc', Soft: limits.pidsLimit, Hard: limits.pidsLimit }] };
 }
 
+/** Podman's explicit rlimits, where gVisor's nproc (the process limit itself) takes precedence. */
+function podmanRlimits(ulimits: { Name: string; Soft: number; Hard: number }[]): { Name: string; Soft: number; Hard: number }[] {
+  return [...PODMAN_RLIMITS.filter((r) => !ulimits.some((u) => u.Name === r.Name)), ...ulimits];
+}
+
 /**
  * gVisor mounts a writable tmpfs of its own at /tmp when the spec has none, whatever the read-only
  * root says: covered by the same empty read-only tmpfs as an image's VOLUME paths, /tmp stays as
@@ -92,11 +102,12 @@ function withGvisorTmp(imageVolumes: readonly string[]): string[] {
 }
 
 /** The work area: a size-bounded tmpfs volume owned by the sandbox user (no host path). */
-export function workAreaVolumeOptions(name: string, limits: SandboxLimits, labels: Record<string, string>): Dockerode.VolumeCreateOptions {
+export function workAreaVolumeOptions(name: string, limits: SandboxLimits, labels: Record<string, string>, engine: EngineKind = 'docker'): Dockerode.VolumeCreateOptions {
+  const o = engine === 'podman' ? podmanWorkAreaMountOptions(limits, SANDBOX_UID, SANDBOX_GID) : `size=${limits.workAreaMb}m,uid=${SANDBOX_UID},gid=${SANDBOX_GID},mode=0700`;
   return {
     Name: name,
     Driver: 'local',
-    DriverOpts: { type: 'tmpfs', device: 'tmpfs', o: `size=${limits.workAreaMb}m,uid=${SANDBOX_UID},gid=${SANDBOX_GID},mode=0700` },
+    DriverOpts: { type: 'tmpfs', device: 'tmpfs', o },
     Labels: labels,
   };
 }
@@ -126,7 +137,7 @@ export function containerOptions(
     Labels: labels,
     NetworkDisabled: true,
     HostConfig: {
-      ...hardenedHostConfig(name, spec.limits, isGvisor(runtime.name) ? withGvisorTmp(imageVolumes) : imageVolumes, runtime.name),
+      ...hardenedHostConfig(name, spec.limits, isGvisor(runtime.name) ? withGvisorTmp(imageVolumes) : imageVolumes, runtime.name, runtime.engine),
       ...(spec.warmRunner === false ? {} : { LogConfig: { Type: 'none', Config: {} } }),
       ...(runtime.runtime ? { Runtime: runtime.runtime } : {}),
     },
@@ -137,13 +148,22 @@ export function containerOptions(
 export function containerMatches(info: Dockerode.ContainerInspectInfo, spec: SandboxSpec, runtime: RuntimeChoice): boolean {
   const h = info.HostConfig as Dockerode.HostConfig & { Runtime?: string };
   return (
-    (runtime.runtime === undefined ? !h.Runtime || h.Runtime === runtime.name : h.Runtime === runtime.runtime) &&
-    info.Config.Image === spec.image &&
+    runtimeMatches(h.Runtime, runtime) &&
+    reportedImageMatches(info.Config.Image, spec.image, runtime.engine) &&
     h.Memory === spec.limits.memoryMb * 1024 * 1024 &&
     h.NanoCpus === Math.round(spec.limits.cpus * 1e9) &&
     h.PidsLimit === processLimits(spec.limits, runtime.name).hostPids &&
     JSON.stringify(info.Config.Cmd) === JSON.stringify(commandOf(spec))
   );
+}
+
+/**
+ * Podman reports every container's HostConfig.Runtime as "oci", and runs all of its Docker API's
+ * containers under its default (chooseRuntime refuses another there), so there is nothing to compare.
+ */
+function runtimeMatches(reported: string | undefined, runtime: RuntimeChoice): boolean {
+  if (runtime.engine === 'podman') return true;
+  return runtime.runtime === undefined ? !reported || reported === runtime.name : reported === runtime.runtime;
 }
 
 /** The VOLUME paths an image declares, except our work area (which our own volume covers). */

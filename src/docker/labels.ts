@@ -47,3 +47,15 @@ export function ownerLabels(owner: Owner, sessionDigest: string): Record<string,
     [LABEL.version]: owner.version,
   };
 }
+
+/**
+ * Whether `labels` carry every label filter (`key` or `key=value`) of a list call. Podman 4 joins
+ * several label filters of a volume or image list with "or" (Docker, and Podman's container
+ * list, with "and"), so a list by labels is checked again here before anything is removed.
+ */
+export function hasAllLabels(labels: Record<string, string> | null | undefined, filters: readonly string[]): boolean {
+  return filters.every((f) => {
+    const at = f.indexOf('=');
+    return at < 0 ? labels?.[f] !== undefined : labels?.[f.slice(0, at)] === f.slice(at + 1);
+  });
+}

@@ -67,11 +67,19 @@ async function statPath(container: Dockerode.Container, p: string): Promise<Path
   }
 }
 
-function whatItIs(stat: PathStat): string | undefined {
+/**
+ * Docker sends a link target only for a symbolic link; Podman sends every entry's resolved path
+ * (a file's own path, a link's target), so a target other than the path asked for is a link too.
+ */
+function isLink(stat: PathStat, asked: string): boolean {
+  return ((stat.mode & MODE.symlink) >>> 0) !== 0 || (stat.linkTarget !== '' && stat.linkTarget !== asked);
+}
+
+function whatItIs(stat: PathStat, asked: string): string | undefined {
   // Bitwise on a uint32 mode: >>> 0 keeps the top bit (directories) positive.
   const type = (stat.mode & NOT_REGULAR) >>> 0;
+  if (isLink(stat, asked)) return 'a symbolic link';
   if (type === 0) return undefined;
-  if (stat.linkTarget || type & MODE.symlink) return 'a symbolic link';
   if (type & MODE.dir) return 'a folder';
   return 'not a regular file';
 }
@@ -103,7 +111,7 @@ export async function collectFiles(
       const dir = segments.slice(0, i).join('/');
       const stat = await statPath(container, `${runDir}/${dir}`);
       if (!stat) missing = true;
-      else if (stat.linkTarget || ((stat.mode & MODE.symlink) >>> 0) !== 0) problem = `its folder ${dir} is a symbolic link`;
+      else if (isLink(stat, `${runDir}/${dir}`)) problem = `its folder ${dir} is a symbolic link`;
       else if (((stat.mode & MODE.dir) >>> 0) === 0) problem = `${dir} is not a folder`;
     }
     const stat = missing || problem ? undefined : await statPath(container, `${runDir}/${name}`);
@@ -111,7 +119,7 @@ export async function collectFiles(
       outcome.missing.push(name);
       continue;
     }
-    problem ??= whatItIs(stat!);
+    problem ??= whatItIs(stat!, `${runDir}/${name}`);
     if (!problem && stat!.size > caps.maxFileBytes) problem = `${formatSize(stat!.size)}, over the limit of ${formatSize(caps.maxFileBytes)} per file`;
     if (!problem && total + stat!.size > caps.maxTotalBytes) {
       problem = `${formatSize(stat!.size)}, over what is left of the limit of ${formatSize(caps.maxTotalBytes)} per call`;

@@ -17,7 +17,7 @@ import type { Logger } from '../../src/core/logger';
 import { createDockerClient } from '../../src/docker/connection';
 import { removeQuietly, type SandboxSpec } from '../../src/docker/dockerSandbox';
 import { DockerSandboxProvider, type ProviderOptions } from '../../src/docker/dockerSandboxProvider';
-import { LABEL, currentOwner, type Owner } from '../../src/docker/labels';
+import { LABEL, currentOwner, hasAllLabels, type Owner } from '../../src/docker/labels';
 
 export const IMAGE = process.env.CODEACT_TEST_IMAGE || 'codeact-sandbox/python:bookworm';
 /**
@@ -33,6 +33,22 @@ export const TEST_RUNTIME: string | undefined = process.env.CODEACT_TEST_RUNTIME
  */
 export function byRuntime<T>(expected: { runc: T; gvisor: T }): T {
   return TEST_RUNTIME === 'runsc' ? expected.gvisor : expected.runc;
+}
+
+/**
+ * The engine the suites talk to: unset, Docker; CODEACT_TEST_ENGINE=podman runs the subset in
+ * .mocharc.docker-podman.json against a Podman service (scripts/test.sh does, with DOCKER_HOST
+ * pointing at it).
+ */
+export const TEST_ENGINE: 'docker' | 'podman' = process.env.CODEACT_TEST_ENGINE === 'podman' ? 'podman' : 'docker';
+
+/**
+ * The one place a test's expectation depends on the engine: where Podman reports or does a thing
+ * otherwise (its inspect output, what `docker exec` adds). The README's "What differs under
+ * Podman" says each that a program can notice.
+ */
+export function byEngine<T>(expected: { docker: T; podman: T }): T {
+  return TEST_ENGINE === 'podman' ? expected.podman : expected.docker;
 }
 
 /** What the first call after a sandbox ended with its program gets (only under gVisor does a program end it). */
@@ -153,6 +169,15 @@ export async function programProcesses(container: string): Promise<number> {
   return Number(out.trim());
 }
 
+/**
+ * `docker top` of a sandbox as "PID COMMAND" lines, a view from outside the container. Docker runs
+ * the host's ps (`-eo pid,args`); Podman would run a ps inside the container, which the image need
+ * not have, unless the arguments are its own descriptors.
+ */
+export async function topOf(container: string): Promise<string> {
+  return dockerCli('top', container, ...byEngine({ docker: ['-eo', 'pid,args'], podman: ['pid,args'] }));
+}
+
 export async function exists(id: string, type: 'container' | 'volume' = 'container'): Promise<boolean> {
   try {
     await execFileP('docker', [type, 'inspect', id]);
@@ -168,9 +193,17 @@ export async function containersWith(...labels: string[]): Promise<string[]> {
   return out.split('\n').filter(Boolean).sort();
 }
 
+/** Names of volumes matching every label filter (checked here too: Podman joins volume label filters with "or"). */
 export async function volumesWith(...labels: string[]): Promise<string[]> {
-  const out = await dockerCli('volume', 'ls', '-q', '--filter', `label=${LABEL.managed}`, ...labels.flatMap((l) => ['--filter', `label=${l}`]));
-  return out.split('\n').filter(Boolean).sort();
+  const all = [LABEL.managed, ...labels];
+  const out = await dockerCli('volume', 'ls', '--format', '{{.Name}}\t{{.Labels}}', ...all.flatMap((l) => ['--filter', `label=${l}`]));
+  return out
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split('\t') as [string, string?])
+    .filter(([, text]) => hasAllLabels(Object.fromEntries((text ?? '').split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])), all))
+    .map(([name]) => name)
+    .sort();
 }
 
 /** Removes every container and volume labelled with this process's test version. */

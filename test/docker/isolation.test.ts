@@ -3,7 +3,10 @@ import * as os from 'node:os';
 import { sessionDigest } from '../../src/core/session';
 import { GVISOR_HOST_PIDS } from '../../src/docker/hardening';
 import { LABEL, LABEL_SCHEMA } from '../../src/docker/labels';
-import { TEST_VERSION, byRuntime, inspect, run, uniqueSessionKey, useDocker, type Inspected } from './helpers';
+import { TEST_VERSION, byEngine, byRuntime, inspect, run, uniqueSessionKey, useDocker, type Inspected } from './helpers';
+
+/** The capabilities Podman gives a container by default, all of which CapDrop ALL removes. */
+const PODMAN_DEFAULT_CAPABILITIES = ['AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD', 'NET_BIND_SERVICE', 'NET_RAW', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT'];
 
 describe('sandbox isolation (integration)', function () {
   const sandboxes = useDocker();
@@ -109,7 +112,9 @@ describe('sandbox isolation (integration)', function () {
     const h = info.HostConfig;
     assert.equal(h.NetworkMode, 'none');
     assert.equal(h.ReadonlyRootfs, true);
-    assert.deepEqual(h.CapDrop, ['ALL']);
+    // Podman reports the capabilities it dropped by name: all it would give (none is left, as the
+    // hardening test reads from /proc/self/status).
+    assert.deepEqual(h.CapDrop, byEngine({ docker: ['ALL'], podman: PODMAN_DEFAULT_CAPABILITIES }));
     assert.deepEqual(h.CapAdd ?? [], []);
     assert.equal(h.Privileged, false);
     assert.deepEqual(h.SecurityOpt, ['no-new-privileges']);
@@ -121,24 +126,42 @@ describe('sandbox isolation (integration)', function () {
     assert.equal(h.PidsLimit, byRuntime({ runc: 48, gvisor: GVISOR_HOST_PIDS }));
     assert.deepEqual(
       h.Ulimits,
-      byRuntime({
-        runc: [{ Name: 'core', Soft: 0, Hard: 0 }],
-        gvisor: [
-          { Name: 'core', Soft: 0, Hard: 0 },
-          { Name: 'nproc', Soft: 48, Hard: 48 },
+      byEngine({
+        docker: byRuntime({
+          runc: [{ Name: 'core', Soft: 0, Hard: 0 }],
+          gvisor: [
+            { Name: 'core', Soft: 0, Hard: 0 },
+            { Name: 'nproc', Soft: 48, Hard: 48 },
+          ],
+        }),
+        // Podman's own names; nofile and nproc set so that Podman does not raise them itself.
+        podman: [
+          { Name: 'RLIMIT_NOFILE', Soft: 4096, Hard: 4096 },
+          { Name: 'RLIMIT_CORE', Soft: 0, Hard: 0 },
+          { Name: 'RLIMIT_NPROC', Soft: 16384, Hard: 16384 },
         ],
       }),
     );
-    assert.deepEqual(h.Binds ?? [], []);
+    const name = info.Name.replace(/^\//, '');
+    // Podman lists the work-area volume among the binds too: a named volume, no host path.
+    assert.deepEqual(h.Binds ?? [], byEngine({ docker: [], podman: [`${name}:/sandbox:rw,rprivate,nosuid,nodev,rbind`] }));
     assert.deepEqual(h.Devices ?? [], []);
     assert.equal(info.Config.User, '65534:65534');
-    assert.equal(info.Config.Image, provider.active.get(key)!.image);
-    assert.equal(info.Config.NetworkDisabled, true);
+    // Podman keeps a local image under localhost/, and reports it so.
+    assert.equal(info.Config.Image, byEngine({ docker: '', podman: 'localhost/' }) + provider.active.get(key)!.image);
+    assert.equal(info.Config.NetworkDisabled, byEngine({ docker: true, podman: undefined }));
     assert.deepEqual(Object.keys(info.NetworkSettings.Networks ?? {}), []);
 
     // The only writable mount is the session's volume at /sandbox: no host path. Under gVisor /tmp
-    // is also covered, by an empty read-only tmpfs (gVisor would mount a writable one there).
-    const name = info.Name.replace(/^\//, '');
+    // is also covered, by an empty read-only tmpfs (gVisor would mount a writable one there); under
+    // Podman /run, /tmp and /var/tmp, where it would mount writable ones, as HostConfig.Tmpfs.
+    assert.deepEqual(
+      h.Tmpfs ?? {},
+      byEngine({
+        docker: {},
+        podman: Object.fromEntries(['/run', '/tmp', '/var/tmp'].map((p) => [p, 'ro,size=1m,mode=0755,rprivate,nosuid,nodev,tmpcopyup'])),
+      }),
+    );
     const covers = info.Mounts.filter((m: Inspected) => m.Destination !== '/sandbox');
     assert.deepEqual(
       covers.map((m: Inspected) => [m.Type, m.Destination, m.RW]),
@@ -164,7 +187,14 @@ describe('sandbox isolation (integration)', function () {
 
     // The volume: a tmpfs of the work-area size owned by the sandbox user, with the same labels.
     const volume = await inspect(name, 'volume');
-    assert.deepEqual(volume.Options, { device: 'tmpfs', o: 'size=24m,uid=65534,gid=65534,mode=0700', type: 'tmpfs' });
+    // Podman refuses size= (it wants a quota of its own for it): the same bound in 4 KiB pages.
+    assert.deepEqual(
+      volume.Options,
+      byEngine({
+        docker: { device: 'tmpfs', o: 'size=24m,uid=65534,gid=65534,mode=0700', type: 'tmpfs' },
+        podman: { GID: '65534', UID: '65534', device: 'tmpfs', o: 'nr_blocks=6144,uid=65534,gid=65534,mode=0700', type: 'tmpfs' },
+      }),
+    );
     assert.deepEqual(volume.Labels, expectedLabels);
   });
 });

@@ -11,6 +11,7 @@ import {
   IMAGE,
   SENTENCES,
   TEST_LIMITS,
+  TEST_ENGINE,
   TEST_VERSION,
   delay,
   docker,
@@ -23,7 +24,7 @@ import {
   useDocker,
 } from './helpers';
 
-const ENGINE_DEFAULT_RUNTIME = chooseRuntime(undefined, [], undefined, 'test');
+const ENGINE_DEFAULT_RUNTIME = chooseRuntime(undefined, [], undefined, 'test', TEST_ENGINE);
 
 /** The pid of a process that has exited: what a crashed window leaves in its labels. */
 async function deadPid(): Promise<number> {

@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
 import { SANDBOX_GONE_NOTE } from '../../src/docker/sandboxStopped';
-import { AFTER_SANDBOX_ENDED, SENTENCES, TEST_LIMITS, TEST_RUNTIME, byRuntime, delay, dockerCli, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
+import { AFTER_SANDBOX_ENDED, SENTENCES, TEST_LIMITS, TEST_RUNTIME, byRuntime, delay, run, topOf, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
 /** The garbage collector, without needing node --expose-gc on the command line. */
 function forceGc(): () => void {
@@ -175,7 +175,7 @@ describe('limits and stopping (integration)', function () {
     assert.ok(elapsed >= 500 && elapsed < 5000, `took ${elapsed} ms`);
 
     // From the host: no program.py process in the container any more.
-    const top = await dockerCli('top', r.sandboxId, '-eo', 'pid,args');
+    const top = await topOf(r.sandboxId);
     assert.ok(!top.includes('program.py'), top);
     // From inside: the only program.py is the one asking.
     const ps = await run(
@@ -213,7 +213,7 @@ describe('limits and stopping (integration)', function () {
       assert.equal(r.text, SENTENCES.cancelled);
       assert.equal(r.cancelled, true);
       assert.ok(elapsed < 5000, `cancelled after ${after} ms, resolved after ${elapsed} ms`);
-      const top = await dockerCli('top', r.sandboxId, '-eo', 'pid,args');
+      const top = await topOf(r.sandboxId);
       assert.ok(!top.includes('program.py'), `cancelled after ${after} ms, still running:\n${top}`);
     }
   });

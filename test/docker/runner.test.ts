@@ -6,13 +6,22 @@ import type { StagedFile } from '../../src/core/sandbox';
 import { encodeFrame } from '../../src/core/runnerProtocol';
 import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
 import { killedSentence } from '../../src/docker/sandboxStopped';
-import { SENTENCES, TEST_RUNTIME, AFTER_SANDBOX_ENDED, byRuntime, delay, dockerCli, log, recentLog, run, runLimits, testSpec, uniqueSessionKey, useDocker } from './helpers';
+import { SENTENCES, TEST_RUNTIME, AFTER_SANDBOX_ENDED, byEngine, byRuntime, delay, dockerCli, log, recentLog, run, topOf, runLimits, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
 /** The parts of a result that must not differ between the runner and `docker exec`. */
 function normalized(r: ExecuteReport): string {
-  const text = gvisorDetails(r.text).replace(/\/sandbox\/runs\/[0-9]{4}-[0-9a-f]{6}/g, '<run>').replace(/'HOSTNAME', '[0-9a-f]{12}'/, "'HOSTNAME', '<id>'");
+  const text = podmanExecDetails(gvisorDetails(r.text).replace(/\/sandbox\/runs\/[0-9]{4}-[0-9a-f]{6}/g, '<run>').replace(/'HOSTNAME', '[0-9a-f]{12}'/, "'HOSTNAME', '<id>'"));
   return `${text}\n[exit ${r.exitCode}]`;
 }
+
+/**
+ * What Podman's `docker exec` leaves out that its container's PID 1 has: the HOSTNAME variable
+ * and the sandbox user's group in the supplementary list (README, "What differs under Podman").
+ */
+const podmanExecDetails = byEngine({
+  docker: (text: string) => text,
+  podman: (text: string) => text.replace("('HOSTNAME', '<id>'), ", '').replace('65534 65534 [65534] 0o22', '65534 65534 [] 0o22'),
+});
 
 /**
  * Two /proc details gVisor's kernel shows otherwise, harmless to a program: the runner's rewrite of
@@ -342,7 +351,7 @@ describe('the warm runner (integration)', function () {
       const r = await run(provider, key, code, { limits: { timeoutMs: 1500 } });
       assert.equal(r.text, `stdout:\nstarted\n\n${SENTENCES.timeout(1.5)}`);
       assert.ok(Date.now() - started < 4000, `took ${Date.now() - started} ms`);
-      const top = await dockerCli('top', first.sandboxId, '-eo', 'pid,args');
+      const top = await topOf(first.sandboxId);
       assert.equal(top.trim().split('\n').length, 2, `only PID 1 is left:\n${top}`);
       const after = await run(provider, key, 'import os\nprint(os.getppid())');
       assert.equal(after.text, 'stdout:\n1');

@@ -11,7 +11,7 @@ import type { Logger } from '../../core/logger';
 import { archiveOf } from '../archive';
 import { engineOf } from '../connection';
 import { engineUnreachable, isUnreachable, statusCode } from '../engineErrors';
-import { LABEL, LABEL_SCHEMA } from '../labels';
+import { LABEL, LABEL_SCHEMA, hasAllLabels } from '../labels';
 
 /** Repository of every image this backend builds: codeact-devcontainer/<folder digest>:<config hash>. */
 export const DEVCONTAINER_REPOSITORY = 'codeact-devcontainer';
@@ -93,7 +93,7 @@ export async function labelImage(
  */
 export async function pruneDevcontainerImages(docker: Dockerode, log: Logger, options: { workspaceFolder?: string; keep?: string[] } = {}): Promise<number> {
   const label = [`${LABEL.managed}`, ...(options.workspaceFolder ? [`${DEVCONTAINER_LABEL.folder}=${folderDigest(options.workspaceFolder)}`] : [DEVCONTAINER_LABEL.folder])];
-  const images = await docker.listImages({ all: false, filters: { label } });
+  const images = (await docker.listImages({ all: false, filters: { label } })).filter((i) => hasAllLabels(i.Labels, label));
   const keep = new Set(options.keep ?? []);
   let removed = 0;
   for (const image of images) {

@@ -1,6 +1,7 @@
 import type Dockerode from 'dockerode';
 import { ToolError } from '../../core/errors';
 import { withDeadline } from '../engineErrors';
+import type { EngineKind } from './identity';
 
 /** gVisor's OCI runtime: a user-space kernel between the program and the host's. */
 export const GVISOR_RUNTIME = 'runsc';
@@ -20,6 +21,8 @@ export interface RuntimeChoice {
   name: string;
   /** Why, in a few words ("auto: the engine has gVisor"). */
   reason: string;
+  /** The engine that runs it: where Podman differs, the container is made its way (hardening.ts). */
+  engine: EngineKind;
 }
 
 /**
@@ -27,14 +30,32 @@ export interface RuntimeChoice {
  * the engine's default otherwise; a named runtime the engine lacks is an error, never a silent
  * fall back to a weaker one.
  */
-export function chooseRuntime(request: RuntimeRequest | undefined, available: readonly string[], engineDefault: string | undefined, settingHint: string): RuntimeChoice {
+export function chooseRuntime(
+  request: RuntimeRequest | undefined,
+  available: readonly string[],
+  engineDefault: string | undefined,
+  settingHint: string,
+  engine: EngineKind = 'docker',
+): RuntimeChoice {
   const fallback = engineDefault ?? 'runc';
-  if (request === undefined) return { runtime: undefined, name: fallback, reason: "the engine's default" };
+  if (request === undefined) return { runtime: undefined, name: fallback, reason: "the engine's default", engine };
   if (request === 'auto') {
-    if (available.includes(GVISOR_RUNTIME)) return { runtime: GVISOR_RUNTIME, name: GVISOR_RUNTIME, reason: 'auto: the engine has gVisor' };
-    return { runtime: undefined, name: fallback, reason: "auto: no gVisor on the engine, so its default" };
+    // Podman lists every runtime its configuration names, installed or not (crun, kata, krun):
+    // its list cannot say that gVisor is there, so auto keeps its default; runsc can be named.
+    if (engine === 'podman') return { runtime: undefined, name: fallback, reason: 'auto: Podman does not say which runtimes are installed, so its default', engine };
+    if (available.includes(GVISOR_RUNTIME)) return { runtime: GVISOR_RUNTIME, name: GVISOR_RUNTIME, reason: 'auto: the engine has gVisor', engine };
+    return { runtime: undefined, name: fallback, reason: "auto: no gVisor on the engine, so its default", engine };
   }
-  if (available.includes(request)) return { runtime: request, name: request, reason: `set by ${settingHint}` };
+  if (available.includes(request)) {
+    if (engine !== 'podman') return { runtime: request, name: request, reason: `set by ${settingHint}`, engine };
+    if (request === fallback) return { runtime: undefined, name: request, reason: `set by ${settingHint}, Podman's default`, engine };
+    // Podman's Docker API (4.x) takes HostConfig.Runtime without using it: the sandbox would run
+    // under the default while saying otherwise.
+    throw new ToolError(
+      'invalid_settings',
+      `Podman runs every container of its Docker API under its default runtime (${fallback}), so a sandbox cannot run under "${request}" and the program was not run. Ask the user to make ${request} Podman's default runtime (runtime = "${request}" in containers.conf), or to set ${settingHint} to auto.`,
+    );
+  }
   throw new ToolError(
     'invalid_settings',
     `The Docker engine has no runtime named "${request}", so the program was not run. Ask the user to install and register it with the engine, or to set ${settingHint} to auto.`,

@@ -7,7 +7,7 @@
 import type Dockerode from 'dockerode';
 import { describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
-import { LABEL } from '../labels';
+import { LABEL, hasAllLabels } from '../labels';
 import { statusCode } from '../engineErrors';
 import { IMAGE_LABEL, type ImageKind } from './imageLabels';
 
@@ -24,7 +24,8 @@ export interface PruneOptions {
 
 /** Removes the unwanted tags; returns how many were removed. */
 export async function pruneImages(docker: Dockerode, log: Logger, o: PruneOptions): Promise<number> {
-  const images = await docker.listImages({ all: false, filters: { label: [LABEL.managed, `${IMAGE_LABEL.kind}=${o.kind}`] } });
+  const label = [LABEL.managed, `${IMAGE_LABEL.kind}=${o.kind}`];
+  const images = (await docker.listImages({ all: false, filters: { label } })).filter((i) => hasAllLabels(i.Labels, label));
   const keep = new Set(o.keep);
   const bases = new Set(o.keepBases ?? []);
   let others = 0;
