@@ -43,17 +43,7 @@ CONFIG=/etc/docker/daemon.json RUNSC="$RUNSC" node -e '
 log "registered $RUNSC in /etc/docker/daemon.json; reloading dockerd"
 kill -HUP "$(pgrep -xo dockerd)"
 for _ in $(seq 1 30); do
-  # The path the engine has for runsc, when it lists one.
-runsc_path() { docker info --format '{{with index .Runtimes "runsc"}}{{.Path}}{{end}}' 2>/dev/null; }
-
-if has_runsc; then
-  listed=$(runsc_path)
-  # A local engine whose registered binary is gone (the package removed since) is not left alone.
-  if [ -n "${DOCKER_HOST:-}" ] || [ "${listed#/}" = "$listed" ] || [ -x "$listed" ]; then
-    log "the engine lists runsc"; exit 0
-  fi
-  log "the engine lists runsc at $listed, which does not exist: installing it again"
-fi
+  if [ "$(runsc_path)" = "$RUNSC" ]; then log "dockerd lists runsc at $RUNSC"; exit 0; fi
   sleep 1
 done
 log "dockerd did not pick up runsc; gVisor tests will be skipped"
