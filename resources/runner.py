@@ -1275,6 +1275,9 @@ class Runner:
                     pass
                 old['sock'].close()
         else:
+            # Nothing a call that is not kept started may outlive it: it would make every later
+            # call unkeepable (processes), and the state is to be as the last kept call left it.
+            _kill_all(pid, self.spared())
             link.close()
             if status == 0 and unkept is None:
                 unkept = 'link'  # exited 0 without saying it was kept (it closed its link)
@@ -1552,7 +1555,9 @@ class Program:
         _signal.signal(_SIGINT, _signal.default_int_handler)
         self.native.set_dumpable(True)
         prev = self.dir
-        self.dir, self.spare = d, (spare,)
+        # The holder, and our parent until its exit is through (it only calls _exit, but unmapping
+        # a large state takes a moment): neither is something the program left.
+        self.dir, self.spare = d, (spare, os.getppid())
         self.path = (d + '/program.py').encode()
         self.session_start()
         self.set_argv()

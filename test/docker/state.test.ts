@@ -1,0 +1,165 @@
+import * as assert from 'node:assert/strict';
+import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
+import { NOTHING_PRINTED } from '../../src/core/format';
+import type { RunLimits } from '../../src/core/limits';
+import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
+import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
+import { SENTENCES, TEST_RUNTIME, log, programProcesses, runLimits, uniqueSessionKey, useDocker } from './helpers';
+
+/** One call in session mode through the real pipeline, with the host's record of states. */
+function call(
+  provider: DockerSandboxProvider,
+  states: SessionStates,
+  sessionKey: string,
+  code: string,
+  opts: { reset?: boolean; limits?: Partial<RunLimits>; memoryMb?: number; signal?: AbortSignal } = {},
+): Promise<ExecuteReport> {
+  return executeCode(
+    provider,
+    log,
+    { code, sessionKey, state: { reset: opts.reset === true, states }, ...(opts.memoryMb !== undefined ? { memoryMb: opts.memoryMb } : {}) },
+    runLimits(opts.limits),
+    opts.signal,
+  );
+}
+
+const KEPT = STATE_LINES.kept;
+const UNCHANGED = STATE_LINES.unchanged;
+const QUIET_KEPT = `${NOTHING_PRINTED}\n\n${KEPT}`;
+const X_IS_41 = `stdout:\n41\n\n${KEPT}`;
+
+describe('session state (integration)', function () {
+  const sandboxes = useDocker();
+
+  it('keeps variables, a function and an import for the next call of the chat', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('state-keep');
+    assert.equal((await call(provider, states, key, 'x = 41')).text, QUIET_KEPT);
+    assert.equal((await call(provider, states, key, 'print(x + 1)')).text, `stdout:\n42\n\n${KEPT}`);
+    assert.equal((await call(provider, states, key, 'import json\ndef show(v):\n    return json.dumps(v)\nclass P:\n    n = 3')).text, QUIET_KEPT);
+    assert.equal((await call(provider, states, key, 'print(show({"a": P.n}), __name__)')).text, `stdout:\n{"a": 3} __main__\n\n${KEPT}`);
+  });
+
+  it('leaves the state as the last successful call left it after an exception, exit 3, a timeout, a Stop and an output flood', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('state-rollback');
+    assert.equal((await call(provider, states, key, 'x = 41')).text, QUIET_KEPT);
+
+    const raised = await call(provider, states, key, "x = 0\nraise ValueError('boom')");
+    assert.match(raised.text, /^stderr:\nTraceback \(most recent call last\):\n[\s\S]*\nValueError: boom\n\nexit code: 1\n\n/);
+    assert.ok(raised.text.endsWith(`\n\n${UNCHANGED}`), raised.text);
+    assert.equal((await call(provider, states, key, 'print(x)')).text, X_IS_41);
+
+    assert.equal((await call(provider, states, key, 'import sys\nx = 0\nsys.exit(3)')).text, `exit code: 3\n\n${UNCHANGED}`);
+    assert.equal((await call(provider, states, key, 'print(x)')).text, X_IS_41);
+
+    const slow = await call(provider, states, key, "x = 0\nprint('started')\nwhile True:\n    pass", { limits: { timeoutMs: 2000 } });
+    assert.equal(slow.text, `stdout:\nstarted\n\n${SENTENCES.timeout(2)}\n\n${UNCHANGED}`);
+    assert.equal((await call(provider, states, key, 'print(x)')).text, X_IS_41);
+
+    const stop = new AbortController();
+    const stopping = call(provider, states, key, "import time\nx = 0\nprint('started')\ntime.sleep(60)", { signal: stop.signal });
+    setTimeout(() => stop.abort(), 1500);
+    assert.equal((await stopping).text, `stdout:\nstarted\n\n${SENTENCES.cancelled}\n\n${UNCHANGED}`);
+    assert.equal((await call(provider, states, key, 'print(x)')).text, X_IS_41);
+
+    const flood = await call(provider, states, key, "x = 0\nwhile True:\n    print('y' * 9999)", { limits: { maxOutputBytes: 1024 * 1024, outputBudgetBytes: 600 } });
+    assert.equal(flood.outputLimited, true);
+    assert.ok(flood.text.endsWith(`The program printed more than 1.0 MB and was stopped. Print summaries instead of whole data sets.\n\n${UNCHANGED}`), flood.text);
+    assert.equal((await call(provider, states, key, 'print(x)')).text, X_IS_41);
+  });
+
+  it('an OOM kill takes the program, not the larger state it was forked from', async function () {
+    if (TEST_RUNTIME === 'runsc') this.skip(); // under gVisor the whole sandbox ends with its memory limit (the README says so)
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('state-oom');
+    // The state holds 150 MB; the program lets go of its copy and takes what is left of 256 MB, so
+    // it is the smaller process when the kernel has to choose: its oom_score_adj makes it the one.
+    assert.equal((await call(provider, states, key, "x = 41\nbig = b'\\x01' * (150 * 1024 * 1024)")).text, QUIET_KEPT);
+    const hog = "del big\nx = 0\nprint('allocating')\nmore = []\nwhile True:\n    more.append(b'\\x02' * (8 * 1024 * 1024))";
+    const killed = await call(provider, states, key, hog, { memoryMb: 256 });
+    assert.equal(killed.text, `stdout:\nallocating\n\nexit code: 137\n\n${SENTENCES.memory(256)}\n\n${UNCHANGED}`);
+    assert.equal((await call(provider, states, key, 'print(x, len(big))')).text, `stdout:\n41 157286400\n\n${KEPT}`);
+  });
+
+  it('a fork bomb is stopped and the state survives the kill', async function () {
+    const provider = sandboxes.makeProvider({ limits: { pidsLimit: 32 } });
+    const states = new SessionStates();
+    const key = uniqueSessionKey('state-forkbomb');
+    assert.equal((await call(provider, states, key, 'x = 41')).text, QUIET_KEPT);
+    const bomb = ['import os', 'x = 0', 'while True:', '    try:', '        os.fork()', '    except OSError:', '        pass'].join('\n');
+    const r = await call(provider, states, key, bomb, { limits: { timeoutMs: 3000 } });
+    assert.equal(r.text, `${SENTENCES.timeout(3)}\n\n${UNCHANGED}`);
+    assert.equal((await call(provider, states, key, 'print(x)')).text, X_IS_41);
+    // Nothing of the bomb is left: the holder is the only process besides PID 1.
+    assert.equal(await programProcesses(provider.active.get(key)!.id), 1);
+  });
+
+  it('reset starts from an empty state; a thread, a child process or a socket left behind is not kept', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('state-reset');
+    assert.equal((await call(provider, states, key, 'x = 41')).text, QUIET_KEPT);
+    const thread = "import threading, time\nx = 0\nthreading.Thread(target=time.sleep, args=(30,), daemon=True).start()";
+    assert.equal((await call(provider, states, key, thread)).text, `${NOTHING_PRINTED}\n\n${STATE_LINES.unkept('it left threads running')}`);
+    assert.equal((await call(provider, states, key, 'print(x)')).text, X_IS_41);
+    const child = "import subprocess\nx = 0\nchild = subprocess.Popen(['sleep', '30'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)";
+    assert.equal((await call(provider, states, key, child)).text, `${NOTHING_PRINTED}\n\n${STATE_LINES.unkept('it left child processes running')}`);
+    assert.equal((await call(provider, states, key, 'print(x)')).text, X_IS_41);
+    const socket = 'import socket\nx = 0\ns = socket.socket(socket.AF_UNIX)';
+    assert.equal((await call(provider, states, key, socket)).text, `${NOTHING_PRINTED}\n\n${STATE_LINES.unkept('it left sockets open')}`);
+    assert.equal((await call(provider, states, key, 'print(x)')).text, X_IS_41);
+
+    assert.equal((await call(provider, states, key, "print('x' in globals())", { reset: true })).text, `stdout:\nFalse\n\n${KEPT}`);
+    assert.equal((await call(provider, states, key, "print('x' in globals())")).text, `stdout:\nFalse\n\n${KEPT}`);
+  });
+
+  it('two chats never see each other’s state, and calls of one chat keep their order', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const a = uniqueSessionKey('state-a');
+    const b = uniqueSessionKey('state-b');
+    assert.equal((await call(provider, states, a, 'x = 41')).text, QUIET_KEPT);
+    assert.equal((await call(provider, states, b, "print('x' in globals())")).text, `stdout:\nFalse\n\n${KEPT}`);
+    const [one, two, three] = await Promise.all([
+      call(provider, states, a, 'x = 1'),
+      call(provider, states, a, 'x += 1'),
+      call(provider, states, a, 'print(x)'),
+    ]);
+    assert.deepEqual([one.text, two.text, three.text], [QUIET_KEPT, QUIET_KEPT, `stdout:\n2\n\n${KEPT}`]);
+  });
+
+  it('each call gets a fresh directory, earlier ones stay reachable; the state holder cannot be read through /proc', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('state-files');
+    assert.equal((await call(provider, states, key, "import os\nfirst = os.getcwd()\nopen('a.txt', 'w').write('from the first call')")).text, QUIET_KEPT);
+    const second = "print(os.getcwd() != first, open(first + '/a.txt').read(), os.path.exists('a.txt'))";
+    assert.equal((await call(provider, states, key, second)).text, `stdout:\nTrue from the first call False\n\n${KEPT}`);
+    const peek = [
+      'import os',
+      'for p in sorted(os.listdir("/proc")):',
+      '    if p.isdigit() and int(p) not in (1, os.getpid()):',
+      '        try:',
+      '            open("/proc/%s/mem" % p, "rb").close()',
+      '            print("readable")',
+      '        except OSError as e:',
+      '            print(type(e).__name__)',
+    ].join('\n');
+    assert.equal((await call(provider, states, key, peek)).text, `stdout:\nPermissionError\n\n${KEPT}`);
+  });
+
+  it('says the state was lost when its sandbox was restarted', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('state-lost');
+    assert.equal((await call(provider, states, key, 'x = 41')).text, QUIET_KEPT);
+    await provider.active.get(key)!.restart();
+    const r = await call(provider, states, key, "print('x' in globals())");
+    assert.equal(r.text, `stdout:\nFalse\n\n${STATE_LINES.lost} ${KEPT}`);
+    assert.equal((await call(provider, states, key, "print('x' in globals())")).text, `stdout:\nFalse\n\n${KEPT}`);
+  });
+});
