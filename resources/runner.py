@@ -770,29 +770,44 @@ def _write_program(d, code):
     return None
 
 
-def _proc_state(pid):
-    """The one-letter state of /proc/<pid>/stat (b'Z' for a zombie), None when it is gone."""
+def _proc_status(pid):
+    """(state letter, real uid) from /proc/<pid>/status (b'Z' for a zombie), None when it is gone.
+    Its Uid line is the process's own even where it is not dumpable (the directory is root's then)."""
     try:
-        fd = os.open('/proc/%d/stat' % pid, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open('/proc/%d/status' % pid, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
     try:
-        stat = os.read(fd, 1024)
+        text = os.read(fd, 4096)
     except OSError:
         return None
     finally:
         os.close(fd)
-    at = stat.rfind(b')')
-    return stat[at + 2:at + 3] if at > 0 else None
+    state = uid = None
+    for line in text.split(b'\n'):
+        if line.startswith(b'State:'):
+            state = line[6:].strip()[:1]
+        elif line.startswith(b'Uid:'):
+            fields = line[4:].split()
+            uid = int(fields[0]) if fields and fields[0].isdigit() else None
+    return (state, uid) if state is not None and uid is not None else None
 
 
 def _live_pids():
-    """Every process of the sandbox that is not yet dead (zombies cannot do anything)."""
+    """Every process of our uid that is not yet dead (zombies cannot do anything): what kill(-1)
+    reaches. Others (the host's lock holder runs as root) are not a program's to leave or ours to kill."""
     try:
         names = os.listdir('/proc')
     except OSError:
         return []
-    return [int(n) for n in names if n.isdigit() and _proc_state(int(n)) not in (None, b'Z', b'X', b'x')]
+    uid = os.getuid()
+    pids = []
+    for n in names:
+        if n.isdigit():
+            st = _proc_status(int(n))
+            if st is not None and st[1] == uid and st[0] not in (b'Z', b'X', b'x'):
+                pids.append(int(n))
+    return pids
 
 
 def _kill_all(pid, spare=()):

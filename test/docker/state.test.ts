@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
+import { executeCode, type ExecuteReport, type FilesOutRequest } from '../../src/core/executeCode';
 import { NOTHING_PRINTED } from '../../src/core/format';
 import type { RunLimits } from '../../src/core/limits';
 import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
@@ -12,12 +12,27 @@ function call(
   states: SessionStates,
   sessionKey: string,
   code: string,
-  opts: { reset?: boolean; limits?: Partial<RunLimits>; memoryMb?: number; signal?: AbortSignal } = {},
+  opts: { reset?: boolean; limits?: Partial<RunLimits>; memoryMb?: number; signal?: AbortSignal; outputs?: string[] } = {},
 ): Promise<ExecuteReport> {
+  const filesOut: FilesOutRequest | undefined = opts.outputs && {
+    outputs: { mode: 'declared', names: opts.outputs },
+    caps: { maxFiles: 5, maxFileBytes: 1024, maxTotalBytes: 1024 },
+    sink: async (name, size, body) => {
+      for await (const _chunk of body) void _chunk;
+      return { name, size };
+    },
+    savedWhere: 'in the test',
+  };
   return executeCode(
     provider,
     log,
-    { code, sessionKey, state: { reset: opts.reset === true, states }, ...(opts.memoryMb !== undefined ? { memoryMb: opts.memoryMb } : {}) },
+    {
+      code,
+      sessionKey,
+      state: { reset: opts.reset === true, states },
+      ...(opts.memoryMb !== undefined ? { memoryMb: opts.memoryMb } : {}),
+      ...(filesOut ? { filesOut } : {}),
+    },
     runLimits(opts.limits),
     opts.signal,
   );
@@ -139,6 +154,12 @@ describe('session state (integration)', function () {
     assert.equal((await call(provider, states, key, "import os\nfirst = os.getcwd()\nopen('a.txt', 'w').write('from the first call')")).text, QUIET_KEPT);
     const second = "print(os.getcwd() != first, open(first + '/a.txt').read(), os.path.exists('a.txt'))";
     assert.equal((await call(provider, states, key, second)).text, `stdout:\nTrue from the first call False\n\n${KEPT}`);
+    // Collecting a file stops what a program left running first: never the state's holder.
+    const saved = await call(provider, states, key, "x = 41\nopen('out.txt', 'w').write('42')", { outputs: ['out.txt'] });
+    assert.equal(saved.text, `${NOTHING_PRINTED}\n\nSaved for the user in the test: out.txt (2 B). The files are not sent to you; describe them or print what you need from them.\n\n${KEPT}`);
+    const failedSave = await call(provider, states, key, "import subprocess\nsubprocess.Popen(['sleep', '30'])\nopen('out.txt', 'w').write('0')\nx = 0\nraise SystemExit(1)", { outputs: ['out.txt'] });
+    assert.ok(failedSave.text.endsWith(UNCHANGED), failedSave.text);
+    assert.equal((await call(provider, states, key, 'print(x)')).text, X_IS_41);
     const peek = [
       'import os',
       'for p in sorted(os.listdir("/proc")):',
