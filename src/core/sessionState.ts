@@ -18,6 +18,8 @@ export interface StateOutcome {
   kept: boolean;
   /** Why a call that exited 0 could not be kept (threads, processes, sockets, ...). */
   reason?: string;
+  /** The sandbox stopped or was restarted while the program ran: the state went with it. */
+  ended?: boolean;
 }
 
 /** Why a program that succeeded could not be kept, as the model is told it. */
@@ -34,6 +36,7 @@ export const STATE_LINES = {
   unchanged: 'State: unchanged, because this call did not succeed; the next call starts from the state the last successful call left.',
   unchangedEmpty: 'State: unchanged, because this call did not succeed; the next call starts from an empty state.',
   unkept: (why: string) => `State: not kept, because ${why}; the next call starts from the state before this call.`,
+  ended: 'State: lost, because the sandbox stopped while this call ran; the next call starts from an empty state.',
   lost: 'The earlier state was lost (the sandbox was removed or restarted), so this call started from an empty state.',
   unavailable:
     "State: not available to this call, because the sandbox's warm interpreter is not running; it ran as a fresh program and nothing was kept.",
@@ -61,6 +64,10 @@ export class SessionStates {
     const before = this.expected.get(sessionKey);
     const { outcome } = call;
     if (!outcome) return STATE_LINES.unavailable;
+    if (outcome.ended) {
+      this.expected.delete(sessionKey);
+      return STATE_LINES.ended;
+    }
     const lost = before !== undefined && !call.reset && outcome.from !== before;
     if (outcome.now) this.expected.set(sessionKey, outcome.now);
     else this.expected.delete(sessionKey);

@@ -123,14 +123,16 @@ export class WarmStrategy implements RunStrategy {
     }
     // The program started and the channel failed: the container died (its PID 1 is the runner),
     // or the runner cannot be trusted any more. Either way nothing more of the run can be had.
+    // A session's state lived in the sandbox's processes: it ends with them.
+    const ended = run.state ? { state: { from: '', now: '', kept: false, holder: 0, ended: true } } : {};
     const state = await settledState(ops.container);
     if (!state?.running) {
       // Not run again (it may have done half its work): the next call replaces the sandbox.
       ops.log.warn(`sandbox ${ops.name}: stopped while the program ran (${stoppedReason(state)}, under ${ops.runtime})`);
-      return { kind: 'exit', exit: stoppedExit(state, ops.runtime, ops.spec.limits.pidsLimit) };
+      return { kind: 'exit', exit: { ...stoppedExit(state, ops.runtime, ops.spec.limits.pidsLimit), ...ended } };
     }
     ops.log.warn(`sandbox ${ops.name}: the runner failed while the program ran (${outcome.error.message}); restarting the sandbox`);
     await ops.restart();
-    return { kind: 'exit', exit: { exitCode: null, replaced: true } };
+    return { kind: 'exit', exit: { exitCode: null, replaced: true, ...ended } };
   }
 }

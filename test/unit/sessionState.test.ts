@@ -52,4 +52,14 @@ describe('session state lines (unit)', () => {
     );
     assert.equal(states.settle('chat', { reset: false, succeeded: true, outcome: kept('aaaaaaaa', 'bbbbbbbb') }), STATE_LINES.kept);
   });
+
+  it('says the state ended with a sandbox that stopped during the call, and expects none after', () => {
+    const states = new SessionStates();
+    states.settle('chat', { reset: false, succeeded: true, outcome: kept('', 'aaaaaaaa') });
+    assert.equal(
+      states.settle('chat', { reset: false, succeeded: false, outcome: { from: '', now: '', kept: false, ended: true } }),
+      'State: lost, because the sandbox stopped while this call ran; the next call starts from an empty state.',
+    );
+    assert.equal(states.settle('chat', { reset: false, succeeded: true, outcome: kept('', 'bbbbbbbb') }), STATE_LINES.kept);
+  });
 });
