@@ -286,7 +286,13 @@ async function run(p: Parsed): Promise<number> {
 }
 
 async function mcp(p: Parsed): Promise<number> {
-  const notHere = { session: 'each connection gets a sandbox of its own', spares: 'each connection gets a sandbox of its own', file: 'the client names the files of each call', output: 'the client names the files of each call' };
+  const notHere = {
+    session: 'each connection gets a sandbox of its own',
+    spares: 'each connection gets a sandbox of its own',
+    file: 'the client names the files of each call',
+    output: 'the client names the files of each call',
+    reset: 'the client asks for it in a call (`reset`)',
+  };
   for (const [name, why] of Object.entries(notHere)) {
     if (p.flags.has(name)) throw new UsageError(`--${name} is not an option of mcp: ${why}`);
   }
