@@ -831,7 +831,10 @@ def _kill_all(pid, spare=()):
     except OSError:
         pass
     me = os.getpid()
-    for _ in range(10000):
+    # Bounded: a process stuck in the kernel (uninterruptible sleep) dies when it comes out, and
+    # PID 1 must not hang on it (supervise gives up on such a kill after 5 s as well).
+    give_up = time.monotonic() + 3
+    while time.monotonic() < give_up:
         others = [p for p in _live_pids() if p != 1 and p != me and p not in spare]
         if not others:
             break

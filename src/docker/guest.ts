@@ -55,7 +55,7 @@ export function killAllSparingSource(spare: readonly number[]): string {
   const pids = spare.filter((p) => Number.isInteger(p) && p > 1);
   if (pids.length === 0) return KILL_ALL_SOURCE;
   return [
-    'import os, signal',
+    'import os, signal, time',
     `spare = {1, os.getpid(), ${pids.join(', ')}}`,
     // What kill(-1) reaches: our uid's live processes (the lock holder is root's, zombies are done).
     'def live():',
@@ -75,7 +75,8 @@ export function killAllSparingSource(spare: readonly number[]): string {
     '    os.kill(-1, signal.SIGSTOP)',
     'except OSError:',
     '    pass',
-    'for _ in range(10000):',
+    'give_up = time.monotonic() + 3',
+    'while time.monotonic() < give_up:',
     '    others = live()',
     '    if not others:',
     '        break',
