@@ -880,9 +880,16 @@ class Runner:
         # Session mode's state holder, {'pid', 'sock', 'id'}: the interpreter the next session call
         # is forked from. None: the next one starts from an empty state.
         self.state = None
+        # Holders killed and not yet reaped: a large one takes a moment to go, and a program must
+        # not be told it left them running.
+        self.dying = set()
 
     def spared(self):
         return (self.state['pid'],) if self.state else ()
+
+    def not_the_programs(self):
+        """The processes a session program may find running that are not its doing."""
+        return self.spared() + tuple(self.dying)
 
     def drop_state(self):
         """Lets the holder go (a fresh call, a holder that failed): its memory goes back to the sandbox."""
@@ -890,6 +897,7 @@ class Runner:
         if st is None:
             return
         self.own_fds.discard(st['sock'].fileno())
+        self.dying.add(st['pid'])
         try:
             os.kill(st['pid'], _SIGKILL)
         except OSError:
@@ -938,6 +946,7 @@ class Runner:
                 break
             if pid == watch:
                 found = status
+            self.dying.discard(pid)
             if self.state and pid == self.state['pid']:
                 # The holder died (the OOM killer, a program's signal): its state is gone, and the
                 # next session call says so (it starts from an empty state).
@@ -1039,7 +1048,7 @@ class Runner:
         base = ''
         if session and self.state and not req['reset']:
             st = self.state
-            msg = ('F%s\n%d' % (d, st['pid'])).encode()
+            msg = ('F%s\n%s' % (d, ','.join(str(p) for p in self.not_the_programs()))).encode()
             if _send(st['sock'], msg, (out_w, err_w, theirs.fileno())):
                 pid = self.await_start(link)
             if pid is None:
@@ -1073,7 +1082,7 @@ class Runner:
                 link.detach()
                 if self.state:
                     self.state['sock'].detach()
-                return (d, out_w, err_w, theirs, self.spared())
+                return (d, out_w, err_w, theirs, self.not_the_programs())
         os.close(out_w)
         os.close(err_w)
         if theirs is not None:
@@ -1213,6 +1222,7 @@ class Runner:
             self.own_fds.add(link.fileno())
             if old is not None:
                 self.own_fds.discard(old['sock'].fileno())
+                self.dying.add(old['pid'])
                 try:
                     os.kill(old['pid'], _SIGKILL)
                 except OSError:
@@ -1543,7 +1553,7 @@ class Program:
                 except OSError:
                     os._exit(1)
                 # The grandchild, reparented to PID 1 as soon as its parent is gone.
-                return self.next_program(d, fds, int(spare) if spare.isdigit() else 0, random, seed)
+                return self.next_program(d, fds, tuple(int(p) for p in spare.split(',') if p.isdigit()), random, seed)
             for fd in fds:
                 os.close(fd)
             if pid > 0:
@@ -1576,7 +1586,7 @@ class Program:
         prev = self.dir
         # The holder, and our parent until its exit is through (it only calls _exit, but unmapping
         # a large state takes a moment): neither is something the program left.
-        self.dir, self.spare = d, (spare, os.getppid())
+        self.dir, self.spare = d, spare + (os.getppid(),)
         self.path = (d + '/program.py').encode()
         self.session_start()
         self.set_argv()
