@@ -152,6 +152,9 @@ describe('session state (integration)', function () {
     assert.equal((await call(provider, states, key, socket)).text, `${NOTHING_PRINTED}\n\n${STATE_LINES.unkept('it left sockets open')}`);
     assert.equal((await call(provider, states, key, 'print(x)')).text, X_IS_41);
 
+    // A reset call that fails leaves the state as it was, like any other.
+    assert.equal((await call(provider, states, key, 'x = 0\nraise SystemExit(4)', { reset: true })).text, `exit code: 4\n\n${UNCHANGED}`);
+    assert.equal((await call(provider, states, key, 'print(x)')).text, X_IS_41);
     assert.equal((await call(provider, states, key, "print('x' in globals())", { reset: true })).text, `stdout:\nFalse\n\n${KEPT}`);
     assert.equal((await call(provider, states, key, "print('x' in globals())")).text, `stdout:\nFalse\n\n${KEPT}`);
   });
@@ -198,6 +201,19 @@ describe('session state (integration)', function () {
       'print(sorted(seen))',
     ].join('\n');
     assert.equal((await call(provider, states, key, peek)).text, `stdout:\n['PermissionError']\n\n${KEPT}`);
+  });
+
+  it('a call in fresh mode lets the state go; the next session call says it was lost', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('state-fresh-between');
+    assert.equal((await call(provider, states, key, 'x = 41')).text, QUIET_KEPT);
+    const fresh = await executeCode(provider, log, { code: "print('x' in globals())", sessionKey: key }, runLimits());
+    assert.equal(fresh.text, 'stdout:\nFalse');
+    let left = await programProcesses(fresh.sandboxId);
+    for (let i = 0; i < 50 && left !== 0; i++) left = await delay(100).then(() => programProcesses(fresh.sandboxId));
+    assert.equal(left, 0, 'the holder is gone');
+    assert.equal((await call(provider, states, key, "print('x' in globals())")).text, `stdout:\nFalse\n\n${STATE_LINES.lost} ${KEPT}`);
   });
 
   it('says the state was lost when its sandbox was restarted', async function () {
