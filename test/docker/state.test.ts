@@ -55,6 +55,10 @@ describe('session state (integration)', function () {
     assert.equal((await call(provider, states, key, 'print(x + 1)')).text, `stdout:\n42\n\n${KEPT}`);
     assert.equal((await call(provider, states, key, 'import json\ndef show(v):\n    return json.dumps(v)\nclass P:\n    n = 3')).text, QUIET_KEPT);
     assert.equal((await call(provider, states, key, 'print(show({"a": P.n}), __name__)')).text, `stdout:\n{"a": 3} __main__\n\n${KEPT}`);
+    // The generators go on from where the state left them, as in a notebook (a fork would reseed `random`).
+    assert.equal((await call(provider, states, key, 'import random\nrandom.seed(7)')).text, QUIET_KEPT);
+    const next = 'a = random.random()\nrandom.seed(7)\nprint(a == random.random())';
+    assert.equal((await call(provider, states, key, next)).text, `stdout:\nTrue\n\n${KEPT}`);
   });
 
   it('leaves the state as the last successful call left it after an exception, exit 3, a timeout, a Stop and an output flood', async function () {
