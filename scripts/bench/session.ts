@@ -120,7 +120,7 @@ export async function benchSession(dockerClient: Dockerode, image: string, n: nu
       ratios: {
         'session call (print(x + 1)) / fresh call (print(1)) (no target)': r('session.print(x+1)') / r('fresh.print(1)'),
         'session call (print(x + 1)) / Jupyter kernel round trip (target <= 1.3)': r('session.print(x+1)') / r('jupyterKernel.print(x+1)'),
-        'question on a kept 100 MB DataFrame / fresh load and question (target < 0.5)':
+        'question on a kept 100 MB DataFrame / fresh load and question (no target)':
           r('session.question on the kept 100 MB DataFrame') / r('fresh.load the 100 MB DataFrame and ask'),
       },
     };
