@@ -22,8 +22,9 @@
 #
 # Importing this file starts nothing (test/python does, for the frames and replies); it runs only
 # as `python3 -c`, where __name__ is '__main__'. Sections, in order: frames and replies (pure);
-# stage 0; interpreter internals (ctypes); preloading; the runner's loop; the child, which becomes
-# the program and ends as `python3 file` ends; main().
+# stage 0; interpreter internals (ctypes); preloading; the runner's loop; session state (a call
+# that succeeded becomes the interpreter the next one is forked from); the child, which becomes
+# the program and ends as `python3 file` ends (or, in session mode, becomes that state); main().
 import os
 import sys
 
@@ -62,6 +63,10 @@ OOM_COUNTERS = ('/sys/fs/cgroup/memory.events', '/sys/fs/cgroup/memory/memory.oo
 _SIGINT = 2
 _SIGKILL = 9
 _SIGCHLD = 17
+_SIGCONT = 18
+_SIGSTOP = 19
+# How long a state holder has to fork the next program before its state is given up.
+HOLDER_START_SECONDS = 5.0
 _BOOT = 'import os;exec(os.read(3,1<<20)) '
 
 
@@ -187,7 +192,18 @@ def declined_reply(reason, written):
     return {'t': 'declined', 'reason': reason, 'written': written}
 
 
-def exit_reply(status, killed, limited, orphans, oom_before=None, oom_after=None):
+def state_reply(base, now, kept, holder, reason=None):
+    """Session mode's part of the exit reply: the state the program started from and the one the
+    next call starts from (ids, '' for empty), whether this call's state was kept, the holder's pid
+    (0: none; the host's own kill of leftovers spares it) and, when a call that succeeded could not
+    be kept, why (threads, processes, sockets)."""
+    info = {'from': base, 'now': now, 'kept': kept, 'holder': holder}
+    if reason:
+        info['reason'] = reason
+    return info
+
+
+def exit_reply(status, killed, limited, orphans, oom_before=None, oom_after=None, state=None):
     """`status` is waitpid's (None: the child could not be reaped). `oomKilled` says whether the
     kernel killed the program for memory: it died of SIGKILL while the cgroup's OOM-kill counter
     rose. It is left out when the counter could not be read."""
@@ -201,6 +217,8 @@ def exit_reply(status, killed, limited, orphans, oom_before=None, oom_after=None
     reply = {'t': 'exit', 'exitCode': code, 'signal': sig, 'killed': killed, 'limited': limited, 'orphans': orphans}
     if oom_before is not None and oom_after is not None:
         reply['oomKilled'] = sig == _SIGKILL and oom_after > oom_before
+    if state is not None:
+        reply['state'] = state
     return reply
 
 
@@ -235,6 +253,9 @@ def parse_run_request(payload):
             'code': code if req.get('code') == '1' else None,
             'max': int(req.get('max', '0')),
             'grace': int(req.get('grace', '1000')) / 1000.0,
+            # Session mode: the program runs on the state the last kept call left (unless reset).
+            'session': req.get('state') == 'session',
+            'reset': req.get('reset') == '1',
         } if is_run_dir(d) else None
     except (KeyError, ValueError):
         return None
@@ -788,17 +809,83 @@ def _write_program(d, code):
     return None
 
 
-def _kill_all(pid):
+def _proc_status(pid):
+    """(state letter, real uid) from /proc/<pid>/status (b'Z' for a zombie), None when it is gone.
+    Its Uid line is the process's own even where it is not dumpable (the directory is root's then)."""
+    try:
+        fd = os.open('/proc/%d/status' % pid, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        text = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    state = uid = None
+    for line in text.split(b'\n'):
+        if line.startswith(b'State:'):
+            state = line[6:].strip()[:1]
+        elif line.startswith(b'Uid:'):
+            fields = line[4:].split()
+            uid = int(fields[0]) if fields and fields[0].isdigit() else None
+    return (state, uid) if state is not None and uid is not None else None
+
+
+def _live_pids():
+    """Every process of our uid that is not yet dead (zombies cannot do anything): what kill(-1)
+    reaches. Others (the host's lock holder runs as root) are not a program's to leave or ours to kill."""
+    try:
+        names = os.listdir('/proc')
+    except OSError:
+        return []
+    uid = os.getuid()
+    pids = []
+    for n in names:
+        if n.isdigit():
+            st = _proc_status(int(n))
+            if st is not None and st[1] == uid and st[0] not in (b'Z', b'X', b'x'):
+                pids.append(int(n))
+    return pids
+
+
+def _kill_all(pid, spare=()):
     """The program's group, then every other process of ours (those that left the group); PID 1
-    is never hit by kill(-1)."""
+    is never hit by kill(-1). `spare`: state holders, which kill(-1) would take too (same uid):
+    then everything is stopped first (a stopped process cannot fork, so a fork bomb cannot outrun
+    the loop), and each process but PID 1 and the holders is killed until no other is left."""
     try:
         os.killpg(pid, _SIGKILL)
     except OSError:
         pass
+    if not spare:
+        try:
+            os.kill(-1, _SIGKILL)
+        except OSError:
+            pass
+        return
     try:
-        os.kill(-1, _SIGKILL)
+        os.kill(-1, _SIGSTOP)
     except OSError:
         pass
+    me = os.getpid()
+    # Bounded: a process stuck in the kernel (uninterruptible sleep) dies when it comes out, and
+    # PID 1 must not hang on it (supervise gives up on such a kill after 5 s as well).
+    give_up = time.monotonic() + 3
+    while time.monotonic() < give_up:
+        others = [p for p in _live_pids() if p != 1 and p != me and p not in spare]
+        if not others:
+            break
+        for p in others:
+            try:
+                os.kill(p, _SIGKILL)
+            except OSError:
+                pass
+    for p in spare:
+        try:
+            os.kill(p, _SIGCONT)
+        except OSError:
+            pass
 
 
 def _on_sigchld(_signum, _frame):
@@ -831,8 +918,51 @@ class Runner:
         self._loaded = None
         self._loaded_len = 0
         # Children that reported their exit and are still in exit(), with the time they must be gone by.
-        self.dying = {}
+        self.exiting = {}
         self.stale_state = {p: _stat_key(p) for p in self.stale_paths}
+        # Session mode's state holder, {'pid', 'sock', 'id'}: the interpreter the next session call
+        # is forked from. None: the next one starts from an empty state.
+        self.state = None
+        # Holders killed and not yet reaped: a large one takes a moment to go, and a program must
+        # not be told it left them running.
+        self.dying = set()
+
+    def spared(self):
+        return (self.state['pid'],) if self.state else ()
+
+    def not_the_programs(self):
+        """The processes a session program may find running that are not its doing."""
+        return self.spared() + tuple(self.dying) + tuple(self.exiting)
+
+    def drop_state(self):
+        """Lets the holder go (a fresh call, a holder that failed): its memory goes back to the sandbox."""
+        st, self.state = self.state, None
+        if st is None:
+            return
+        self.own_fds.discard(st['sock'].fileno())
+        self.dying.add(st['pid'])
+        try:
+            os.kill(st['pid'], _SIGKILL)
+        except OSError:
+            pass
+        st['sock'].close()
+
+    def await_start(self, link):
+        """The pid of the program a holder forked, as the program reports it; None when it does not."""
+        poller = select.poll()
+        poller.register(link.fileno(), select.POLLIN)
+        deadline = time.monotonic() + HOLDER_START_SECONDS
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            try:
+                ready = poller.poll(int(left * 1000) + 1)
+            except InterruptedError:
+                continue
+            if ready:
+                data, _fds = _recv(link)
+                return int(data[1:]) if data[:1] == b'S' and data[1:].isdigit() else None
 
     def hello(self, payload):
         nonce = hello_nonce(payload)
@@ -857,29 +987,37 @@ class Runner:
                 continue
             if pid == 0:
                 break
-            self.dying.pop(pid, None)
+            self.exiting.pop(pid, None)
             if pid == watch:
                 found = status
+            self.dying.discard(pid)
+            if self.state and pid == self.state['pid']:
+                # The holder died (the OOM killer, a program's signal): its state is gone, and the
+                # next session call says so (it starts from an empty state).
+                _log('the state holder died; its state is gone')
+                self.own_fds.discard(self.state['sock'].fileno())
+                self.state['sock'].close()
+                self.state = None
         return found
 
     def kill_overdue(self):
         """A child that reported its exit but is still there is not exiting: it is stopped. Returns
         the poll timeout (ms) until the next deadline, or None."""
-        if not self.dying:
+        if not self.exiting:
             return None
         now = time.monotonic()
-        for pid, deadline in list(self.dying.items()):
+        for pid, deadline in list(self.exiting.items()):
             if now >= deadline:
-                del self.dying[pid]
+                del self.exiting[pid]
                 _log('run child %d reported its exit %.0f s ago and is still there; stopping it' % (pid, DYING_GRACE_S))
                 for kill in (os.killpg, os.kill):
                     try:
                         kill(pid, _SIGKILL)
                     except OSError:
                         pass
-        if not self.dying:
+        if not self.exiting:
             return None
-        return max(1, int((min(self.dying.values()) - now) * 1000) + 1)
+        return max(1, int((min(self.exiting.values()) - now) * 1000) + 1)
 
     def loaded_modules(self):
         """The modules a child starts with, taken here rather than in every child: building the set
@@ -958,45 +1096,99 @@ class Runner:
     def run(self, rid, req, poller):
         """Runs one program in a forked child. Returns the child's spec in the child; None in the runner."""
         d = req['dir']
+        session = req['session']
+        if not session:
+            self.drop_state()
         if req['code'] is not None:
             problem = _write_program(d, req['code'])
             if problem:
                 self.channel.send(b'D', rid, declined_reply(problem, False))
                 return None
-        why = self.stale() or _shadowing(d, self.extra)
+        # Only fresh mode must be indistinguishable from `python3 file`; a session's interpreter
+        # keeps what earlier calls imported, as a notebook's kernel does.
+        why = None if session else self.stale() or _shadowing(d, self.extra)
         if why:
             self.channel.send(b'D', rid, declined_reply(why, True))
             return None
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        link = theirs = None
+        if session:
+            link, theirs = _link_pair()
         oom_before = read_oom_kills()
-        notice = ExitNotice(self.native.libc)
-        try:
-            pid = os.fork()
-        except OSError as e:
-            for fd in (out_r, out_w, err_r, err_w):
-                os.close(fd)
-            notice.close()
-            self.channel.send(b'D', rid, declined_reply('fork: %s' % e.strerror, True))
-            return None
-        if pid == 0:
-            return (d, out_w, err_w, notice.addr, self.loaded_modules())
+        pid = None
+        base = ''
+        notice = None
+        if session and self.state and not req['reset']:
+            st = self.state
+            msg = ('F%s\n%s' % (d, ','.join(str(p) for p in self.not_the_programs()))).encode()
+            if _send(st['sock'], msg, (out_w, err_w, theirs.fileno())):
+                pid = self.await_start(link)
+            if pid is None:
+                _log('the state holder did not start the program; its state is given up')
+                self.drop_state()
+                try:
+                    os.kill(-1, _SIGKILL)  # whatever it may have started
+                except OSError:
+                    pass
+                link.close()
+                theirs.close()
+                link, theirs = _link_pair()
+            else:
+                base = st['id']
+        if pid is None:
+            # Fresh mode only: a session program's end is told over its link (kept or not).
+            if not session:
+                notice = ExitNotice(self.native.libc)
+            try:
+                pid = os.fork()
+            except OSError as e:
+                for fd in (out_r, out_w, err_r, err_w):
+                    os.close(fd)
+                if notice is not None:
+                    notice.close()
+                if session:
+                    link.close()
+                    theirs.close()
+                self.channel.send(b'D', rid, declined_reply('fork: %s' % e.strerror, True))
+                return None
+            if pid == 0:
+                if not session:
+                    return (d, out_w, err_w, notice.addr, self.loaded_modules(), None, ())
+                # Our sockets' fds are closed by become(); detached first, so that no object of
+                # ours closes the same number again later, when the program may be using it.
+                link.detach()
+                if self.state:
+                    self.state['sock'].detach()
+                return (d, out_w, err_w, None, self.loaded_modules(), theirs, self.not_the_programs())
         os.close(out_w)
         os.close(err_w)
+        if theirs is not None:
+            theirs.close()
         self.channel.send(b'S', rid, started_reply(pid))
         try:
-            self.supervise(rid, req, pid, out_r, err_r, poller, oom_before, notice)
+            self.supervise(rid, req, pid, out_r, err_r, poller, oom_before, link, base, notice)
         finally:
-            notice.close()
+            if notice is not None:
+                notice.close()
         return None
 
-    def supervise(self, rid, req, pid, out_r, err_r, poller, oom_before, notice):
+    def supervise(self, rid, req, pid, out_r, err_r, poller, oom_before, link=None, base='', notice=None):
+        """Streams the program's output, enforces the backstop, kills on a k frame, reports its
+        end. `link`: a session program's, over which it says it is kept (K: it is now a holder,
+        and counts as exited 0) or why it cannot be (N). `notice`: a fresh program's exit notice."""
         channel = self.channel
         streams = {out_r: b'O', err_r: b'E'}
         for fd in streams:
             poller.register(fd, select.POLLIN)
         status = None
         killed = limited = orphans = False
+        kept = False
+        unkept = None
+        link_fd = None
+        if link is not None:
+            link_fd = link.fileno()
+            poller.register(link_fd, select.POLLIN)
         total = 0
         exited_at = kill_at = None
         limit = req['max']
@@ -1005,7 +1197,7 @@ class Runner:
             nonlocal kill_at
             if kill_at is None:
                 kill_at = time.monotonic()
-                _kill_all(pid)
+                _kill_all(pid, self.spared())
 
         def handle_input():
             nonlocal killed
@@ -1028,12 +1220,12 @@ class Runner:
             if status is None and reaped is not None:
                 status = reaped
                 exited_at = now
-            if status is None and not streams and kill_at is None:
+            if status is None and not streams and kill_at is None and notice is not None:
                 status = notice.status()
                 if status is not None:
                     # Told, not reaped: the child is in exit(). It has this long to be gone.
                     exited_at = now
-                    self.dying[pid] = now + DYING_GRACE_S
+                    self.exiting[pid] = now + DYING_GRACE_S
             if status is not None and not streams:
                 break
             if kill_at is not None and now - kill_at > 5:
@@ -1058,6 +1250,19 @@ class Runner:
             for fd, _ev in events:
                 if fd == self.wake_r:
                     continue  # reaped at the top of the loop
+                if fd == link_fd:
+                    data, _fds = _recv(link)
+                    if data == b'K' and status is None:
+                        kept = True
+                        status = 0  # as waitpid says exit 0
+                        exited_at = time.monotonic()
+                    elif data[:1] == b'N':
+                        unkept = data[1:41].decode('ascii', 'replace')
+                    if data[:1] != b'N':
+                        # Kept, or the program is gone: nothing more comes this call.
+                        poller.unregister(link_fd)
+                        link_fd = None
+                    continue
                 if fd == channel.fd_in:
                     channel.feed()
                     if channel.closed:
@@ -1088,8 +1293,113 @@ class Runner:
         for fd in list(streams):
             poller.unregister(fd)
             os.close(fd)
+        if link_fd is not None:
+            poller.unregister(link_fd)
+        state = None
+        if link is not None:
+            state = self.commit(pid, link, base, kept and not (killed or limited or orphans or kill_at), status, unkept)
         # The kernel counts an OOM kill before it sends the SIGKILL: a reaped child's is in.
-        channel.send(b'X', rid, exit_reply(status, killed, limited, orphans, oom_before, read_oom_kills()))
+        channel.send(b'X', rid, exit_reply(status, killed, limited, orphans, oom_before, read_oom_kills(), state))
+
+    def commit(self, pid, link, base, keep, status, unkept):
+        """The end of a session call: the program that is now a holder replaces the previous one
+        (killed only now), or, when the call did not succeed, the previous holder stays."""
+        if keep:
+            old = self.state
+            self.state = {'pid': pid, 'sock': link, 'id': os.urandom(4).hex()}
+            self.own_fds.add(link.fileno())
+            if old is not None:
+                self.own_fds.discard(old['sock'].fileno())
+                self.dying.add(old['pid'])
+                try:
+                    os.kill(old['pid'], _SIGKILL)
+                except OSError:
+                    pass
+                old['sock'].close()
+        else:
+            # Nothing a call that is not kept started may outlive it: it would make every later
+            # call unkeepable (processes), and the state is to be as the last kept call left it.
+            _kill_all(pid, self.spared())
+            link.close()
+            if status == 0 and unkept is None:
+                unkept = 'link'  # exited 0 without saying it was kept (it closed its link)
+        now, holder = (self.state['id'], self.state['pid']) if self.state else ('', 0)
+        return state_reply(base, now, keep, holder, None if keep or status != 0 else unkept)
+
+
+# ---------------------------------------------------------------------------------------------
+# Session state. A session-mode program that succeeded (exit 0) does not end: it becomes the
+# state holder, the interpreter the chat's next call is forked from (copy-on-write), and the
+# holder before it is killed only once the new one is in place. A call that fails simply dies,
+# and the holder it was forked from is still there: a call commits all of its state or none of
+# it, and no object is ever serialized. PID 1 and a holder talk over an AF_UNIX seqpacket pair:
+# PID 1 passes the next program's output pipes and link (SCM_RIGHTS); the holder forks twice, so
+# the program is PID 1's child, and supervise streams, kills, reaps and reports it exactly as one
+# it forked itself (a holder that reported statuses instead would be one more thing to trust).
+_sock = None
+
+
+def _socket_module():
+    """_socket, imported at the first session run: a fresh sandbox's programs never see it."""
+    global _sock
+    if _sock is None:
+        had = '_socket' in sys.modules
+        import _socket
+
+        if not had:
+            del sys.modules['_socket']
+        _sock = _socket
+    return _sock
+
+
+def _link_pair():
+    s = _socket_module()
+    return s.socketpair(s.AF_UNIX, s.SOCK_SEQPACKET)
+
+
+def _send(sock, data, fds=()):
+    s = _sock
+    anc = [(s.SOL_SOCKET, s.SCM_RIGHTS, b''.join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in fds))] if fds else []
+    try:
+        sock.sendmsg([data], anc)
+        return True
+    except OSError:
+        return False
+
+
+def _recv(sock, nfds=0):
+    """(message, fds); b'' once the other end is gone."""
+    s = _sock
+    try:
+        data, anc, _flags, _addr = sock.recvmsg(4096, s.CMSG_SPACE(4 * nfds) if nfds else 0)
+    except OSError:
+        return b'', []
+    fds = []
+    for level, kind, blob in anc:
+        if level == s.SOL_SOCKET and kind == s.SCM_RIGHTS:
+            fds.extend(int.from_bytes(blob[i:i + 4], sys.byteorder, signed=True) for i in range(0, len(blob) - 3, 4))
+    return data, fds
+
+
+def _oom_adj(value=None):
+    """Reads (value None) or sets this process's oom_score_adj; None when /proc refuses. A program
+    raises its own to the maximum so that the kernel picks it, not a holder that may be larger;
+    a holder sets back the value it had (allowed down to the floor the engine set)."""
+    try:
+        if value is None:
+            fd = os.open('/proc/self/oom_score_adj', os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                return int(os.read(fd, 32).strip() or b'0')
+            finally:
+                os.close(fd)
+        fd = os.open('/proc/self/oom_score_adj', os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(fd, b'%d' % value)
+        finally:
+            os.close(fd)
+        return value
+    except (OSError, ValueError):
+        return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1176,7 +1486,13 @@ class Program:
     """In a forked child: what it takes from the runner to become the program, and its end."""
 
     def __init__(self, spec, native, depth, keep_fds, own_fds, argv_area, path_tail, hook_args_type):
-        self.dir, self.out_w, self.err_w, self.exit_notice, self.fork_modules = spec
+        # `exit_notice`: a fresh program's shared page for its exit status (None in session mode);
+        # `fork_modules`: what it starts with; `ctl`: a session program's link to PID 1 (None in
+        # fresh mode); `spare`: the holder it may leave running (the one it was forked from), for
+        # the check of what it left.
+        self.dir, self.out_w, self.err_w, self.exit_notice, self.fork_modules, self.ctl, self.spare = spec
+        self.adj = None
+        self.out_pipes = ()
         self.native = native
         self.depth = depth
         self.keep_fds = keep_fds
@@ -1193,9 +1509,10 @@ class Program:
         os.dup2(null, 0, inheritable=True)
         os.dup2(self.out_w, 1, inheritable=True)
         os.dup2(self.err_w, 2, inheritable=True)
+        ctl = self.ctl.fileno() if self.ctl is not None else -1
         for fd in os.listdir('/proc/self/fd'):
             fd = int(fd)
-            if fd > 2 and (fd not in self.keep_fds or fd in self.own_fds):
+            if fd > 2 and fd != ctl and (fd not in self.keep_fds or fd in self.own_fds):
                 try:
                     os.close(fd)
                 except OSError:
@@ -1204,13 +1521,10 @@ class Program:
         _signal.signal(_SIGCHLD, _signal.SIG_DFL)
         _signal.signal(_SIGINT, _signal.default_int_handler)
         self.native.set_dumpable(True)
+        if self.ctl is not None:
+            self.session_start()
         path = self.path.decode()
-        if self.argv_area is not None:
-            want = b'python3\0' + self.path + b'\0'
-            start, end = self.argv_area
-            size = end - start
-            if len(want) <= size:
-                ctypes.memmove(start, want + b'\0' * (size - len(want)), size)
+        self.set_argv()
         os.chdir(self.dir)
         sys.argv[:] = [path]
         try:
@@ -1232,6 +1546,158 @@ class Program:
         main.__builtins__ = builtins
         sys.modules['__main__'] = main
 
+    def set_argv(self):
+        if self.argv_area is not None:
+            want = b'python3\0' + self.path + b'\0'
+            start, end = self.argv_area
+            size = end - start
+            if len(want) <= size:
+                ctypes.memmove(start, want + b'\0' * (size - len(want)), size)
+
+    def session_start(self):
+        """A session program (now dumpable, so /proc/self is its own) is the OOM killer's first
+        choice; what it writes to its output pipes is known by their inodes (see hold)."""
+        self.adj = _oom_adj()
+        _oom_adj(1000)
+        pipes = []
+        for fd in (1, 2):
+            st = os.fstat(fd)
+            pipes.append((st.st_dev, st.st_ino))
+        self.out_pipes = tuple(pipes)
+
+    def unkeepable(self):
+        """Why this process cannot be kept as the state: what it left running would go on in the
+        holder (threads, processes) or be shared with every later call (sockets). None: it can."""
+        threading = sys.modules.get('threading')
+        try:
+            if threading is not None and threading.active_count() > 1:
+                return 'threads'
+        except Exception:  # noqa: BLE001
+            return 'threads'
+        if not _fork_safe_threads():  # native threads (a BLAS pool that stops at fork is fine)
+            return 'threads'
+        me = os.getpid()
+        if any(p not in (1, me) and p not in self.spare for p in _live_pids()):
+            return 'processes'
+        ctl = self.ctl.fileno()
+        for fd in os.listdir('/proc/self/fd'):
+            try:
+                target = os.readlink('/proc/self/fd/' + fd)
+            except OSError:
+                continue
+            if target.startswith('socket:') and int(fd) != ctl:
+                return 'sockets'
+        return None
+
+    def hold(self):
+        """Becomes the state holder once the program succeeded; returns None when it cannot be kept
+        (PID 1 is told why, and the program ends as usual). In the holder, it waits for PID 1's
+        fork requests, and returns only in the process of the next program, ready to run it."""
+        why = self.unkeepable()
+        if why is None and self._flush_std_files() < 0:
+            why = 'flush'
+        if why:
+            _send(self.ctl, b'N' + why.encode())
+            return None
+        # This call's output pipes must close (PID 1 waits for their end), even where the program
+        # kept a copy of the descriptor: every such descriptor now points at /dev/null.
+        null = os.open('/dev/null', os.O_RDWR)
+        for fd in os.listdir('/proc/self/fd'):
+            fd = int(fd)
+            try:
+                st = os.fstat(fd)
+            except OSError:
+                continue
+            if fd != null and (st.st_dev, st.st_ino) in self.out_pipes:
+                os.dup2(null, fd, inheritable=fd <= 2)
+        os.close(null)
+        # Set back before the process stops being dumpable: /proc/self is root's after that.
+        if self.adj is not None:
+            _oom_adj(self.adj)
+        # Like the runner: nobody may read or write the state through /proc (ptrace, mem).
+        self.native.set_dumpable(False)
+        _signal.signal(_SIGINT, _signal.SIG_IGN)
+        if not _send(self.ctl, b'K'):
+            os._exit(0)
+        while True:
+            data, fds = _recv(self.ctl, 3)
+            if not data:
+                os._exit(0)  # PID 1 let go of this state
+            if data[:1] != b'F' or len(fds) != 3:
+                for fd in fds:
+                    os.close(fd)
+                continue
+            d, _, spare = data[1:].decode('ascii', 'replace').partition('\n')
+            random = sys.modules.get('random')
+            seed = random.getstate() if random is not None else None
+            try:
+                pid = os.fork()
+            except OSError:
+                pid = -1
+            if pid == 0:
+                try:
+                    if os.fork():
+                        os._exit(0)
+                except OSError:
+                    os._exit(1)
+                # The grandchild, reparented to PID 1 as soon as its parent is gone.
+                return self.next_program(d, fds, tuple(int(p) for p in spare.split(',') if p.isdigit()), random, seed)
+            for fd in fds:
+                os.close(fd)
+            if pid > 0:
+                while True:
+                    try:
+                        os.waitpid(pid, 0)
+                        break
+                    except InterruptedError:
+                        continue
+                    except ChildProcessError:
+                        break
+
+    def next_program(self, d, fds, spare, random, seed):
+        """In a process forked from a holder: becomes the next program, on the holder's __main__."""
+        out_w, err_w, ctl = fds
+        os.setsid()
+        old = self.ctl.detach()
+        os.close(old)
+        self.ctl = _sock.socket(fileno=ctl)
+        _send(self.ctl, b'S%d' % os.getpid())
+        null = os.open('/dev/null', os.O_RDONLY)
+        os.dup2(null, 0, inheritable=True)
+        os.close(null)
+        os.dup2(out_w, 1, inheritable=True)
+        os.dup2(err_w, 2, inheritable=True)
+        os.close(out_w)
+        os.close(err_w)
+        _signal.signal(_SIGINT, _signal.default_int_handler)
+        self.native.set_dumpable(True)
+        prev = self.dir
+        # The holder, and our parent until its exit is through (it only calls _exit, but unmapping
+        # a large state takes a moment): neither is something the program left.
+        self.dir, self.spare = d, spare + (os.getppid(),)
+        self.path = (d + '/program.py').encode()
+        self.session_start()
+        self.set_argv()
+        os.chdir(d)
+        path = self.path.decode()
+        sys.argv[:] = [path]
+        try:
+            sys.orig_argv[:] = ['python3', path]
+        except AttributeError:
+            pass
+        sys.path[:] = [d if p == prev else p for p in sys.path]
+        # The program's own streams, whatever the last call left in sys.stdout (as a kernel does).
+        for name in ('stdin', 'stdout', 'stderr'):
+            orig = getattr(sys, '__%s__' % name, None)
+            if orig is not None:
+                setattr(sys, name, orig)
+        # `random` reseeds itself after a fork; the state's generator goes on where it was instead.
+        if random is not None and seed is not None:
+            random.setstate(seed)
+        self.fork_modules = set(sys.modules)
+        self.exit_notice = None  # the page of the run this holder came from, which nobody reads now
+        return self
+
     def open_main(self):
         """The program's globals and its open file, as `python3 file` has them before the first line."""
         path = self.path.decode()
@@ -1247,7 +1713,8 @@ class Program:
         return main, fp
 
     def finish(self, ending):
-        """What follows the program's last statement; never returns. `ending` holds the program's
+        """What follows the program's last statement; never returns, except in session mode, in the
+        process of the next program forked from this one once it is the state. `ending` holds the program's
         exception (or None) and namespace, and is emptied: as in `python3 file`, the program's
         objects die when its modules are torn down (their __del__ runs then), not before."""
         exc, main_dict = ending
@@ -1274,6 +1741,10 @@ class Program:
         except _Exit as e:
             status = e.status
         del exc, main_dict
+        if self.ctl is not None and status == 0:
+            following = self.hold()
+            if following is not None:
+                return following
         status = self._finalize(status)
         if sigint:
             _signal.signal(_SIGINT, _signal.SIG_DFL)
@@ -1491,16 +1962,18 @@ if __name__ == '__main__':
     # main() returns only in a forked child. The program runs here, at this file's module level,
     # so that only two frames of the runner are above its own (the -c line and this file), and the
     # recursion counter is set in the frame that calls PyRun_FileExFlags, as it was calibrated.
+    # In session mode finish() returns in the next program's process, forked from this state.
     _program = main()
-    _main, _fp = _program.open_main()
-    _exc = None
-    if _program.depth.field is not None:
-        ctypes.c_int.from_address(_program.depth.field).value = _program.depth.target
-    try:
-        _program.native.pyrun(_fp, _program.path, 257, _main, _main, 1, _program.native.cflags)
-    except BaseException as _e:  # noqa: BLE001 - the program's uncaught exception, SystemExit included
-        _exc = _e
-    # Our own names for the program's exception and namespace go before its end.
-    _ending = [_exc, _main]
-    del _exc, _main
-    _program.finish(_ending)
+    while _program is not None:
+        _main, _fp = _program.open_main()
+        _exc = None
+        if _program.depth.field is not None:
+            ctypes.c_int.from_address(_program.depth.field).value = _program.depth.target
+        try:
+            _program.native.pyrun(_fp, _program.path, 257, _main, _main, 1, _program.native.cflags)
+        except BaseException as _e:  # noqa: BLE001 - the program's uncaught exception, SystemExit included
+            _exc = _e
+        # Our own names for the program's exception and namespace go before its end.
+        _ending = [_exc, _main]
+        del _exc, _main
+        _program = _program.finish(_ending)

@@ -24,6 +24,7 @@ import { putRunFiles } from '../src/docker/workArea';
 import { QUICK_MIX, loadCase, type LoadResult } from './bench/load';
 import { FORK_SCRIPT, warmPhases, type Phases } from './bench/phases';
 import { benchDataImage, type DataImageBench } from './bench/dataImage';
+import { benchSession, printSession, type SessionBench } from './bench/session';
 import { stat, type Stat } from './bench/stats';
 import { measureRuntimes } from './benchRuntimes';
 
@@ -144,6 +145,7 @@ async function main(): Promise<void> {
   let loadSerial: LoadResult | undefined;
   let loadQuick: LoadResult | undefined;
   let dataImage: DataImageBench | undefined;
+  let session: SessionBench | undefined;
   const providers = [warm, plain];
   const share = path.join(os.tmpdir(), `codeact-bench-${randomBytes(4).toString('hex')}.bin`);
   try {
@@ -258,6 +260,10 @@ async function main(): Promise<void> {
     results['share.copyIn'] = stat(copies);
     console.log('done');
 
+    process.stdout.write('session state ... ');
+    session = await benchSession(dockerClient, IMAGE, N, VERSION, LIMITS);
+    console.log('done');
+
     process.stdout.write('load: 5 chats x 20 calls, 3 in flight per chat ... ');
     await Promise.all([warm.dispose(), plain.dispose()]);
     const loaded = makeProvider(true, { spareSandboxes: 1, maxSandboxes: 8, limits: LOAD_LIMITS });
@@ -335,13 +341,14 @@ async function main(): Promise<void> {
   console.log(
     `data image ${d.tag} (${d.route} route): ${d.builtFromScratch ? 'built from scratch' : 'found'} in ${(d.ensureMs / 1000).toFixed(1)} s, ${(d.sizeMb / 1000).toFixed(2)} GB; not measured: ${d.notMeasured.join('; ')}\n`,
   );
+  printSession(session!);
   const rw = Math.max(...Object.keys(ratios).map((k) => k.length));
   for (const [k, v] of Object.entries(ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
   for (const [k, v] of Object.entries(runtimes.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(2)}`);
   const out = path.join('test-results', 'bench');
   fs.mkdirSync(out, { recursive: true });
   const file = path.join(out, 'bench.json');
-  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, load, loadSerial, loadQuick, dataImage, ratios: { ...ratios, ...runtimes.ratios }, notes }, null, 2) + '\n');
+  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, load, loadSerial, loadQuick, dataImage, session, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios }, notes }, null, 2) + '\n');
   console.log(`\nwritten to ${file}`);
 }
 

@@ -14,6 +14,7 @@ import { requirementName } from './core/requirements';
 import { preloadModuleSchema } from './core/runnerProtocol';
 import { consoleLogger } from './core/logger';
 import { sessionDigest } from './core/session';
+import { STATE_MODES, SessionStates, type StateMode } from './core/sessionState';
 import { executeToolCall } from './core/toolCall';
 import { ArtifactStore } from './storage/artifactStore';
 import { RunRecording } from './storage/runRecorder';
@@ -56,6 +57,10 @@ run options (mcp takes them too, except --session, --file and --output):
   --rebuild            build the Dev Container image even when it is up to date
   --runtime NAME       container runtime: auto (default: gVisor's runsc when the engine has it,
                        else the engine's default) or a runtime the engine must have (runsc, runc)
+  --state MODE         fresh (default: a new Python process per run) or session (with --session:
+                       the variables, functions and imports a successful run leaves are there in
+                       the session's next run; a run that fails changes nothing)
+  --reset              with --state session: run on an empty state
   --no-warm            start every program with docker exec (no warm runner in the sandbox)
   --preload MOD        a module the warm runner imports up front (repeatable; default
                        ${DEFAULTS.preloadModules.join(', ')}; --preload '' for none)
@@ -84,9 +89,9 @@ interface Parsed {
 
 const VALUE_FLAGS = new Set([
   'image', 'session', 'timeout', 'memory', 'cpus', 'pids', 'work-area', 'output-budget', 'workspace', 'file', 'output', 'outputs', 'artifacts',
-  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes', 'runtime', 'context', 'packages', 'spares',
+  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes', 'runtime', 'context', 'packages', 'spares', 'state',
 ]);
-const BOOLEAN_FLAGS = new Set(['verbose', 'help', 'docker-tls-verify', 'rebuild', 'no-warm']);
+const BOOLEAN_FLAGS = new Set(['verbose', 'help', 'docker-tls-verify', 'rebuild', 'no-warm', 'reset']);
 
 function parse(argv: string[]): Parsed {
   const [command = 'help', ...rest] = argv;
@@ -163,6 +168,9 @@ function sandboxConfigFrom(p: Parsed): SandboxConfig & { workspace: string | und
   }
   const backend = (one(p, 'backend') ?? 'docker') as BackendSetting;
   if (!BACKEND_SETTINGS.includes(backend)) throw new UsageError(`--backend must be ${BACKEND_SETTINGS.join(', ')}`);
+  const state = (one(p, 'state') ?? DEFAULTS.state) as StateMode;
+  if (!STATE_MODES.includes(state)) throw new UsageError(`--state must be ${STATE_MODES.join(' or ')}`);
+  if (state === 'session' && p.flags.has('no-warm')) throw new UsageError('--state session needs the warm runner: a state lives in it (leave out --no-warm)');
   return {
     image,
     packages,
@@ -173,6 +181,7 @@ function sandboxConfigFrom(p: Parsed): SandboxConfig & { workspace: string | und
     timeoutSeconds,
     outputBudgetBytes,
     outputsMode,
+    state,
     backend,
     rebuild: p.flags.has('rebuild'),
     engine: engineFrom(p),
@@ -225,10 +234,13 @@ async function run(p: Parsed): Promise<number> {
     throw new UsageError('saving files (--output, --outputs manifest) needs --artifacts DIR');
   }
   if (config.backend === 'devcontainer' && workspace === undefined) throw new UsageError('--backend devcontainer needs --workspace DIR');
+  if (config.state === 'session' && session === undefined) throw new UsageError('--state session keeps a state for the next run of a --session: give --session KEY');
+  if (p.flags.has('reset') && config.state !== 'session') throw new UsageError('--reset applies to --state session');
   const input = parseToolInput({
     code: await readProgram(p.positional[0]!),
     ...(fileNames.length ? { files: fileNames } : {}),
     ...(outputNames.length ? { outputs: outputNames } : {}),
+    ...(p.flags.has('reset') ? { reset: true } : {}),
   });
 
   const sessionKey = `cli:${session ?? `once-${randomBytes(6).toString('hex')}`}`;
@@ -257,6 +269,8 @@ async function run(p: Parsed): Promise<number> {
         workspace: workspace === undefined ? undefined : folderSource(workspace),
         recording,
         savedWhere: 'in the CodeAct Sandbox view',
+        // One run per process: a state lost between two runs is not known here (the runner's word is all there is).
+        states: new SessionStates(),
       }),
       abort.signal,
     );
@@ -272,7 +286,13 @@ async function run(p: Parsed): Promise<number> {
 }
 
 async function mcp(p: Parsed): Promise<number> {
-  const notHere = { session: 'each connection gets a sandbox of its own', spares: 'each connection gets a sandbox of its own', file: 'the client names the files of each call', output: 'the client names the files of each call' };
+  const notHere = {
+    session: 'each connection gets a sandbox of its own',
+    spares: 'each connection gets a sandbox of its own',
+    file: 'the client names the files of each call',
+    output: 'the client names the files of each call',
+    reset: 'the client asks for it in a call (`reset`)',
+  };
   for (const [name, why] of Object.entries(notHere)) {
     if (p.flags.has(name)) throw new UsageError(`--${name} is not an option of mcp: ${why}`);
   }

@@ -8,6 +8,7 @@ import type { FilesOutCaps, RunLimits } from './limits';
 import type { Logger } from './logger';
 import { missingModuleHint, missingModuleName } from './missingModule';
 import type { CollectedFile, CollectOutcome, OutputSink, Sandbox, SandboxProvider, StagedFile } from './sandbox';
+import type { SessionStates, StateOutcome } from './sessionState';
 
 /** How produced files are named for collection: declared up front, or listed by the program. */
 export type OutputsRequest = { mode: 'declared'; names: readonly string[] } | { mode: 'manifest' };
@@ -36,6 +37,8 @@ export interface ExecuteRequest {
   files?: readonly StagedFile[];
   /** Produced files to collect after the run. */
   filesOut?: FilesOutRequest;
+  /** Session mode: the call runs on the chat's kept state (an empty one with `reset`); `states` is the host's record of them. */
+  state?: { reset: boolean; states: SessionStates };
 }
 
 export interface ExecuteReport {
@@ -104,10 +107,12 @@ export async function executeCode(
     let notes: string[] = [];
     let replaced = false;
     let oomKilled = false;
+    let stateOutcome: StateOutcome | undefined;
     try {
       const exit = await sandbox.run({
         code: request.code,
         ...(request.files?.length ? { files: request.files } : {}),
+        ...(request.state ? { state: { reset: request.state.reset } } : {}),
         signal: stopper.signal,
         onStart: () => {
           clearTimeout(timer);
@@ -127,6 +132,7 @@ export async function executeCode(
       notes = exit.notes ?? [];
       replaced = exit.replaced === true;
       oomKilled = exit.oomKilled === true;
+      stateOutcome = exit.state;
       if (exit.replaced) {
         log.warn(`sandbox for ${request.sessionKey} was restarted to stop the program`);
         notes.push('The sandbox had to be restarted to stop the program; files written by earlier calls are gone.');
@@ -147,6 +153,11 @@ export async function executeCode(
     if (!reason && exitCode !== 0) {
       const hint = await moduleHint(sandbox, stderr.snapshot(), log);
       if (hint) notes.push(hint);
+    }
+    // Last, so that every session-mode result ends with it.
+    if (request.state) {
+      const succeeded = !reason && exitCode === 0 && !oomKilled && !replaced;
+      notes.push(request.state.states.settle(request.sessionKey, { reset: request.state.reset, succeeded, outcome: stateOutcome }));
     }
     const facts = {
       stdout: stdout.snapshot(),

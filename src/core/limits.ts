@@ -47,6 +47,8 @@ export const DEFAULTS = {
   devcontainerBuildTimeoutMinutes: 15,
   /** auto: gVisor's runsc where the engine has it, else the engine's default; or a runtime the engine must have. */
   runtime: 'auto',
+  /** fresh: a new process per call; session: a chat's calls share the module globals its successful calls left. */
+  state: 'fresh',
 } as const;
 
 export interface FilesOutCaps {

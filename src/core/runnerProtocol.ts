@@ -165,6 +165,23 @@ export const helloReplySchema = z
 
 export const startedReplySchema = z.object({ t: z.literal('started'), pid: z.number().int().positive() }).strict();
 
+const stateId = z.string().regex(/^(?:[0-9a-f]{8})?$/);
+
+/**
+ * A session call's state, as the runner saw it: the state the program started from and the one
+ * the next call starts from (ids; '' is the empty state), whether this call's state was kept,
+ * the pid of the process holding the state (0: none), and why a call that exited 0 could not be kept.
+ */
+export const stateReplySchema = z
+  .object({
+    from: stateId,
+    now: stateId,
+    kept: z.boolean(),
+    holder: z.number().int().min(0),
+    reason: z.string().max(40).optional(),
+  })
+  .strict();
+
 export const exitReplySchema = z
   .object({
     t: z.literal('exit'),
@@ -175,6 +192,8 @@ export const exitReplySchema = z
     orphans: z.boolean(),
     /** The kernel killed the program for memory; absent from runners that cannot read the cgroup's OOM-kill counter. */
     oomKilled: z.boolean().optional(),
+    /** Session mode only: see stateReplySchema. */
+    state: stateReplySchema.optional(),
   })
   .strict();
 
@@ -184,6 +203,7 @@ export const declinedReplySchema = z.object({ t: z.literal('declined'), reason: 
 export type HelloReply = z.infer<typeof helloReplySchema>;
 export type StartedReply = z.infer<typeof startedReplySchema>;
 export type ExitReply = z.infer<typeof exitReplySchema>;
+export type StateReply = z.infer<typeof stateReplySchema>;
 export type DeclinedReply = z.infer<typeof declinedReplySchema>;
 
 /** Parses a JSON reply against its schema; throws ProtocolError on anything else. */
@@ -211,6 +231,8 @@ export interface RunRequest {
   maxOutputBytes: number;
   /** How long children may hold the output open after the program exited. */
   orphanGraceMs: number;
+  /** Session mode: the program runs on the state the last kept call left, or on an empty one (`reset`). */
+  state?: { reset: boolean };
 }
 
 /** key=value lines, a blank line, then the program's bytes: parseable without any import. */
@@ -218,7 +240,8 @@ export function encodeRunRequest(r: RunRequest): Buffer {
   if (!RUN_DIR_PATTERN.test(r.dir)) throw new Error(`not a run directory: ${r.dir}`);
   const ints = [r.maxOutputBytes, r.orphanGraceMs];
   if (!ints.every((n) => Number.isInteger(n) && n >= 0 && n <= Number.MAX_SAFE_INTEGER)) throw new Error('run request limits must be non-negative integers');
-  const head = `dir=${r.dir}\nmax=${r.maxOutputBytes}\ngrace=${r.orphanGraceMs}\ncode=${r.code ? 1 : 0}\n\n`;
+  const state = r.state ? `state=session\nreset=${r.state.reset ? 1 : 0}\n` : '';
+  const head = `dir=${r.dir}\nmax=${r.maxOutputBytes}\ngrace=${r.orphanGraceMs}\ncode=${r.code ? 1 : 0}\n${state}\n`;
   return Buffer.concat([Buffer.from(head, 'ascii'), r.code ?? Buffer.alloc(0)]);
 }
 

@@ -1,5 +1,6 @@
 import type { FilesOutCaps } from './limits';
 import type { InstalledDistribution } from './missingModule';
+import type { StateOutcome } from './sessionState';
 
 /**
  * What the pipeline needs from a sandbox, whatever runs it. The Docker implementation lives in
@@ -29,6 +30,8 @@ export interface ProgramRun {
    * limit counts from here, so waiting behind the chat's other calls does not count against it.
    */
   onStart(): void;
+  /** Session mode: run on the state the chat's last kept call left (an empty one with `reset`). */
+  state?: { reset: boolean };
 }
 
 export interface ProgramExit {
@@ -42,6 +45,8 @@ export interface ProgramExit {
   oomKilled?: boolean;
   /** Sentences for the model about what the sandbox had to do (e.g. it was reset). */
   notes?: string[];
+  /** Session mode: what the call did to the state; absent when the program did not run on one (docker exec). */
+  state?: StateOutcome;
 }
 
 export interface CollectedFile {

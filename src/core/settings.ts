@@ -51,6 +51,7 @@ export const settingsShape = {
   dockerTlsVerify: z.boolean(),
   devcontainerBuildTimeoutMinutes: z.number().int().min(1).max(240),
   runtime: z.string().trim().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'must be auto or the name of a runtime the Docker engine has'),
+  state: z.enum(['fresh', 'session']),
 } as const;
 
 export type SettingKey = keyof typeof settingsShape;

@@ -6,6 +6,7 @@ import { validateOutputNames } from './files/names';
 import type { FilesOutCaps, RunLimits } from './limits';
 import type { Logger } from './logger';
 import type { CollectedFile, SandboxProvider } from './sandbox';
+import type { SessionStates } from './sessionState';
 import type { FilesInCaps } from './settings';
 import type { ToolInput } from './toolInput';
 
@@ -45,6 +46,8 @@ export interface ToolCallOptions {
   filesOut: { mode: OutputsMode; caps: FilesOutCaps; savedWhere: string };
   /** Starts the run's record; without one, nothing is kept and no files can be saved. */
   record?: () => RunRecorder;
+  /** Session mode (the state setting): the host's record of its chats' states. Unset: fresh mode. */
+  states?: SessionStates;
 }
 
 export interface ToolCallResult {
@@ -113,6 +116,7 @@ export async function executeToolCall(
         ...(recorder ? { spillDir: recorder.dir } : {}),
         ...(files.length ? { files } : {}),
         ...(filesOut && recorder ? { filesOut: { ...filesOut, sink: (name, size, body) => recorder.addFile(name, body, size) } } : {}),
+        ...(options.states ? { state: { reset: input.reset === true, states: options.states } } : {}),
       },
       options.limits,
       signal,

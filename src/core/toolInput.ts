@@ -29,6 +29,12 @@ export const toolInputSchema = z
       .describe(
         'Files the program will write in its working directory, by relative path (e.g. "chart.png"), to be saved for the user. They are not sent back to you. Only used when the user keeps the default "declared" outputs mode.',
       ),
+    reset: z
+      .boolean()
+      .optional()
+      .describe(
+        'Only when the user turned on session state (results then end with a "State:" line): true runs this call on an empty state instead of the variables earlier calls kept. Ignored otherwise.',
+      ),
   })
   .strict();
 
@@ -57,6 +63,7 @@ export function parseToolInput(input: unknown): ToolInput {
     if (issue.code === 'too_big' && issue.path[0] === 'code') {
       return `\`code\` is longer than ${MAX_CODE_CHARS} characters; write a shorter program`;
     }
+    if (issue.path[0] === 'reset' && issue.code === 'invalid_type') return '`reset` must be true or false';
     if ((issue.path[0] === 'files' || issue.path[0] === 'outputs') && issue.code === 'invalid_type') {
       return `\`${String(issue.path[0])}\` must be a list of relative path strings like ["data/sales.csv"]`;
     }

@@ -7,7 +7,7 @@ import type { CollectOutcome, OutputSink, ProgramExit, ProgramRun, Sandbox } fro
 import { collectFiles } from './transfer';
 import { SandboxGoneError, engineUnreachable, isGoneStatus, isUnreachable, statusCode, withDeadline } from './engineErrors';
 import { ExecStrategy, KILL_GRACE_MS } from './execStrategy';
-import { KILL_ALL_SOURCE, RUNS_DIR, WORK_ROOT } from './guest';
+import { RUNS_DIR, WORK_ROOT, killAllSparingSource } from './guest';
 import { oomKillCount, startGuest } from './guestExec';
 import type { InstalledDistribution } from '../core/missingModule';
 import { imageDistributions } from './images';
@@ -54,6 +54,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
   private distributions: Promise<readonly InstalledDistribution[] | undefined> | undefined;
   private readonly execStrategy: ExecStrategy;
   private readonly warmStrategy: WarmStrategy | undefined;
+  /** The pid of the process holding the session state, as the runner last said (0: none); kills spare it. */
+  private holderPid = 0;
   lastUsed = Date.now();
 
   private constructor(
@@ -282,6 +284,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
     }
     // A new cgroup: its counters start at zero again.
     this.oomSeen = 0;
+    this.holderPid = 0;
     // The runner preloads while the work area is laid out and the first program is copied in.
     if (options.greet) this.channel?.greet();
     await this.layOutWorkArea();
@@ -330,16 +333,23 @@ export class DockerSandbox implements Sandbox, WarmOps {
     const notes: string[] = [];
     const done = (exit: ExitInfo): ProgramExit => {
       const all = [...notes, ...(exit.notes ?? [])];
+      let state: ProgramExit['state'];
+      if (exit.state) {
+        const { holder, ...outcome } = exit.state;
+        this.holderPid = holder;
+        state = outcome;
+      }
       return {
         exitCode: exit.exitCode,
         workDir,
         ...(exit.replaced ? { replaced: true } : {}),
         ...(exit.oomKilled ? { oomKilled: true } : {}),
         ...(all.length ? { notes: all } : {}),
+        ...(state ? { state } : {}),
       };
     };
     try {
-      const warm = this.warmStrategy ? await this.warmStrategy.prepare(run.signal) : { ready: false, notes: [] };
+      const warm = this.warmStrategy ? await this.warmStrategy.prepare(run.signal, run.state !== undefined) : { ready: false, notes: [] };
       notes.push(...warm.notes);
       // The fast path: the warm runner writes the program itself when no files are shared (one
       // round trip instead of an archive upload) and runs it in a child forked from a warm interpreter.
@@ -405,7 +415,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
   }
 
   startKiller(deadlineMs: number): Promise<NodeJS.ReadableStream> {
-    return startGuest(this.container, KILL_ALL_SOURCE, deadlineMs);
+    return startGuest(this.container, killAllSparingSource(this.holderPid ? [this.holderPid] : []), deadlineMs);
   }
 
   async newOomKill(): Promise<boolean> {

@@ -46,6 +46,53 @@ export const KILL_ALL_SOURCE = [
   '    pass',
 ].join('\n');
 
+/**
+ * KILL_ALL_SOURCE for a sandbox that holds a session state: kill(-1) would take the holder (the
+ * same uid) too, so everything is stopped (a stopped process cannot fork), each other process is
+ * killed until none is left, and the spared ones go on. Only integers reach the source.
+ */
+export function killAllSparingSource(spare: readonly number[]): string {
+  const pids = spare.filter((p) => Number.isInteger(p) && p > 1);
+  if (pids.length === 0) return KILL_ALL_SOURCE;
+  return [
+    'import os, signal, time',
+    `spare = {1, os.getpid(), ${pids.join(', ')}}`,
+    // What kill(-1) reaches: our uid's live processes (the lock holder is root's, zombies are done).
+    'def live():',
+    '    out = []',
+    '    for n in os.listdir("/proc"):',
+    '        if n.isdigit() and int(n) not in spare:',
+    '            try:',
+    '                with open("/proc/%s/status" % n, "rb") as f:',
+    '                    status = dict(l.split(b":", 1) for l in f.read().splitlines() if b":" in l)',
+    '            except OSError:',
+    '                continue',
+    '            uid = status.get(b"Uid", b"").split()[:1]',
+    '            if uid == [b"%d" % os.getuid()] and status.get(b"State", b"").strip()[:1] not in (b"Z", b"X", b"x"):',
+    '                out.append(int(n))',
+    '    return out',
+    'try:',
+    '    os.kill(-1, signal.SIGSTOP)',
+    'except OSError:',
+    '    pass',
+    'give_up = time.monotonic() + 3',
+    'while time.monotonic() < give_up:',
+    '    others = live()',
+    '    if not others:',
+    '        break',
+    '    for p in others:',
+    '        try:',
+    '            os.kill(p, signal.SIGKILL)',
+    '        except OSError:',
+    '            pass',
+    'for p in spare - {1, os.getpid()}:',
+    '    try:',
+    '        os.kill(p, signal.SIGCONT)',
+    '    except OSError:',
+    '        pass',
+  ].join('\n');
+}
+
 /** `user:group` for the engine's container and exec calls. */
 export const SANDBOX_USER = `${SANDBOX_UID}:${SANDBOX_GID}`;
 

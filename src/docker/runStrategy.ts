@@ -1,6 +1,7 @@
 import type Dockerode from 'dockerode';
 import type { Logger } from '../core/logger';
 import type { ProgramRun } from '../core/sandbox';
+import type { StateOutcome } from '../core/sessionState';
 import type { SandboxSpec } from './hardening';
 
 /** How a program ended, as a strategy saw it. */
@@ -13,6 +14,8 @@ export interface ExitInfo {
   oomKilled?: boolean;
   /** Sentences for the model about what the sandbox had to do. */
   notes?: readonly string[];
+  /** Session mode, through the runner: what the call did to the state, and the pid holding it (0: none). */
+  state?: StateOutcome & { holder: number };
 }
 
 export type StrategyResult =
@@ -40,7 +43,7 @@ export interface SandboxOps {
   readonly runtime: string;
   /** Kill everything and start the container again (the work area is emptied). */
   restart(): Promise<void>;
-  /** Starts `kill(-1)` as the sandbox user: every process of the program, none of ours. */
+  /** Starts `kill(-1)` as the sandbox user: every process of the program, none of ours (nor the session state's holder). */
   startKiller(deadlineMs: number): Promise<NodeJS.ReadableStream>;
   /**
    * Whether the container's cgroup counted an OOM kill since the last time this was asked (or the

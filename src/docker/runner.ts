@@ -21,6 +21,7 @@ import {
   type Frame,
   type HelloReply,
   type RunRequest,
+  type StateReply,
 } from '../core/runnerProtocol';
 
 declare const __CODEACT_RUNNER_SOURCE__: string | undefined;
@@ -65,7 +66,8 @@ export type RunnerState = 'connecting' | 'ready' | 'unusable' | 'broken';
 
 export type RunnerOutcome =
   /** `oomKilled`: whether the kernel killed the program for memory; absent when the runner could not tell. */
-  | { kind: 'exit'; exitCode: number | null; killed: boolean; limited: boolean; orphans: boolean; oomKilled?: boolean }
+  /** `state`: a session call's (see stateReplySchema). */
+  | { kind: 'exit'; exitCode: number | null; killed: boolean; limited: boolean; orphans: boolean; oomKilled?: boolean; state?: StateReply }
   /** The program was not started; `written` says whether program.py is in its directory. */
   | { kind: 'declined'; reason: string; written: boolean }
   /** The channel failed; `started` says whether the program may have run. */
@@ -221,6 +223,7 @@ export class RunnerChannel {
                 limited: x.limited,
                 orphans: x.orphans,
                 ...(x.oomKilled !== undefined ? { oomKilled: x.oomKilled } : {}),
+                ...(x.state ? { state: x.state } : {}),
               });
               return;
             }

@@ -14,6 +14,11 @@ import { settledState, stoppedExit, stoppedReason } from './sandboxStopped';
  * preload it may not need, and the runner goes on warming for the next call.
  */
 const RUNNER_READY_WAIT_MS = 300;
+/**
+ * In session mode a call waits for the runner as long as it takes to preload: docker exec cannot
+ * keep a state, so not waiting would cost the chat its state for the sake of a tenth of a second.
+ */
+const RUNNER_SESSION_WAIT_MS = 60_000;
 /** How long a runner whose channel failed has to answer a new hello before the sandbox is restarted. */
 const RUNNER_REPAIR_WAIT_MS = 5_000;
 
@@ -50,7 +55,7 @@ export class WarmStrategy implements RunStrategy {
    * Waits for a starting runner (it preloads), and repairs a channel that failed: attaches again,
    * and when the runner does not answer, restarts the sandbox (the notes say so).
    */
-  async prepare(signal: AbortSignal): Promise<WarmReadiness> {
+  async prepare(signal: AbortSignal, session = false): Promise<WarmReadiness> {
     const { ops } = this;
     const notes: string[] = [];
     if (!ops.runner) return { ready: false, notes };
@@ -70,7 +75,7 @@ export class WarmStrategy implements RunStrategy {
     const runner = ops.runner;
     if (!runner) return { ready: false, notes };
     // Just restarted for the runner's sake: give it the time to come up.
-    const wait = notes.length ? RUNNER_REPAIR_WAIT_MS : RUNNER_READY_WAIT_MS;
+    const wait = session ? RUNNER_SESSION_WAIT_MS : notes.length ? RUNNER_REPAIR_WAIT_MS : RUNNER_READY_WAIT_MS;
     return { ready: await runner.whenReady(wait, signal), notes };
   }
 
@@ -86,7 +91,13 @@ export class WarmStrategy implements RunStrategy {
     const outcome: RunnerOutcome = await runner.run(
       this.nextId++,
       // The host stops a flood first (executeCode's maxOutputBytes); this is the runner's own backstop.
-      { dir: workDir, ...(code ? { code } : {}), maxOutputBytes: DEFAULTS.maxOutputMb * 1024 * 1024 + MAX_DATA_PAYLOAD, orphanGraceMs: ORPHAN_GRACE_MS },
+      {
+        dir: workDir,
+        ...(code ? { code } : {}),
+        maxOutputBytes: DEFAULTS.maxOutputMb * 1024 * 1024 + MAX_DATA_PAYLOAD,
+        orphanGraceMs: ORPHAN_GRACE_MS,
+        ...(run.state ? { state: { reset: run.state.reset } } : {}),
+      },
       { onStdout: (c) => run.onStdout(c), onStderr: (c) => run.onStderr(c) },
       run.signal,
       KILL_GRACE_MS,
@@ -97,7 +108,9 @@ export class WarmStrategy implements RunStrategy {
         const exitCode = run.signal.aborted ? null : outcome.exitCode;
         // The runner says whether the kernel OOM-killed its child when it can tell; else the cgroup is asked.
         const oomKilled = outcome.oomKilled ?? (exitCode === KILLED_STATUS && (await ops.newOomKill()));
-        return { kind: 'exit', exit: { exitCode, ...(oomKilled ? { oomKilled: true } : {}) } };
+        const s = outcome.state;
+        const state = s ? { from: s.from, now: s.now, kept: s.kept, holder: s.holder, ...(s.reason ? { reason: s.reason } : {}) } : undefined;
+        return { kind: 'exit', exit: { exitCode, ...(oomKilled ? { oomKilled: true } : {}), ...(state ? { state } : {}) } };
       }
       case 'declined':
         ops.log.info(`sandbox ${ops.name}: the runner left ${workDir} to docker exec (${outcome.reason})`);
@@ -110,14 +123,16 @@ export class WarmStrategy implements RunStrategy {
     }
     // The program started and the channel failed: the container died (its PID 1 is the runner),
     // or the runner cannot be trusted any more. Either way nothing more of the run can be had.
+    // A session's state lived in the sandbox's processes: it ends with them.
+    const ended = run.state ? { state: { from: '', now: '', kept: false, holder: 0, ended: true } } : {};
     const state = await settledState(ops.container);
     if (!state?.running) {
       // Not run again (it may have done half its work): the next call replaces the sandbox.
       ops.log.warn(`sandbox ${ops.name}: stopped while the program ran (${stoppedReason(state)}, under ${ops.runtime})`);
-      return { kind: 'exit', exit: stoppedExit(state, ops.runtime, ops.spec.limits.pidsLimit) };
+      return { kind: 'exit', exit: { ...stoppedExit(state, ops.runtime, ops.spec.limits.pidsLimit), ...ended } };
     }
     ops.log.warn(`sandbox ${ops.name}: the runner failed while the program ran (${outcome.error.message}); restarting the sandbox`);
     await ops.restart();
-    return { kind: 'exit', exit: { exitCode: null, replaced: true } };
+    return { kind: 'exit', exit: { exitCode: null, replaced: true, ...ended } };
   }
 }

@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { WorkspaceSource } from '../core/files/filesIn';
 import { DEFAULTS } from '../core/limits';
+import { SessionStates } from '../core/sessionState';
 import { executeToolCall } from '../core/toolCall';
 import { parseToolInput } from '../core/toolInput';
 import type { DockerSandboxProvider } from '../docker/dockerSandboxProvider';
@@ -40,6 +41,8 @@ export class McpConnection {
   private readonly closing = new AbortController();
   private readonly running = new Set<Promise<unknown>>();
   private readonly fixedWorkspace: WorkspaceSource | undefined;
+  /** The connection's session state, when --state session (a lost one is reported). */
+  private readonly states = new SessionStates();
 
   constructor(
     private readonly config: McpConfig,
@@ -73,7 +76,7 @@ export class McpConnection {
         this.provider,
         config.log,
         input,
-        toolCallOptions(config, { sessionKey: parts.sessionKey, workspace, recording, savedWhere: `in ${filesDir}` }),
+        toolCallOptions(config, { sessionKey: parts.sessionKey, workspace, recording, savedWhere: `in ${filesDir}`, states: this.states }),
         signal,
       );
       const pruned = await parts.store.prune(DEFAULTS.artifactsBudgetMb * MB);

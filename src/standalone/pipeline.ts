@@ -7,6 +7,7 @@ import type { WorkspaceSource } from '../core/files/filesIn';
 import { DEFAULTS, type SandboxLimits } from '../core/limits';
 import type { Logger } from '../core/logger';
 import { filesInCapsOf, filesOutCapsOf, readSettings } from '../core/settings';
+import type { SessionStates, StateMode } from '../core/sessionState';
 import type { OutputsMode, ToolCallOptions } from '../core/toolCall';
 import { chooseBackend, type BackendSetting } from '../docker/backend';
 import { createDockerClient, type EngineTarget } from '../docker/connection';
@@ -30,6 +31,8 @@ export interface SandboxConfig {
   timeoutSeconds: number;
   outputBudgetBytes: number;
   outputsMode: OutputsMode;
+  /** session: a session's calls share the module globals its successful calls left (--state). */
+  state: StateMode;
   backend: BackendSetting;
   /** Build the Dev Container image even when it is up to date (the first build of the process). */
   rebuild: boolean;
@@ -135,6 +138,8 @@ export interface CallWiring {
   recording: RunRecording | undefined;
   /** Where produced files end up, phrased for the model ("in the CodeAct Sandbox view"). */
   savedWhere: string;
+  /** The host's record of its sessions' states, used when `state` is session. */
+  states: SessionStates;
 }
 
 export function toolCallOptions(config: SandboxConfig, call: CallWiring): ToolCallOptions {
@@ -147,5 +152,6 @@ export function toolCallOptions(config: SandboxConfig, call: CallWiring): ToolCa
     filesIn: { source: call.workspace, caps: filesInCapsOf(defaults) },
     filesOut: { mode: config.outputsMode, caps: filesOutCapsOf(defaults), savedWhere: call.savedWhere },
     ...(call.recording ? { record: call.recording.record } : {}),
+    ...(config.state === 'session' ? { states: call.states } : {}),
   };
 }

@@ -6,6 +6,7 @@ import type { Logger } from '../core/logger';
 import type { CollectedFile, SandboxProvider } from '../core/sandbox';
 import { sessionDisplayName, sessionKeyFromToken } from '../core/session';
 import { filesInCapsOf, filesOutCapsOf, runLimitsOf } from '../core/settings';
+import { SessionStates } from '../core/sessionState';
 import { executeToolCall } from '../core/toolCall';
 import type { ArtifactStore } from '../storage/artifactStore';
 import { RunRecording } from '../storage/runRecorder';
@@ -19,6 +20,9 @@ import { workspaceSource } from './workspaceFiles';
  * returns the text. Failures reach the model as one actionable sentence; detail goes to the log.
  */
 export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
+  /** The state each chat's last call left (state setting `session`): a lost one is reported. */
+  private readonly states = new SessionStates();
+
   constructor(
     private readonly provider: SandboxProvider,
     private readonly settings: SettingsReader,
@@ -88,6 +92,7 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
           filesIn: { source: workspaceSource(), caps: filesInCapsOf(settings) },
           filesOut: { mode: settings.outputsMode, caps: filesOutCapsOf(settings), savedWhere: 'in the CodeAct Sandbox view' },
           record: recording.record,
+          ...(settings.state === 'session' ? { states: this.states } : {}),
         },
         abort.signal,
       );

@@ -87,6 +87,10 @@ describe('the CLI (integration)', function () {
       [['run', '--image'], 'codeact-sandbox: --image needs a value\n\nusage:'],
       [['run', path.join(dir, 'missing.py')], `codeact-sandbox: cannot read ${path.join(dir, 'missing.py')}: ENOENT\n\nusage:`],
       [['frobnicate'], 'codeact-sandbox: unknown command frobnicate\n\nusage:'],
+      [['run', '--state', 'kernel', file], 'codeact-sandbox: --state must be fresh or session\n\nusage:'],
+      [['run', '--state', 'session', file], 'codeact-sandbox: --state session keeps a state for the next run of a --session: give --session KEY\n\nusage:'],
+      [['run', '--state', 'session', '--no-warm', '--session', 'a', file], 'codeact-sandbox: --state session needs the warm runner: a state lives in it (leave out --no-warm)\n\nusage:'],
+      [['run', '--reset', file], 'codeact-sandbox: --reset applies to --state session\n\nusage:'],
     ];
     // Unreachable on purpose: any attempt to talk to the engine would fail with exit 1, not 2.
     const env = { DOCKER_HOST: 'unix:///nonexistent.sock' };
@@ -128,6 +132,21 @@ describe('the CLI (integration)', function () {
     assert.equal(cleanup.stdout, 'removed 1 sandbox\n');
     assert.deepEqual(await containersWith(sessionLabel), []);
     assert.deepEqual(await volumesWith(sessionLabel), []);
+  });
+
+  it('--state session: the next run of the --session has what the last successful one left, --reset empties it', async function () {
+    const key = `state-${randomBytes(4).toString('hex')}`;
+    const session = ['run', '--image', IMAGE, '--session', key, '--state', 'session'];
+    const kept = 'State: kept for the next call.';
+    const first = await runCli([...session, program('set.py', 'x = 41\n')]);
+    assert.equal(first.stdout, `The program ran and printed nothing. Only what the program prints comes back: end it with print(...) of everything you need to see.\n\n${kept}\n`);
+    const failed = await runCli([...session, program('fail.py', 'x = 0\nraise SystemExit(3)\n')]);
+    assert.equal(failed.stdout, 'exit code: 3\n\nState: unchanged, because this call did not succeed; the next call starts from the state the last successful call left.\n');
+    const second = await runCli([...session, program('get.py', 'print(x + 1)\n')]);
+    assert.equal(second.stdout, `stdout:\n42\n\n${kept}\n`);
+    const reset = await runCli([...session, '--reset', program('empty.py', "print('x' in globals())\n")]);
+    assert.equal(reset.stdout, `stdout:\nFalse\n\n${kept}\n`);
+    assert.equal((await runCli(['cleanup', '--session', key])).code, 0);
   });
 
   it('exits 1 with the "Docker is not reachable" sentence, quickly, when there is no engine', async function () {

@@ -118,6 +118,16 @@ describe('the MCP server (integration)', function () {
     assert.deepEqual(await sandboxesOf(first.pid), [container]);
   });
 
+  it('--state session: a connection\'s calls share their state, a failed one changes nothing, reset empties it', async function () {
+    const r = await start(['--artifacts', artifacts, '--state', 'session']);
+    const kept = 'State: kept for the next call.';
+    assert.deepEqual(await call(r, { code: 'x = 41\nprint(x)' }), text(`stdout:\n41\n\n${kept}`), r.log());
+    const failed = await call(r, { code: 'x = 0\nraise SystemExit(2)' });
+    assert.deepEqual(failed, text('exit code: 2\n\nState: unchanged, because this call did not succeed; the next call starts from the state the last successful call left.'));
+    assert.deepEqual(await call(r, { code: 'print(x + 1)' }), text(`stdout:\n42\n\n${kept}`));
+    assert.deepEqual(await call(r, { code: "print('x' in globals())", reset: true }), text(`stdout:\nFalse\n\n${kept}`));
+  });
+
   it('answers a bad input with an isError result holding the model-facing sentence', async function () {
     const r = await start(['--artifacts', artifacts]);
     const tail = 'Call execute_code with {"code": "<a complete Python program that prints its results>"}.';
@@ -251,6 +261,7 @@ describe('the MCP server (integration)', function () {
       [['mcp', 'program.py'], 'codeact-sandbox: mcp takes no PROGRAM.py: the client sends the programs\n\nusage:'],
       [['mcp', '--idle-minutes', '-1'], 'codeact-sandbox: --idle-minutes must be a number from 0 to 1440\n\nusage:'],
       [['run', '--idle-minutes', '5', 'program.py'], 'codeact-sandbox: --idle-minutes is an option of mcp\n\nusage:'],
+      [['mcp', '--reset'], 'codeact-sandbox: --reset is not an option of mcp: the client asks for it in a call (`reset`)\n\nusage:'],
     ];
     for (const [args, start] of cases) {
       const r = await spawnCli(cli, args, { cwd: dir, env });

@@ -23,6 +23,8 @@ def _request(meaning):
         'code': code.encode('utf-8') if code is not None else None,
         'max': meaning['maxOutputBytes'],
         'grace': meaning['orphanGraceMs'] / 1000.0,
+        'session': 'state' in meaning,
+        'reset': meaning.get('state', {}).get('reset', False),
     }
 
 
@@ -71,6 +73,11 @@ MADE = {
     'exit by SIGKILL, the counter unreadable': lambda: r.encode_frame(b'X', 7, r.exit_reply(9, True, False, False, None, None)),
     'exit by SIGTERM, output limited, orphans stopped': lambda: r.encode_frame(b'X', 7, r.exit_reply(15, False, True, True, 0, 0)),
     'exit of a child that was not reaped': lambda: r.encode_frame(b'X', 7, r.exit_reply(None, True, False, False, 0, 0)),
+    'exit 0 in session mode, kept': lambda: r.encode_frame(b'X', 7, r.exit_reply(0, False, False, False, 0, 0, r.state_reply('', '0a1b2c3d', True, 57))),
+    'exit 0 in session mode, not kept: threads left running': lambda: r.encode_frame(
+        b'X', 7, r.exit_reply(0, False, False, False, 0, 0, r.state_reply('0a1b2c3d', '0a1b2c3d', False, 31, 'threads'))),
+    'exit 1 in session mode, the state unchanged': lambda: r.encode_frame(
+        b'X', 7, r.exit_reply(1 << 8, False, False, False, 0, 0, r.state_reply('0a1b2c3d', '0a1b2c3d', False, 31))),
     'declined, a non-ASCII reason': lambda: r.encode_frame(b'D', 8, r.declined_reply('shadows pändas ✓ 𝄞', True)),
     'declined, invalid request': lambda: r.encode_frame(b'D', 9, r.declined_reply('invalid request', False)),
 }

@@ -16,7 +16,8 @@ class RunRequests(unittest.TestCase):
                 want = g['request']
                 if want is not None:
                     code = want['code']
-                    want = {'dir': want['dir'], 'code': bytes.fromhex(code) if code is not None else None, 'max': want['max'], 'grace': want['graceSeconds']}
+                    want = {'dir': want['dir'], 'code': bytes.fromhex(code) if code is not None else None, 'max': want['max'], 'grace': want['graceSeconds'],
+                            'session': want.get('session', False), 'reset': want.get('reset', False)}
                 self.assertEqual(got, want)
 
     def test_run_directories(self):

@@ -3,6 +3,7 @@ import { ToolError } from '../../src/core/errors';
 import { executeCode } from '../../src/core/executeCode';
 import { silentLogger } from '../../src/core/logger';
 import type { ProgramExit, ProgramRun, Sandbox, SandboxProvider } from '../../src/core/sandbox';
+import { SessionStates } from '../../src/core/sessionState';
 
 /** A sandbox whose "program" is a JS function: enough to test the pipeline's own logic. */
 function fakeProvider(body: (run: ProgramRun) => Promise<number | null>, extra: Partial<Sandbox> = {}): SandboxProvider & { keys: string[] } {
@@ -138,5 +139,44 @@ describe('execute pipeline (unit)', () => {
       executeCode(provider, silentLogger, { code: 'x', sessionKey: 'k' }, limits),
       (e: unknown) => e instanceof ToolError && e.code === 'sandbox_failed' && !e.modelMessage.includes('10.0.0.5'),
     );
+  });
+});
+
+describe('execute pipeline, session state (unit)', () => {
+  /** A sandbox that reports a state outcome, and records what state the run asked for. */
+  function stateful(exitCode: number, state: ProgramExit['state'], asked: (ProgramRun['state'] | undefined)[]): SandboxProvider {
+    const sandbox: Sandbox = {
+      id: 'fake',
+      image: 'fake:1',
+      async run(run): Promise<ProgramExit> {
+        run.onStart();
+        asked.push(run.state);
+        run.onStdout(Buffer.from('42\n'));
+        return { exitCode, workDir: '/sandbox/runs/0001', ...(state ? { state } : {}) };
+      },
+      async collect() {
+        return { saved: [], missing: [], refused: [] };
+      },
+    };
+    return { acquire: async () => sandbox };
+  }
+
+  it('passes reset to the sandbox and ends the result with the state line', async () => {
+    const asked: (ProgramRun['state'] | undefined)[] = [];
+    const states = new SessionStates();
+    const kept = stateful(0, { from: '', now: 'aaaaaaaa', kept: true }, asked);
+    const report = await executeCode(kept, silentLogger, { code: 'x = 41', sessionKey: 'k', state: { reset: true, states } }, limits);
+    assert.equal(report.text, 'stdout:\n42\n\nState: kept for the next call.');
+    const failed = stateful(3, { from: 'aaaaaaaa', now: 'aaaaaaaa', kept: false }, asked);
+    const again = await executeCode(failed, silentLogger, { code: 'x = 0', sessionKey: 'k', state: { reset: false, states } }, limits);
+    assert.equal(again.text, 'stdout:\n42\n\nexit code: 3\n\nState: unchanged, because this call did not succeed; the next call starts from the state the last successful call left.');
+    assert.deepEqual(asked, [{ reset: true }, { reset: false }]);
+  });
+
+  it('fresh mode asks for no state and adds no line', async () => {
+    const asked: (ProgramRun['state'] | undefined)[] = [];
+    const report = await executeCode(stateful(0, undefined, asked), silentLogger, { code: 'print(42)', sessionKey: 'k' }, limits);
+    assert.equal(report.text, 'stdout:\n42');
+    assert.deepEqual(asked, [undefined]);
   });
 });

@@ -168,7 +168,7 @@ describe('runner protocol (unit)', () => {
 type BytesSpec = string | (string | { hex: string; times: number })[];
 interface Golden {
   limits: { headerBytes: number; maxDataPayload: number; maxJsonPayload: number; maxRequestPayload: number };
-  hostToRunner: { name: string; bytes: string; kind: string; id: number; nonce?: string; request?: { dir: string; code?: string; maxOutputBytes: number; orphanGraceMs: number } }[];
+  hostToRunner: { name: string; bytes: string; kind: string; id: number; nonce?: string; request?: { dir: string; code?: string; maxOutputBytes: number; orphanGraceMs: number; state?: { reset: boolean } } }[];
   runnerToHost: { name: string; bytes: string; kind: string; id: number; reply?: unknown; payload?: string }[];
   hostFrames: { name: string; bytes: BytesSpec; kind: string; id: number; payload: BytesSpec }[];
   hostFrameErrors: { name: string; bytes: BytesSpec; error: string }[];

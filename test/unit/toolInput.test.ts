@@ -25,9 +25,10 @@ describe('tool input (unit)', () => {
     assert.deepEqual(tools[0].inputSchema, toolInputJsonSchema());
   });
 
-  it('the generated schema requires a non-empty code string; files and outputs are optional lists', () => {
+  it('the generated schema requires a non-empty code string; files and outputs are optional lists, reset an optional boolean', () => {
     const schema = toolInputJsonSchema() as { properties: Record<string, Record<string, unknown>>; required: string[]; additionalProperties: boolean };
-    assert.deepEqual(Object.keys(schema.properties), ['code', 'files', 'outputs']);
+    assert.deepEqual(Object.keys(schema.properties), ['code', 'files', 'outputs', 'reset']);
+    assert.deepEqual({ ...schema.properties.reset, description: undefined }, { type: 'boolean', description: undefined });
     assert.deepEqual(schema.required, ['code']);
     assert.equal(schema.additionalProperties, false);
     assert.deepEqual(
@@ -46,6 +47,14 @@ describe('tool input (unit)', () => {
       outputs: ['chart.png'],
     });
     assert.match(modelMessageOf(() => parseToolInput({ code: 'print(1)', files: 'data/a.csv' })), /`files` must be a list of relative path strings like \["data\/sales.csv"\]/);
+  });
+
+  it('accepts reset, and names a wrong type', () => {
+    assert.deepEqual(parseToolInput({ code: 'print(x)', reset: true }), { code: 'print(x)', reset: true });
+    assert.equal(
+      modelMessageOf(() => parseToolInput({ code: 'print(1)', reset: 'yes' })),
+      'Invalid execute_code input: `reset` must be true or false. Call execute_code with {"code": "<a complete Python program that prints its results>"}.',
+    );
   });
 
   it('accepts a program', () => {

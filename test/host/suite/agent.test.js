@@ -201,4 +201,30 @@ describe('agent mode calls execute_code (host)', function () {
     await h.waitFor(() => h.programProcesses(running.containerId) === 0, 10000, 'the program to be killed');
     assert.ok(Date.now() - t0 < 15000, `killed within 15 s of Stop (took ${Date.now() - t0} ms)`);
   });
+
+  // Last: the state holders it leaves are processes in their sandboxes, which the Stop test would count.
+  it('with the state setting on, two calls of one chat share a variable; a new chat does not have it', async function () {
+    await h.setting('state', 'session');
+    try {
+      const kept = 'State: kept for the next call.';
+      await newChat();
+      const before = toolResults().length;
+      await ask(program('x = 41'));
+      await ask(program('print(x + 1)'));
+      await newChat();
+      await ask(program("print('x' in globals())"));
+      assert.deepEqual(
+        toolResults()
+          .slice(before)
+          .map((r) => r.text),
+        [
+          `The program ran and printed nothing. Only what the program prints comes back: end it with print(...) of everything you need to see.\n\n${kept}`,
+          `stdout:\n42\n\n${kept}`,
+          `stdout:\nFalse\n\n${kept}`,
+        ],
+      );
+    } finally {
+      await h.setting('state', undefined);
+    }
+  });
 });

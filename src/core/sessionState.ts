@@ -1,0 +1,83 @@
+/**
+ * Session mode's state between calls, as the host sees it: which state each chat's next call
+ * should start from, and the one line every session-mode result ends with. Pure logic; the
+ * sandbox reports what its runner did (StateOutcome), this decides what the model is told.
+ */
+
+/** `fresh`: a new process per call (the default); `session`: module globals carry over between a chat's calls. */
+export type StateMode = 'fresh' | 'session';
+export const STATE_MODES: readonly StateMode[] = ['fresh', 'session'];
+
+/** What a session call did to its sandbox's state (the runner's report). */
+export interface StateOutcome {
+  /** The state the program started from ('' : empty). */
+  from: string;
+  /** The state the next call starts from ('' : empty). */
+  now: string;
+  /** This call's state was kept. */
+  kept: boolean;
+  /** Why a call that exited 0 could not be kept (threads, processes, sockets, ...). */
+  reason?: string;
+  /** The sandbox stopped or was restarted while the program ran: the state went with it. */
+  ended?: boolean;
+}
+
+/** Why a program that succeeded could not be kept, as the model is told it. */
+const UNKEPT: Record<string, string> = {
+  threads: 'it left threads running',
+  processes: 'it left child processes running',
+  sockets: 'it left sockets open',
+  flush: 'its output could not be flushed',
+  link: 'it closed its link to the sandbox',
+};
+
+export const STATE_LINES = {
+  kept: 'State: kept for the next call.',
+  unchanged: 'State: unchanged, because this call did not succeed; the next call starts from the state the last successful call left.',
+  unchangedEmpty: 'State: unchanged, because this call did not succeed; the next call starts from an empty state.',
+  unkept: (why: string) => `State: not kept, because ${why}; the next call starts from the state before this call.`,
+  ended: 'State: lost, because the sandbox stopped while this call ran; the next call starts from an empty state.',
+  lost: 'The earlier state was lost (the sandbox was removed or restarted), so this call started from an empty state.',
+  unavailable:
+    "State: not available to this call, because the sandbox's warm interpreter is not running; it ran as a fresh program and nothing was kept.",
+} as const;
+
+export interface StateCall {
+  /** The call asked for an empty state. */
+  reset: boolean;
+  /** Exit 0 and not stopped (timeout, Stop, flood, OOM): only then can its state be kept. */
+  succeeded: boolean;
+  /** The runner's report; undefined when the program did not run through the runner (docker exec). */
+  outcome: StateOutcome | undefined;
+}
+
+/**
+ * The states of every chat of one host (a VS Code window, an MCP server, a CLI process): the state
+ * each chat's last call left, so that a state that vanished with its sandbox (idle, replaced,
+ * settings changed, restarted) is reported at the chat's next call instead of silently missing.
+ */
+export class SessionStates {
+  private readonly expected = new Map<string, string>();
+
+  /** Records the call's outcome and returns the line its result ends with. */
+  settle(sessionKey: string, call: StateCall): string {
+    const before = this.expected.get(sessionKey);
+    const { outcome } = call;
+    if (!outcome) return STATE_LINES.unavailable;
+    if (outcome.ended) {
+      this.expected.delete(sessionKey);
+      return STATE_LINES.ended;
+    }
+    const lost = before !== undefined && !call.reset && outcome.from !== before;
+    if (outcome.now) this.expected.set(sessionKey, outcome.now);
+    else this.expected.delete(sessionKey);
+    const verdict = outcome.kept
+      ? STATE_LINES.kept
+      : call.succeeded && outcome.reason
+        ? STATE_LINES.unkept(UNKEPT[outcome.reason] ?? `of ${outcome.reason}`)
+        : outcome.now
+          ? STATE_LINES.unchanged
+          : STATE_LINES.unchangedEmpty;
+    return lost ? `${STATE_LINES.lost} ${verdict}` : verdict;
+  }
+}
