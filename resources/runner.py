@@ -54,6 +54,8 @@ HOST_KINDS = (b'h', b'r', b'k')
 MAX_REQUEST = 4 * 1024 * 1024
 # Output is read, and sent in O/E frames, at most this much at a time: the host's limit for them.
 CHUNK = 65536
+# The name (comm) of a child forked ahead while it waits for its run.
+WAITING_NAME = b'codeact-waiting'
 # How long a child that reported its exit may take to be gone before it is stopped (a legitimate
 # exit() of a large process takes milliseconds; a program that faked the report is not exiting).
 DYING_GRACE_S = 5
@@ -343,6 +345,12 @@ class _Native:
         libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
         libc.fopen.restype = ctypes.c_void_p
         self.libc = libc
+        # This process's name (comm): the interpreter's, which a child named while it waits takes back.
+        try:
+            with open('/proc/self/comm', 'rb') as f:
+                self.name = f.read().rstrip(b'\n')
+        except OSError:
+            self.name = b'python3'
         # First of all: nobody but root may open /proc/1/fd (the channel), ptrace or read our memory.
         if not self.set_dumpable(False):
             raise OSError(ctypes.get_errno(), 'prctl(PR_SET_DUMPABLE, 0) failed')
@@ -366,6 +374,11 @@ class _Native:
 
     def set_dumpable(self, on):
         return self.libc.prctl(self.PR_SET_DUMPABLE, 1 if on else 0, 0, 0, 0) == 0
+
+    PR_SET_NAME = 15
+
+    def set_name(self, name):
+        self.libc.prctl(self.PR_SET_NAME, ctypes.cast(ctypes.c_char_p(name), ctypes.c_void_p).value, 0, 0, 0)
 
 
 class ExitNotice:
@@ -917,6 +930,7 @@ class Runner:
         self.native = None  # set by main() when the runner is usable
         self._loaded = None
         self._loaded_len = 0
+        self.waiting = None  # the child forked ahead for the next fresh run
         # Children that reported their exit and are still in exit(), with the time they must be gone by.
         self.exiting = {}
         self.stale_state = {p: _stat_key(p) for p in self.stale_paths}
@@ -988,6 +1002,8 @@ class Runner:
             if pid == 0:
                 break
             self.exiting.pop(pid, None)
+            if self.waiting is not None and pid == self.waiting['pid']:
+                self.drop_waiting()
             if pid == watch:
                 found = status
             self.dying.discard(pid)
@@ -1019,6 +1035,65 @@ class Runner:
             return None
         return max(1, int((min(self.exiting.values()) - now) * 1000) + 1)
 
+    def fork_ahead(self):
+        """Forks the child for the next fresh run now, while the host is quiet: a fork of this
+        interpreter is the largest part of a warm call (a few ms on runc, about 100 ms under gVisor).
+        The child does what does not depend on the run, then waits, not dumpable, for its run's
+        directory. Returns the child's spec in the child; None here."""
+        if self.waiting is not None or self.native is None or self.state is not None:
+            return None
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        ctl_r, ctl_w = os.pipe()
+        notice = ExitNotice(self.native.libc)
+        mods = self.loaded_modules()
+        try:
+            pid = os.fork()
+        except OSError as e:
+            for fd in (out_r, out_w, err_r, err_w, ctl_r, ctl_w):
+                os.close(fd)
+            notice.close()
+            _log('cannot fork ahead: %s' % e.strerror)
+            return None
+        if pid == 0:
+            os.close(ctl_w)
+            return (None, out_w, err_w, notice.addr, mods, None, (), ctl_r)
+        for fd in (out_w, err_w, ctl_r):
+            os.close(fd)
+        self.waiting = {'pid': pid, 'ctl': ctl_w, 'out_r': out_r, 'err_r': err_r, 'notice': notice}
+        return None
+
+    def take_waiting(self, d):
+        """Hands a fresh run to the child forked ahead: (pid, out_r, err_r, notice), or None."""
+        w = self.waiting
+        if w is None:
+            return None
+        try:
+            os.write(w['ctl'], d.encode() + b'\n')
+        except OSError:
+            self.drop_waiting()
+            return None
+        self.waiting = None
+        os.close(w['ctl'])
+        return w['pid'], w['out_r'], w['err_r'], w['notice']
+
+    def drop_waiting(self):
+        """Lets the child forked ahead go (it died, or a session run needs the sandbox to itself)."""
+        w, self.waiting = self.waiting, None
+        if w is None:
+            return
+        for fd in (w['ctl'], w['out_r'], w['err_r']):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        w['notice'].close()
+        self.dying.add(w['pid'])  # not something a session program left, until it is reaped
+        try:
+            os.kill(w['pid'], _SIGKILL)
+        except OSError:
+            pass
+
     def loaded_modules(self):
         """The modules a child starts with, taken here rather than in every child: building the set
         touches every module name, and each page touched after a fork is a copy-on-write fault
@@ -1040,6 +1115,9 @@ class Runner:
         poller = select.poll()
         poller.register(self.channel.fd_in, select.POLLIN)
         poller.register(self.wake_r, select.POLLIN)
+        child = self.fork_ahead()
+        if child is not None:
+            return child
         while True:
             while self.pending_hellos:
                 self.hello(self.pending_hellos.pop(0))
@@ -1110,6 +1188,15 @@ class Runner:
         if why:
             self.channel.send(b'D', rid, declined_reply(why, True))
             return None
+        if session:
+            # A session program must find no process it did not start (see Program.hold).
+            self.drop_waiting()
+        else:
+            oom_before = read_oom_kills()
+            taken = self.take_waiting(d)
+            if taken is not None:
+                pid, out_r, err_r, notice = taken
+                return self.started(rid, req, pid, out_r, err_r, poller, oom_before, None, '', notice)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         link = theirs = None
@@ -1154,24 +1241,29 @@ class Runner:
                 return None
             if pid == 0:
                 if not session:
-                    return (d, out_w, err_w, notice.addr, self.loaded_modules(), None, ())
+                    return (d, out_w, err_w, notice.addr, self.loaded_modules(), None, (), None)
                 # Our sockets' fds are closed by become(); detached first, so that no object of
                 # ours closes the same number again later, when the program may be using it.
                 link.detach()
                 if self.state:
                     self.state['sock'].detach()
-                return (d, out_w, err_w, None, self.loaded_modules(), theirs, self.not_the_programs())
+                return (d, out_w, err_w, None, self.loaded_modules(), theirs, self.not_the_programs(), None)
         os.close(out_w)
         os.close(err_w)
         if theirs is not None:
             theirs.close()
+        return self.started(rid, req, pid, out_r, err_r, poller, oom_before, link, base, notice)
+
+    def started(self, rid, req, pid, out_r, err_r, poller, oom_before, link, base, notice):
+        """A run whose program is under way: says so, supervises it, then forks the next child
+        ahead (fresh mode). Returns that child's spec in the child; None here."""
         self.channel.send(b'S', rid, started_reply(pid))
         try:
             self.supervise(rid, req, pid, out_r, err_r, poller, oom_before, link, base, notice)
         finally:
             if notice is not None:
                 notice.close()
-        return None
+        return None if req['session'] else self.fork_ahead()
 
     def supervise(self, rid, req, pid, out_r, err_r, poller, oom_before, link=None, base='', notice=None):
         """Streams the program's output, enforces the backstop, kills on a k frame, reports its
@@ -1490,7 +1582,8 @@ class Program:
         # `fork_modules`: what it starts with; `ctl`: a session program's link to PID 1 (None in
         # fresh mode); `spare`: the holder it may leave running (the one it was forked from), for
         # the check of what it left.
-        self.dir, self.out_w, self.err_w, self.exit_notice, self.fork_modules, self.ctl, self.spare = spec
+        # `wait_fd`: a child forked ahead reads its run's directory there (None: it has it already).
+        self.dir, self.out_w, self.err_w, self.exit_notice, self.fork_modules, self.ctl, self.spare, self.wait_fd = spec
         self.adj = None
         self.out_pipes = ()
         self.native = native
@@ -1500,10 +1593,11 @@ class Program:
         self.argv_area = argv_area
         self.path_tail = path_tail
         self.hook_args_type = hook_args_type
-        self.path = (self.dir + '/program.py').encode()
+        self.path = None if self.dir is None else (self.dir + '/program.py').encode()
 
     def become(self):
-        """Turns this process into `python3 <dir>/program.py` as seen from inside."""
+        """Turns this process into `python3 <dir>/program.py` as seen from inside. A child forked
+        ahead does what does not depend on the run first, then waits for its directory."""
         os.setsid()
         null = os.open('/dev/null', os.O_RDONLY)
         os.dup2(null, 0, inheritable=True)
@@ -1512,13 +1606,25 @@ class Program:
         ctl = self.ctl.fileno() if self.ctl is not None else -1
         for fd in os.listdir('/proc/self/fd'):
             fd = int(fd)
-            if fd > 2 and fd != ctl and (fd not in self.keep_fds or fd in self.own_fds):
+            if fd > 2 and fd != ctl and fd != self.wait_fd and (fd not in self.keep_fds or fd in self.own_fds):
                 try:
                     os.close(fd)
                 except OSError:
                     pass
         _signal.set_wakeup_fd(-1)
         _signal.signal(_SIGCHLD, _signal.SIG_DFL)
+        # A fresh interpreter seeds numpy's global generator from the OS; a fork would repeat ours.
+        # (`random` reseeds itself after fork.)
+        np_random = sys.modules.get('numpy.random')
+        if np_random is not None:
+            np_random.seed()
+        if self.wait_fd is not None:
+            # Named while it waits, so that whoever counts the sandbox's processes can tell it from
+            # a program (comm is the name `ps` shows); a program has the interpreter's name.
+            self.native.set_name(WAITING_NAME)
+            self.dir = self._await_run()
+            self.native.set_name(self.native.name)
+            self.path = (self.dir + '/program.py').encode()
         _signal.signal(_SIGINT, _signal.default_int_handler)
         self.native.set_dumpable(True)
         if self.ctl is not None:
@@ -1532,11 +1638,6 @@ class Program:
         except AttributeError:
             pass
         sys.path[:] = [self.dir] + self.path_tail
-        # A fresh interpreter seeds numpy's global generator from the OS; a fork would repeat ours.
-        # (`random` reseeds itself after fork.)
-        np_random = sys.modules.get('numpy.random')
-        if np_random is not None:
-            np_random.seed()
         # A fresh __main__, as the interpreter makes it before running a file.
         import builtins
 
@@ -1545,6 +1646,23 @@ class Program:
         main.__annotations__ = {}
         main.__builtins__ = builtins
         sys.modules['__main__'] = main
+
+    def _await_run(self):
+        """The run's directory, from PID 1; a runner that closes the pipe instead has no run for us."""
+        data = b''
+        while not data.endswith(b'\n'):
+            try:
+                chunk = os.read(self.wait_fd, 4096)
+            except InterruptedError:
+                continue
+            except OSError:
+                chunk = b''
+            if not chunk:
+                os._exit(0)
+            data += chunk
+        os.close(self.wait_fd)
+        self.wait_fd = None
+        return data[:-1].decode()
 
     def set_argv(self):
         if self.argv_area is not None:

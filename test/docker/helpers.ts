@@ -163,8 +163,11 @@ export async function inspect(id: string, type: 'container' | 'volume' = 'contai
  * it started. Read from /proc inside, which reads the same under every runtime (under gVisor
  * `docker top` shows other command lines); 0 when the container is gone.
  */
+/** Counts a sandbox's program processes (test/fixtures/program-processes.py says which count). */
+const PROGRAM_PROCESSES = fs.readFileSync(path.join(__dirname, '../fixtures/program-processes.py'), 'utf8');
+
 export async function programProcesses(container: string): Promise<number> {
-  const count = 'import os\nprint(len([p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]))';
+  const count = PROGRAM_PROCESSES;
   const out = await dockerCli('exec', container, 'python3', '-c', count).catch(() => '0');
   return Number(out.trim());
 }

@@ -1,5 +1,7 @@
 // Shared by the host suites: they run inside the real extension host, against the real engine.
 const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
 const vscode = require('vscode');
 
 const EXTENSION_ID = 'codeact-sandbox.codeact-sandbox';
@@ -70,8 +72,11 @@ async function snapshot(name) {
  * and whatever it started. Read from /proc inside (docker top shows other command lines under gVisor);
  * 0 also when the container is gone.
  */
+/** Counts a sandbox's program processes (test/fixtures/program-processes.py says which count). */
+const PROGRAM_PROCESSES = fs.readFileSync(path.join(__dirname, '../../fixtures/program-processes.py'), 'utf8');
+
 function programProcesses(containerId) {
-  const count = 'import os\nprint(len([p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]))';
+  const count = PROGRAM_PROCESSES;
   try {
     return Number(docker('exec', containerId, 'python3', '-c', count).trim());
   } catch {

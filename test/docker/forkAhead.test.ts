@@ -1,0 +1,72 @@
+import * as assert from 'node:assert/strict';
+import { KILL_ALL_SOURCE } from '../../src/docker/guest';
+import { delay, dockerCli, programProcesses, run, uniqueSessionKey, useDocker } from './helpers';
+
+/** How long ago (s) the program's own process was started, from the kernel's clock ticks. */
+const OWN_AGE = [
+  'import os',
+  "start = int(open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19])",
+  "uptime = float(open('/proc/uptime').read().split()[0])",
+  "print(round(uptime - start / os.sysconf('SC_CLK_TCK'), 1) >= 0.5)",
+].join('\n');
+
+/** The sandbox's processes other than PID 1, as `name pid` lines, seen by a root docker exec. */
+async function others(container: string): Promise<string[]> {
+  const list = "import os\nfor p in sorted(int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, os.getpid())):\n    print(open(f'/proc/{p}/comm').read().strip(), p)";
+  const out = await dockerCli('exec', '-u', '0', container, 'python3', '-c', list);
+  return out.trim().split('\n').filter(Boolean);
+}
+
+describe('the warm runner forks the next child ahead of its run (integration)', function () {
+  const sandboxes = useDocker();
+
+  it('a warm call runs in a child forked before the call, which waited under its own name', async function () {
+    const provider = sandboxes.makeProvider();
+    const key = uniqueSessionKey('fork-ahead');
+    const first = await run(provider, key, "print('hello')");
+    assert.equal(first.text, 'stdout:\nhello');
+    assert.ok(await provider.active.get(key)!.warmedUp(60_000));
+    await run(provider, key, 'pass');
+    await delay(1_000);
+    const waiting = await others(first.sandboxId);
+    assert.equal(waiting.length, 1, waiting.join('; '));
+    assert.match(waiting[0]!, /^codeact-waiting \d+$/);
+    // It is not a program, to whoever counts them.
+    assert.equal(await programProcesses(first.sandboxId), 0);
+    // The program runs in it (started a second ago), under the interpreter's name, and alone.
+    const r = await run(provider, key, `${OWN_AGE}\nprint(open('/proc/self/comm').read().strip())\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()) == [1, os.getpid()])`);
+    assert.equal(r.text, 'stdout:\nTrue\npython3\nTrue');
+  });
+
+  it('the waiting child is not dumpable: another process of the sandbox user cannot read its memory', async function () {
+    const provider = sandboxes.makeProvider();
+    const key = uniqueSessionKey('fork-ahead-dumpable');
+    const first = await run(provider, key, 'pass');
+    assert.ok(await provider.active.get(key)!.warmedUp(60_000));
+    await run(provider, key, 'pass');
+    await delay(500);
+    const [line] = await others(first.sandboxId);
+    const pid = line!.split(' ')[1]!;
+    const probe = `try:\n    open('/proc/${pid}/mem', 'rb')\n    print('OPENED')\nexcept OSError as e:\n    print(e.strerror)`;
+    const out = await dockerCli('exec', first.sandboxId, 'python3', '-c', probe);
+    assert.equal(out.trim(), 'Permission denied');
+  });
+
+  it('a waiting child that was killed is replaced: the next call forks on demand, the one after is ahead again', async function () {
+    const provider = sandboxes.makeProvider();
+    const key = uniqueSessionKey('fork-ahead-killed');
+    const first = await run(provider, key, 'pass');
+    assert.ok(await provider.active.get(key)!.warmedUp(60_000));
+    await run(provider, key, 'pass');
+    await delay(500);
+    // What the host's leftover kill does before it collects files: every process of the sandbox user.
+    await dockerCli('exec', first.sandboxId, 'python3', '-c', KILL_ALL_SOURCE);
+    await delay(500);
+    assert.deepEqual(await others(first.sandboxId), []);
+    const r = await run(provider, key, OWN_AGE);
+    assert.equal(r.text, 'stdout:\nFalse');
+    await delay(1_000);
+    const again = await run(provider, key, OWN_AGE);
+    assert.equal(again.text, 'stdout:\nTrue');
+  });
+});
