@@ -19,6 +19,9 @@ export interface Stat {
   max: number;
 }
 
+/** Idle time before each call of the `.gap` rows, as a model's thinking leaves between tool calls. */
+const RUNTIME_GAP_MS = 300;
+
 export interface BenchTools {
   N: number;
   LIMITS: SandboxLimits;
@@ -27,7 +30,7 @@ export interface BenchTools {
   PANDAS: string;
   pandasOut: RegExp;
   runLimits: { timeoutMs: number; outputBudgetBytes: number; maxOutputBytes: number };
-  repeat(n: number, fn: () => Promise<unknown>, warmup?: number): Promise<Stat>;
+  repeat(n: number, fn: () => Promise<unknown>, warmup?: number, gapMs?: number): Promise<Stat>;
   time(fn: () => Promise<unknown>): Promise<number>;
   stat(ms: number[]): Stat;
   docker(...args: string[]): Promise<string>;
@@ -68,6 +71,10 @@ export async function measureRuntimes(
       const at = (m: string) => `runtime.${runtime}.${m}`;
       results[at('warm.print1')] = await t.repeat(t.N, async () => t.expectText((await call(key, t.PRINT1)).text, /^stdout:\n1$/, `${runtime} print(1)`));
       results[at('warm.pandas')] = await t.repeat(t.N, async () => t.expectText((await call(key, t.PANDAS)).text, t.pandasOut, `${runtime} pandas`));
+      // With the pause a model's thinking leaves between calls: the runner forks the next child in
+      // it, which under gVisor (a fork costs ~100 ms there) is most of a back-to-back call.
+      results[at('warm.print1.gap')] = await t.repeat(t.N, async () => t.expectText((await call(key, t.PRINT1)).text, /^stdout:\n1$/, `${runtime} print(1)`), 2, RUNTIME_GAP_MS);
+      results[at('warm.pandas.gap')] = await t.repeat(t.N, async () => t.expectText((await call(key, t.PANDAS)).text, t.pandasOut, `${runtime} pandas`), 2, RUNTIME_GAP_MS);
       const user = `${SANDBOX_UID}:${SANDBOX_GID}`;
       results[at('dockerExecCli.print1')] = await t.repeat(Math.max(5, t.N / 3), () => t.docker('exec', '-u', user, first.sandboxId, 'python3', '-c', t.PRINT1));
       results[at('dockerExecCli.pandas')] = await t.repeat(Math.max(3, t.N / 6), () => t.docker('exec', '-u', user, first.sandboxId, 'python3', '-c', t.PANDAS), 1);
@@ -93,7 +100,7 @@ export async function measureRuntimes(
     console.log('done');
   }
   const ratios: Record<string, number> = {};
-  for (const m of ['warm.print1', 'warm.pandas', 'first.print1.prewarmed', 'first.print1.cold', 'dockerExecCli.print1', 'dockerExecCli.pandas']) {
+  for (const m of ['warm.print1', 'warm.pandas', 'warm.print1.gap', 'warm.pandas.gap', 'first.print1.prewarmed', 'first.print1.cold', 'dockerExecCli.print1', 'dockerExecCli.pandas']) {
     ratios[`runsc / runc: ${m}`] = results[`runtime.runsc.${m}`]!.median / results[`runtime.runc.${m}`]!.median;
   }
   return { image, results, ratios };
