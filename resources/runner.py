@@ -1094,6 +1094,24 @@ class Runner:
         except OSError:
             pass
 
+    def await_exits(self):
+        """Waits until the children that reported their exit early are gone (stopping those past
+        their grace), so that a program never finds its predecessor still in /proc."""
+        poller = None
+        while self.exiting:
+            timeout = self.kill_overdue()
+            self.reap(None)
+            if not self.exiting:
+                break
+            if poller is None:
+                poller = select.poll()
+                poller.register(self.wake_r, select.POLLIN)
+            try:
+                poller.poll(timeout)
+            except InterruptedError:
+                pass
+            self.reap(None)
+
     def loaded_modules(self):
         """The modules a child starts with, taken here rather than in every child: building the set
         touches every module name, and each page touched after a fork is a copy-on-write fault
@@ -1188,6 +1206,7 @@ class Runner:
         if why:
             self.channel.send(b'D', rid, declined_reply(why, True))
             return None
+        self.await_exits()
         if session:
             # A session program must find no process it did not start (see Program.hold).
             self.drop_waiting()

@@ -86,6 +86,9 @@ export class ExecStrategy implements RunStrategy {
       watcher.cancel();
       stopWatch.abort();
     }
+    // The exec may end first, with the runtime's words as its last stderr ("waiting on pid ...:
+    // EOF", exit 128) while the engine has not yet seen the container stop: its state decides.
+    if (!died && runtimeWords.holding) died = !(await settledState(ops.container))?.running;
     if (died) {
       (stream as unknown as { destroy?: () => void }).destroy?.();
       const dropped = runtimeWords.drop();
@@ -189,6 +192,11 @@ class RuntimeWordsHoldback {
       this.release();
       deliver(chunk);
     };
+  }
+
+  /** Whether the last stderr chunk was the runtime's, held back. */
+  get holding(): boolean {
+    return this.held !== undefined;
   }
 
   release(): void {
