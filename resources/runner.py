@@ -951,8 +951,11 @@ class Runner:
     def drop_state(self):
         """Lets the holder go (a fresh call, a holder that failed): its memory goes back to the sandbox."""
         st, self.state = self.state, None
-        if st is None:
-            return
+        if st is not None:
+            self.kill_holder(st)
+
+    def kill_holder(self, st):
+        """Ends a holder that is no longer the state; it counts as dying until it is reaped."""
         self.own_fds.discard(st['sock'].fileno())
         self.dying.add(st['pid'])
         try:
@@ -1420,13 +1423,7 @@ class Runner:
             self.state = {'pid': pid, 'sock': link, 'id': os.urandom(4).hex()}
             self.own_fds.add(link.fileno())
             if old is not None:
-                self.own_fds.discard(old['sock'].fileno())
-                self.dying.add(old['pid'])
-                try:
-                    os.kill(old['pid'], _SIGKILL)
-                except OSError:
-                    pass
-                old['sock'].close()
+                self.kill_holder(old)
         else:
             # Nothing a call that is not kept started may outlive it: it would make every later
             # call unkeepable (processes), and the state is to be as the last kept call left it.

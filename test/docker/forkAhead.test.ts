@@ -20,49 +20,44 @@ async function others(container: string): Promise<string[]> {
 describe('the warm runner forks the next child ahead of its run (integration)', function () {
   const sandboxes = useDocker();
 
-  it('a warm call runs in a child forked before the call, which waited under its own name', async function () {
+  /** A warm sandbox after one call through its runner, `pauseMs` ago: its next child is waiting. */
+  async function warmSandbox(what: string, pauseMs: number) {
     const provider = sandboxes.makeProvider();
-    const key = uniqueSessionKey('fork-ahead');
-    const first = await run(provider, key, "print('hello')");
-    assert.equal(first.text, 'stdout:\nhello');
+    const key = uniqueSessionKey(what);
+    const first = await run(provider, key, 'pass');
     assert.ok(await provider.active.get(key)!.warmedUp(60_000));
     await run(provider, key, 'pass');
-    await delay(1_000);
-    const waiting = await others(first.sandboxId);
+    await delay(pauseMs);
+    return { provider, key, container: first.sandboxId };
+  }
+
+  it('a warm call runs in a child forked before the call, which waited under its own name', async function () {
+    const { provider, key, container } = await warmSandbox('fork-ahead', 1_000);
+    const waiting = await others(container);
     assert.equal(waiting.length, 1, waiting.join('; '));
     assert.match(waiting[0]!, /^codeact-waiting \d+$/);
     // It is not a program, to whoever counts them.
-    assert.equal(await programProcesses(first.sandboxId), 0);
+    assert.equal(await programProcesses(container), 0);
     // The program runs in it (started a second ago), under the interpreter's name, and alone.
     const r = await run(provider, key, `${OWN_AGE}\nprint(open('/proc/self/comm').read().strip())\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()) == [1, os.getpid()])`);
     assert.equal(r.text, 'stdout:\nTrue\npython3\nTrue');
   });
 
   it('the waiting child is not dumpable: another process of the sandbox user cannot read its memory', async function () {
-    const provider = sandboxes.makeProvider();
-    const key = uniqueSessionKey('fork-ahead-dumpable');
-    const first = await run(provider, key, 'pass');
-    assert.ok(await provider.active.get(key)!.warmedUp(60_000));
-    await run(provider, key, 'pass');
-    await delay(500);
-    const [line] = await others(first.sandboxId);
+    const { container } = await warmSandbox('fork-ahead-dumpable', 500);
+    const [line] = await others(container);
     const pid = line!.split(' ')[1]!;
     const probe = `try:\n    open('/proc/${pid}/mem', 'rb')\n    print('OPENED')\nexcept OSError as e:\n    print(e.strerror)`;
-    const out = await dockerCli('exec', first.sandboxId, 'python3', '-c', probe);
+    const out = await dockerCli('exec', container, 'python3', '-c', probe);
     assert.equal(out.trim(), 'Permission denied');
   });
 
   it('a waiting child that was killed is replaced: the next call forks on demand, the one after is ahead again', async function () {
-    const provider = sandboxes.makeProvider();
-    const key = uniqueSessionKey('fork-ahead-killed');
-    const first = await run(provider, key, 'pass');
-    assert.ok(await provider.active.get(key)!.warmedUp(60_000));
-    await run(provider, key, 'pass');
-    await delay(500);
+    const { provider, key, container } = await warmSandbox('fork-ahead-killed', 500);
     // What the host's leftover kill does before it collects files: every process of the sandbox user.
-    await dockerCli('exec', first.sandboxId, 'python3', '-c', KILL_ALL_SOURCE);
+    await dockerCli('exec', container, 'python3', '-c', KILL_ALL_SOURCE);
     await delay(500);
-    assert.deepEqual(await others(first.sandboxId), []);
+    assert.deepEqual(await others(container), []);
     const r = await run(provider, key, OWN_AGE);
     assert.equal(r.text, 'stdout:\nFalse');
     await delay(1_000);
