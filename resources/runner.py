@@ -1210,11 +1210,11 @@ class Runner:
             self.channel.send(b'D', rid, declined_reply(why, True))
             return None
         self.await_exits()
+        oom_before = read_oom_kills()
         if session:
             # A session program must find no process it did not start (see Program.hold).
             self.drop_waiting()
         else:
-            oom_before = read_oom_kills()
             taken = self.take_waiting(d)
             if taken is not None:
                 pid, out_r, err_r, notice = taken
@@ -1224,7 +1224,6 @@ class Runner:
         link = theirs = None
         if session:
             link, theirs = _link_pair()
-        oom_before = read_oom_kills()
         pid = None
         base = ''
         notice = None

@@ -60,7 +60,7 @@ export function podmanTmpfsCovers(paths: readonly string[]): Pick<Dockerode.Host
 /**
  * Whether the image a container reports is the one the settings name. Podman reports a short name
  * qualified: a local image under `localhost/`, a pulled one under its registry
- * (`docker.io/library/python:3.12-slim`), and a name without a tag with `:latest`. The sandbox
+ * (`<registry>/library/python:3.12-slim` for an official image), and a name without a tag with `:latest`. The sandbox
  * keeps the user's name (so `codeact-sandbox/python:bookworm` finds Podman's
  * `localhost/codeact-sandbox/python:bookworm`, which Podman resolves itself) and compares so.
  */

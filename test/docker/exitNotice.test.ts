@@ -1,8 +1,6 @@
 import * as assert from 'node:assert/strict';
-import { delay, run, uniqueSessionKey, useDocker } from './helpers';
+import { ALONE_WITH_PID1, delay, run, uniqueSessionKey, useDocker } from './helpers';
 
-/** Whether the sandbox runs nothing but PID 1 and the program asking. */
-const ONLY_US = "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()) == [1, os.getpid()])";
 /** How long the runner gives a child that reported its exit to be gone (runner.py's DYING_GRACE_S), and a margin. */
 const AFTER_DYING_GRACE_MS = 5_000 + 2_000;
 
@@ -28,7 +26,7 @@ describe('the warm runner reports an exit before the process is gone (integratio
     assert.equal(r.timedOut, false);
 
     await delay(AFTER_DYING_GRACE_MS);
-    const ps = await run(provider, key, ONLY_US);
+    const ps = await run(provider, key, ALONE_WITH_PID1);
     assert.equal(ps.text, 'stdout:\nTrue');
   });
 
@@ -55,7 +53,7 @@ describe('the warm runner reports an exit before the process is gone (integratio
     assert.equal(r.exitCode, 0);
 
     await delay(AFTER_DYING_GRACE_MS);
-    const ps = await run(provider, key, ONLY_US);
+    const ps = await run(provider, key, ALONE_WITH_PID1);
     assert.equal(ps.text, 'stdout:\nTrue');
   });
 
@@ -66,7 +64,7 @@ describe('the warm runner reports an exit before the process is gone (integratio
     const r = await run(provider, key, code, { limits: { timeoutMs: 2_000 } });
     assert.equal(r.timedOut, true);
     assert.equal(r.exitCode, null);
-    const ps = await run(provider, key, ONLY_US);
+    const ps = await run(provider, key, ALONE_WITH_PID1);
     assert.equal(ps.text, 'stdout:\nTrue');
   });
 });

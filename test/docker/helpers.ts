@@ -163,6 +163,9 @@ export async function inspect(id: string, type: 'container' | 'volume' = 'contai
  * it started. Read from /proc inside, which reads the same under every runtime (under gVisor
  * `docker top` shows other command lines); 0 when the container is gone.
  */
+/** A program that prints True when it is alone in its sandbox with PID 1 (the runner or keeper). */
+export const ALONE_WITH_PID1 = "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()) == [1, os.getpid()])";
+
 /** Counts a sandbox's program processes (test/fixtures/program-processes.py says which count). */
 const PROGRAM_PROCESSES = fs.readFileSync(path.join(__dirname, '../fixtures/program-processes.py'), 'utf8');
 

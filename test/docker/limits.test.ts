@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
 import { SANDBOX_GONE_NOTE } from '../../src/docker/sandboxStopped';
-import { AFTER_SANDBOX_ENDED, SENTENCES, TEST_LIMITS, TEST_RUNTIME, byRuntime, delay, run, topOf, testSpec, uniqueSessionKey, useDocker } from './helpers';
+import { AFTER_SANDBOX_ENDED, ALONE_WITH_PID1, SENTENCES, TEST_LIMITS, TEST_RUNTIME, byRuntime, delay, run, topOf, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
 /** The garbage collector, without needing node --expose-gc on the command line. */
 function forceGc(): () => void {
@@ -63,7 +63,7 @@ describe('limits and stopping (integration)', function () {
     const next = await run(provider, key, HELLO);
     assert.equal(next.text, ended || stoppedAndEnded ? `${HELLO_TEXT}\n\n${SENTENCES.replaced}` : HELLO_TEXT);
     // Nothing of the bomb is left running: only the keeper (PID 1) and this program.
-    const ps = await run(provider, key, "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()) == [1, os.getpid()])");
+    const ps = await run(provider, key, ALONE_WITH_PID1);
     assert.equal(ps.text, 'stdout:\nTrue');
   });
 

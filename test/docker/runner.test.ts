@@ -6,7 +6,7 @@ import type { StagedFile } from '../../src/core/sandbox';
 import { encodeFrame } from '../../src/core/runnerProtocol';
 import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
 import { killedSentence } from '../../src/docker/sandboxStopped';
-import { SENTENCES, TEST_RUNTIME, AFTER_SANDBOX_ENDED, byEngine, byRuntime, delay, dockerCli, log, programProcesses, recentLog, run, runLimits, testSpec, uniqueSessionKey, useDocker } from './helpers';
+import { ALONE_WITH_PID1, SENTENCES, TEST_RUNTIME, AFTER_SANDBOX_ENDED, byEngine, byRuntime, delay, dockerCli, log, programProcesses, recentLog, run, runLimits, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
 /** The parts of a result that must not differ between the runner and `docker exec`. */
 function normalized(r: ExecuteReport): string {
@@ -197,7 +197,7 @@ describe('the warm runner (integration)', function () {
     let sandboxId = '';
     const HELLO = "print('hello world')";
     const next = async () => {
-      const r = await run(provider, key, `import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()) == [1, os.getpid()])`);
+      const r = await run(provider, key, ALONE_WITH_PID1);
       assert.equal(r.text, 'stdout:\nTrue', 'only PID 1 (the runner) and the program are left');
       assert.equal(r.sandboxId, sandboxId, 'the sandbox was not replaced');
       // Still the warm path: a fork answers in milliseconds, docker exec in a tenth of a second.

@@ -101,14 +101,14 @@ describe('Podman adaptations of the hardening (unit)', () => {
 
   it('knows an image by the qualified name Podman reports for it', () => {
     assert.equal(reportedImageMatches('localhost/codeact-sandbox/python:bookworm', 'codeact-sandbox/python:bookworm', 'podman'), true);
-    assert.equal(reportedImageMatches('docker.io/library/python:3.12-slim', 'python:3.12-slim', 'podman'), true);
-    assert.equal(reportedImageMatches('docker.io/library/python:latest', 'python', 'podman'), true);
+    assert.equal(reportedImageMatches('registry.example/library/python:3.12-slim', 'python:3.12-slim', 'podman'), true);
+    assert.equal(reportedImageMatches('registry.example/library/python:latest', 'python', 'podman'), true);
     assert.equal(reportedImageMatches('registry.example:5000/team/py:1', 'team/py:1', 'podman'), true);
     assert.equal(reportedImageMatches('codeact-sandbox/python:bookworm', 'codeact-sandbox/python:bookworm', 'podman'), true);
     // Another image whose name only ends the same way, or another tag, is not it.
     assert.equal(reportedImageMatches('localhost/evil/codeact-sandbox/python:bookworm', 'codeact-sandbox/python:bookworm', 'podman'), false);
     assert.equal(reportedImageMatches('localhost/codeact-sandbox/python:trixie', 'codeact-sandbox/python:bookworm', 'podman'), false);
-    assert.equal(reportedImageMatches('docker.io/library/python:latest', 'python:3.12', 'podman'), false);
+    assert.equal(reportedImageMatches('registry.example/library/python:latest', 'python:3.12', 'podman'), false);
     // Docker reports the name as given.
     assert.equal(reportedImageMatches('localhost/codeact-sandbox/python:bookworm', 'codeact-sandbox/python:bookworm', 'docker'), false);
   });
