@@ -347,7 +347,7 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     if (e instanceof ToolError) {
-      process.stderr.write(`${e.modelMessage}\n`);
+      process.stderr.write(`${e.messageFor('cli')}\n`);
       // A failed build's cause holds the tail of its output: the CLI's user needs it.
       if (e.code === 'build_failed' && e.cause instanceof Error) process.stderr.write(`${e.cause.message}\n`);
       if (process.env.CODEACT_DEBUG) process.stderr.write(`${describeError(e)}\n`);

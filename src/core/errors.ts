@@ -7,20 +7,47 @@ export type ToolErrorCode =
   | 'invalid_input'
   | 'invalid_settings'
   | 'engine_unreachable'
+  /** The engine was reached but did not answer in time (busy or stuck). */
+  | 'engine_busy'
   | 'image_unavailable'
   /** The sandbox image had to be built (Dev Container backend) and the build failed. */
   | 'build_failed'
   | 'sandbox_failed'
   | 'cancelled';
 
+/** Which client reads the sentence: each keeps the details somewhere else. */
+export type Client = 'vscode' | 'cli' | 'mcp';
+
+/** Where a client's user finds what the model is not told (the engine's own words, tracebacks of the tool). */
+export const SEE_LOG: Record<Client, string> = {
+  vscode: 'Ask the user to check the "CodeAct Sandbox" output channel.',
+  cli: 'Run the command again with --verbose to see the details.',
+  mcp: "Ask the user to check the CodeAct Sandbox server's log (its standard error).",
+};
+
 export class ToolError extends Error {
+  /** True when the sentence ends by pointing at the log, which each client names its own way. */
+  readonly seeLog: boolean;
+
   constructor(
     readonly code: ToolErrorCode,
-    readonly modelMessage: string,
-    options?: { cause?: unknown },
+    /** The sentence without the pointer to the log. */
+    private readonly text: string,
+    options?: { cause?: unknown; seeLog?: boolean },
   ) {
-    super(modelMessage, options);
+    super(options?.seeLog ? `${text} ${SEE_LOG.vscode}` : text, options?.cause !== undefined ? { cause: options.cause } : undefined);
     this.name = 'ToolError';
+    this.seeLog = options?.seeLog === true;
+  }
+
+  /** The sentence for the model as VS Code shows it. */
+  get modelMessage(): string {
+    return this.messageFor('vscode');
+  }
+
+  /** The sentence for the model, naming the log of the client that shows it. */
+  messageFor(client: Client): string {
+    return this.seeLog ? `${this.text} ${SEE_LOG[client]}` : this.text;
   }
 }
 

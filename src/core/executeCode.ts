@@ -200,8 +200,8 @@ export async function executeCode(
     log.error(`execute_code failed: ${describeError(e)}`);
     throw new ToolError(
       'sandbox_failed',
-      'The sandbox failed while running the program. Try again; if it keeps failing, ask the user to check the "CodeAct Sandbox" output channel.',
-      { cause: e },
+      'The sandbox failed while running the program. Try again; if it keeps failing, tell the user.',
+      { cause: e, seeLog: true },
     );
   } finally {
     signal?.removeEventListener('abort', onCallerAbort);

@@ -5,7 +5,7 @@ import type { FilesOutCaps } from '../core/limits';
 import type { Logger } from '../core/logger';
 import type { CollectOutcome, OutputSink, ProgramExit, ProgramRun, Sandbox } from '../core/sandbox';
 import { collectFiles } from './transfer';
-import { SandboxGoneError, engineUnreachable, isGoneStatus, isUnreachable, statusCode, withDeadline } from './engineErrors';
+import { ENGINE_DEADLINE_MS, SandboxGoneError, engineFailure, isEngineFailure, isGoneStatus, statusCode, withDeadline } from './engineErrors';
 import { ExecStrategy, KILL_GRACE_MS } from './execStrategy';
 import { RUNS_DIR, WORK_ROOT, killAllSparingSource } from './guest';
 import { oomKillCount, startGuest } from './guestExec';
@@ -15,7 +15,7 @@ import { containerMatches, containerOptions, declaredVolumes, hardenedHostConfig
 import { ownerLabels, type Owner, type OwnerKind } from './labels';
 import { RunnerChannel } from './runner';
 import type { ExitInfo, StrategyResult } from './runStrategy';
-import { SANDBOX_FAILED, createFailure, translateEngine } from './sandboxErrors';
+import { createFailure, sandboxFailed, translateEngine } from './sandboxErrors';
 import { SandboxLock } from './sandboxLock';
 import { layOutWorkArea, putRunFiles } from './workArea';
 import type { RuntimeChoice } from './engine/runtime';
@@ -23,10 +23,10 @@ import { WarmStrategy, type WarmOps } from './warmStrategy';
 
 export { hardenedHostConfig, removeQuietly, type SandboxSpec };
 
-/** Management calls (create, start, put) are quick on a healthy engine; a hung one must not hang the chat. */
-const API_DEADLINE_MS = 30_000;
-/** A container another process just created: how long it may take to start before we give up on it. */
-const SHARED_START_WAIT_MS = 30_000;
+/** Management calls (create, start, put): quick on a healthy engine, slow on a busy one; a hung one must not hang the chat. */
+const API_DEADLINE_MS = ENGINE_DEADLINE_MS;
+/** A container another process just created: how long it may take to start (on a busy engine) before we give up on it. */
+const SHARED_START_WAIT_MS = ENGINE_DEADLINE_MS;
 
 /** What re-attaching to a sandbox found by its labels gave. */
 export type AttachResult =
@@ -112,13 +112,13 @@ export class DockerSandbox implements Sandbox, WarmOps {
   ): Promise<DockerSandbox> {
     const name = `codeact-${sessionDigest.slice(0, 12)}-${randomBytes(3).toString('hex')}`;
     const made = await DockerSandbox.make(docker, spec, runtime, { ...ownerLabels(owner, sessionDigest), ...extraLabels }, name, log, false);
-    if (!made) throw new ToolError('sandbox_failed', SANDBOX_FAILED);
+    if (!made) throw sandboxFailed();
     try {
       await made.start();
     } catch (e) {
       await made.remove();
       // An image without python3 fails here, when the runtime looks for the command.
-      throw createFailure(e, spec.image);
+      throw createFailure(e, spec.image, docker);
     }
     log.info(`sandbox ${name} created from ${spec.image} under ${runtime.name} (${runtime.reason}) for session ${sessionDigest}`);
     return made;
@@ -147,7 +147,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
       made.channel?.greet();
     } catch (e) {
       await made.remove();
-      throw createFailure(e, spec.image);
+      throw createFailure(e, spec.image, docker);
     }
     log.info(`sandbox ${name} created from ${spec.image} under ${runtime.name} (${runtime.reason}) for session ${sessionDigest}`);
     return made;
@@ -175,7 +175,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
       // The name is the other process's sandbox: leave it (and its volume) alone.
       if (shared && containerId === undefined && statusCode(e) === 409) return undefined;
       await removeQuietly(docker, containerId, name, log);
-      throw createFailure(e, spec.image);
+      throw createFailure(e, spec.image, docker);
     }
   }
 
@@ -197,7 +197,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
       info = await withDeadline(docker.getContainer(containerId).inspect(), API_DEADLINE_MS, 'inspect container');
     } catch (e) {
       if (statusCode(e) === 404) return { kind: 'gone' };
-      throw translateEngine(e);
+      throw translateEngine(e, docker);
     }
     const volume = info.Mounts?.find((m) => m.Destination === WORK_ROOT)?.Name;
     if (volume === undefined) return { kind: 'unusable', reason: 'has no work area' };
@@ -219,10 +219,12 @@ export class DockerSandbox implements Sandbox, WarmOps {
       sandbox.detach();
       if (e instanceof ToolError && e.code === 'cancelled') throw e;
       if (statusCode(e) === 404) return { kind: 'gone' };
-      if (isUnreachable(e)) throw translateEngine(e);
+      if (isEngineFailure(e)) throw translateEngine(e, docker);
       const status = statusCode(e);
+      // 409: being removed, restarting or paused by another process on a busy engine: not ours to remove.
+      if (status === 409) return { kind: 'gone' };
       if (status !== undefined && status >= 400 && status < 500) return { kind: 'unusable', reason: `cannot be started (${describeError(e)})`, volume };
-      throw translateEngine(e);
+      throw translateEngine(e, docker);
     }
   }
 
@@ -431,7 +433,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
 
   private translate(e: unknown): Error {
     if (e instanceof ToolError || e instanceof SandboxGoneError) return e;
-    if (isUnreachable(e)) return engineUnreachable(e);
+    if (isEngineFailure(e)) return engineFailure(e, this.docker);
     if (isGoneStatus(e)) return new SandboxGoneError(undefined, { cause: e });
     return e instanceof Error ? e : new Error(String(e));
   }

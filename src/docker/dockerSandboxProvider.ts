@@ -4,9 +4,8 @@ import type { Logger } from '../core/logger';
 import type { Sandbox, SandboxProvider } from '../core/sandbox';
 import { sessionDigest } from '../core/session';
 import { DockerSandbox, sharedSandboxName, type SandboxSpec } from './dockerSandbox';
-import { engineOf } from './connection';
-import { engineUnreachable, isUnreachable, withDeadline } from './engineErrors';
-import { ensureImage, type PullProgress } from './image';
+import { engineFailure, engineRefused, isEngineFailure, readEngine, statusCode } from './engineErrors';
+import { ensureImage, imagePresent, type PullProgress } from './image';
 import type { Owner } from './labels';
 import { RoomWaiters, evictedNote, leastRecentlyUsedIdle } from './capacity';
 import { Lease, type Entry, type LeaseHolder } from './lease';
@@ -304,24 +303,16 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     return this.entryFor(sessionKey, gone.sandbox.spec, signal);
   }
 
-  private async imagePresent(image: string): Promise<boolean> {
-    const { docker } = this.options;
-    return docker
-      .getImage(image)
-      .inspect()
-      .then(() => true)
-      .catch((e: unknown) => {
-        if (isUnreachable(e)) throw engineUnreachable(e, engineOf(docker));
-        return false;
-      });
+  private imagePresent(image: string): Promise<boolean> {
+    return imagePresent(this.options.docker, image);
   }
 
   private async create(sessionKey: string, spec: SandboxSpec, signal: AbortSignal): Promise<Entry> {
     const { docker, log } = this.options;
     try {
-      await withDeadline(docker.ping(), 10_000, 'Docker engine ping');
+      await readEngine(() => docker.ping(), 'a ping');
     } catch (e) {
-      throw engineUnreachable(e, engineOf(docker));
+      throw isEngineFailure(e) ? engineFailure(e, docker) : engineRefused(e, docker, 'a ping');
     }
     const digest = sessionDigest(sessionKey);
     const runtime = await this.runtimeFor(spec, true);
@@ -359,7 +350,8 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   private async runtimeFor(spec: SandboxSpec, logChoice = false): Promise<RuntimeChoice> {
     const { docker, log } = this.options;
     const [{ available, engineDefault }, engine] = await Promise.all([engineRuntimes(docker), engineIdentity(docker)]).catch((e: unknown) => {
-      throw isUnreachable(e) ? engineUnreachable(e, engineOf(docker)) : e;
+      if (isEngineFailure(e)) throw engineFailure(e, docker);
+      throw statusCode(e) !== undefined ? engineRefused(e, docker, 'its version and runtimes') : e;
     });
     const runtime = chooseRuntime(spec.runtime, available, engineDefault, this.options.runtimeSettingHint ?? 'the runtime setting', engine.kind);
     if (logChoice && spec.runtime !== undefined) log.info(`runtime ${runtime.name} (${runtime.reason}); the engine (${engine.label}) has ${available.join(', ') || 'no runtimes listed'}`);

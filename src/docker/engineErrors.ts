@@ -1,5 +1,10 @@
+import type Dockerode from 'dockerode';
 import { ToolError } from '../core/errors';
-import type { EngineTarget } from './connection';
+import { engineOf, type EngineTarget } from './connection';
+import { engineTimeoutOf } from './engine/deadline';
+import { knownIdentity, type EngineIdentity } from './engine/identity';
+
+export { ENGINE_DEADLINE_MS, EngineTimeoutError, readEngine, withDeadline } from './engine/deadline';
 
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED',
@@ -13,7 +18,6 @@ const UNREACHABLE_CODES = new Set([
   'EPIPE',
   'ENOTFOUND',
   'EAI_AGAIN',
-  'DEADLINE',
 ]);
 
 /** Node's and OpenSSL's names for a TLS handshake or certificate failure. */
@@ -61,11 +65,63 @@ export function transportFailure(e: unknown): TransportFailure | undefined {
   return undefined;
 }
 
-/** True when the error says the engine could not be talked to at all (as opposed to refusing a request). */
+/** True when the error says the engine could not be talked to at all (as opposed to refusing a request or being slow). */
 export function isUnreachable(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return true;
   return transportFailure(e) !== undefined;
+}
+
+/** The engine is not there or did not answer in time: the call fails with engineFailure's sentence. */
+export function isEngineFailure(e: unknown): boolean {
+  return isUnreachable(e) || engineTimeoutOf(e) !== undefined;
+}
+
+/**
+ * The model-facing error for an engine that cannot be used right now, told apart by what happened:
+ * it did not answer in time (busy: say so, and what it was asked), or nothing answers at its
+ * address (engineUnreachable). Named as the engine named itself when it has answered this process
+ * before (Podman is never called Docker).
+ */
+export function engineFailure(cause: unknown, docker?: Dockerode): ToolError {
+  const target = docker ? engineOf(docker) : undefined;
+  const identity = docker ? knownIdentity(docker) : undefined;
+  const timeout = engineTimeoutOf(cause);
+  if (timeout) {
+    const seconds = Math.round(timeout.ms / 1000);
+    const name = engineName(target, identity);
+    return new ToolError(
+      'engine_busy',
+      `${capitalize(name)} did not answer within ${seconds} s when asked for ${timeout.what}, so the program was not run. The engine is running but busy or stuck: try again in a moment; if it keeps happening, ask the user to check ${identity?.kind === 'podman' ? 'the Podman service' : 'the engine'} and what else is using it.`,
+      { cause },
+    );
+  }
+  return engineUnreachable(cause, target, identity);
+}
+
+/**
+ * The engine answered, with an error status, a question every call asks (its version, info,
+ * runtimes): not a missing engine and not the program's fault. The detail goes to the log.
+ */
+export function engineRefused(cause: unknown, docker: Dockerode, what: string): ToolError {
+  const name = engineName(engineOf(docker), knownIdentity(docker));
+  const status = statusCode(cause);
+  return new ToolError(
+    'sandbox_failed',
+    `${capitalize(name)} answered the request for ${what} with an error${status !== undefined ? ` (HTTP ${status})` : ''}, so the program was not run.`,
+    { cause, seeLog: true },
+  );
+}
+
+/** "Podman 4.3.1", "Docker 28.2.2 at tcp://…", or, before the engine has said what it is, the target's display name. */
+function engineName(target: EngineTarget | undefined, identity: EngineIdentity | undefined): string {
+  if (!identity) return target?.displayName.replace(/Docker engine$/, 'container engine') ?? 'the container engine';
+  const remote = target?.protocol === 'tcp' || target?.protocol === 'ssh';
+  return `the ${identity.label} engine${remote ? ` at ${target.displayName}` : ''}`;
+}
+
+function capitalize(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
 /**
@@ -103,13 +159,15 @@ export function statusCode(e: unknown): number | undefined {
  * came from createDockerClient) the sentence names it by its display name, which holds no path
  * and no secret; TLS and SSH failures get their own sentence so the user knows what to fix.
  */
-export function engineUnreachable(cause: unknown, engine?: EngineTarget): ToolError {
+export function engineUnreachable(cause: unknown, engine?: EngineTarget, identity?: EngineIdentity): ToolError {
   const context = engine?.context;
+  // Once an engine has said what it is, it is named so: a Podman service is never "Docker".
+  const kind = identity ? `${identity.kind === 'podman' ? 'Podman' : 'Docker'} engine` : 'Docker engine';
   const at = context
-    ? `The Docker engine of context ${JSON.stringify(context.name)} (${context.endpoint})`
-    : engine
-      ? `The Docker engine at ${engine.displayName}`
-      : 'The Docker engine';
+    ? `The ${kind} of context ${JSON.stringify(context.name)} (${context.endpoint})`
+    : engine && engine.displayName !== 'the local Docker engine'
+      ? `The ${kind} at ${engine.displayName}`
+      : `The ${identity ? `local ${kind}` : kind}`;
   const remote = engine?.protocol === 'tcp' || engine?.protocol === 'ssh';
   let sentence: string;
   switch (transportFailure(cause)) {
@@ -135,20 +193,9 @@ export function engineUnreachable(cause: unknown, engine?: EngineTarget): ToolEr
         ? `The Docker context ${JSON.stringify(context.name)} points at ${context.endpoint}, where no Docker engine answers, so the program was not run; ask the user to start that engine or to switch to a working context (docker context use NAME), then try again.`
         : remote
         ? `${at} is not reachable, so the program was not run. Ask the user to check that the engine runs and that the Docker connection settings (DOCKER_HOST or the engine setting) are right, then try again.`
-        : 'Docker is not reachable, so the program was not run. Ask the user to start Docker (Docker Desktop or the docker service) or to check the Docker connection settings, then try again.';
+        : identity?.kind === 'podman'
+          ? `${at} (${identity.label}) is not reachable, so the program was not run. Ask the user to start the Podman service (podman system service, or Podman Desktop) or to check the engine connection settings, then try again.`
+          : 'Docker is not reachable, so the program was not run. Ask the user to start Docker (Docker Desktop or the docker service) or to check the Docker connection settings, then try again.';
   }
   return new ToolError('engine_unreachable', sentence, { cause });
-}
-
-/** Rejects with code DEADLINE when `promise` takes longer than `ms` (a hung engine must not hang the chat). */
-export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const err = new Error(`${what} did not answer within ${ms} ms`) as Error & { code: string };
-      err.code = 'DEADLINE';
-      reject(err);
-    }, ms);
-  });
-  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }

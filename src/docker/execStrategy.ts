@@ -2,14 +2,14 @@ import { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { describeError } from '../core/errors';
 import type { ProgramRun } from '../core/sandbox';
-import { withDeadline } from './engineErrors';
+import { ENGINE_DEADLINE_MS, withDeadline } from './engineErrors';
 import { PROGRAM_NAME, SANDBOX_USER } from './guest';
 import { isGvisor } from './engine/runtime';
 import { settledState, stoppedExit, stoppedReason } from './sandboxStopped';
 import { delay, type ExitInfo, type RunStrategy, type SandboxOps, type StrategyResult } from './runStrategy';
 
 /** Management calls are quick on a healthy engine; a hung one must not hang the chat. */
-const API_DEADLINE_MS = 30_000;
+const API_DEADLINE_MS = ENGINE_DEADLINE_MS;
 /** After asking the program to die, how long before the whole sandbox is restarted instead. */
 export const KILL_GRACE_MS = 3_000;
 /** How long one kill may take to end the program's output before it is tried again. */

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
-import { withDeadline } from './engineErrors';
+import { ENGINE_DEADLINE_MS, withDeadline } from './engineErrors';
 import { OOM_COUNT_SOURCE, SANDBOX_USER } from './guest';
 
 /** Starts one of our fixed sources (never the model's) as the sandbox user; returns its output stream. */
@@ -14,7 +14,7 @@ export async function startGuest(container: Dockerode.Container, source: string,
   return (await withDeadline(exec.start({ hijack: true, stdin: false }), Math.max(1, giveUp - Date.now()), 'start exec')) as NodeJS.ReadableStream;
 }
 
-const READ_DEADLINE_MS = 30_000;
+const READ_DEADLINE_MS = ENGINE_DEADLINE_MS;
 
 /** The container cgroup's count of OOM kills since it started; undefined when it cannot be read. */
 export async function oomKillCount(docker: Dockerode, container: Dockerode.Container): Promise<number | undefined> {

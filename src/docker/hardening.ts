@@ -184,7 +184,9 @@ export async function removeQuietly(docker: Dockerode, containerId: string | und
       // v: also the anonymous volumes of the image's VOLUME paths (never a named one such as the work area).
       .remove({ force: true, v: true })
       .catch((e: unknown) => {
-        if (statusCode(e) !== 404) log.warn(`could not remove container ${containerId}: ${describeError(e)}`);
+        // 404: gone already; 409: another process sharing the engine is removing it right now.
+        if (statusCode(e) === 409) log.info(`container ${containerId} is being removed by another process`);
+        else if (statusCode(e) !== 404) log.warn(`could not remove container ${containerId}: ${describeError(e)}`);
       });
   }
   if (volumeName) {
@@ -192,7 +194,9 @@ export async function removeQuietly(docker: Dockerode, containerId: string | und
       .getVolume(volumeName)
       .remove()
       .catch((e: unknown) => {
-        if (statusCode(e) !== 404) log.warn(`could not remove volume ${volumeName}: ${describeError(e)}`);
+        // 409 (in use): its container is still being removed, by another process that removes the volume after it.
+        if (statusCode(e) === 409) log.info(`volume ${volumeName} is still in use (its container is being removed by another process)`);
+        else if (statusCode(e) !== 404) log.warn(`could not remove volume ${volumeName}: ${describeError(e)}`);
       });
   }
 }

@@ -1,2 +1,2 @@
 /** Pulling lives with the other image concerns in ./images; this path stays for its importers. */
-export { ensureImage, type PullProgress } from './images/pull';
+export { ensureImage, imagePresent, type PullProgress } from './images/pull';

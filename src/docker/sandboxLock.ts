@@ -1,6 +1,6 @@
 import type Dockerode from 'dockerode';
 import { ToolError } from '../core/errors';
-import { withDeadline } from './engineErrors';
+import { ENGINE_DEADLINE_MS, withDeadline } from './engineErrors';
 
 /**
  * Holds the lock: `flock` on a directory the sandbox user cannot open (root's home, 0700; `/`
@@ -24,7 +24,7 @@ export const LOCK_HOLDER_SOURCE = [
   'sys.stdin.buffer.read()',
 ].join('\n');
 
-const CREATE_DEADLINE_MS = 30_000;
+const CREATE_DEADLINE_MS = ENGINE_DEADLINE_MS;
 
 /**
  * The cross-process lock of one sandbox. Separate processes sharing a sandbox (CLI runs with one

@@ -1,5 +1,5 @@
 import type Dockerode from 'dockerode';
-import { withDeadline } from './engineErrors';
+import { ENGINE_DEADLINE_MS, readEngine } from './engineErrors';
 import { isGvisor } from './engine/runtime';
 import type { ExitInfo } from './runStrategy';
 
@@ -9,7 +9,6 @@ import type { ExitInfo } from './runStrategy';
  * attach stream ends, and only then records why (State.OOMKilled).
  */
 const SETTLE_MS = 5_000;
-const API_DEADLINE_MS = 30_000;
 
 /** Said whenever the container itself stopped: the provider replaces it on the next call. */
 export const SANDBOX_GONE_NOTE = 'The whole sandbox stopped with the program, so the next call gets a new one.';
@@ -40,7 +39,7 @@ export interface StoppedState {
 /** The container's state once it has settled: waits (briefly) for a dying container to be reported stopped. */
 export async function settledState(container: Dockerode.Container): Promise<StoppedState | undefined> {
   const inspect = () =>
-    withDeadline(container.inspect(), API_DEADLINE_MS, 'inspect container').then(
+    readEngine(() => container.inspect(), 'the sandbox container (inspect)', ENGINE_DEADLINE_MS).then(
       (info) => info.State,
       () => undefined,
     );
@@ -60,10 +59,24 @@ export async function settledState(container: Dockerode.Container): Promise<Stop
  */
 export function stoppedExit(state: StoppedState | undefined, runtime: string, pidsLimit: number): ExitInfo {
   if (state?.oomKilled) return { exitCode: 137, oomKilled: true, notes: [SANDBOX_GONE_NOTE] };
-  if (isGvisor(runtime) && state?.exitCode !== undefined && state.exitCode !== 137 && state.exitCode !== 0) {
-    return { exitCode: null, notes: [gvisorGaveUpSentence(state.exitCode, pidsLimit)] };
+  const status = state?.exitCode;
+  if (status !== undefined && status > 128 && status !== 137) return { exitCode: null, notes: [signalledSentence(status)] };
+  // Below 128 the status is gVisor's own (its Go runtime exits 2 when it cannot get a thread).
+  if (isGvisor(runtime) && status !== undefined && status !== 137 && status !== 0) {
+    return { exitCode: null, notes: [gvisorGaveUpSentence(status, pidsLimit)] };
   }
   return { exitCode: null, notes: [killedSentence(runtime)] };
+}
+
+/**
+ * The sandbox's first process ended on a signal other than SIGKILL: 143 is SIGTERM, what an engine
+ * sends when it stops or restarts (dockerd being restarted, `docker stop`). Nothing the program did
+ * is known to have caused it, so the program is not blamed.
+ */
+export function signalledSentence(status: number): string {
+  const signal = status - 128;
+  const name = signal === 15 ? 'SIGTERM, as an engine stops or restarts a container' : `signal ${signal}`;
+  return `The sandbox was stopped from outside while the program ran (${name}); the program is not known to have caused it. Run it again: the next call gets a new sandbox.`;
 }
 
 /** Why the container stopped, in a few words for the log. */

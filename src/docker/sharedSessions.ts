@@ -1,15 +1,14 @@
 import type Dockerode from 'dockerode';
 import { ToolError } from '../core/errors';
 import type { Logger } from '../core/logger';
-import { engineOf } from './connection';
 import { DockerSandbox, removeQuietly, sharedSandboxName, type SandboxSpec } from './dockerSandbox';
-import { engineUnreachable, isUnreachable, statusCode } from './engineErrors';
+import { ENGINE_DEADLINE_MS, engineFailure, isEngineFailure, readEngine, statusCode } from './engineErrors';
+import { sandboxFailed } from './sandboxErrors';
 import type { RuntimeChoice } from './engine/runtime';
 import { LABEL, type Owner } from './labels';
 
-/** How long processes racing to create one session's sandbox keep trying before the call fails. */
-const SHARED_CREATE_WAIT_MS = 30_000;
-const SANDBOX_FAILED = 'The sandbox could not be created. Ask the user to check the "CodeAct Sandbox" output channel.';
+/** How long processes racing to create one session's sandbox keep trying (on a busy engine) before the call fails. */
+const SHARED_CREATE_WAIT_MS = ENGINE_DEADLINE_MS;
 
 export interface SharedContext {
   docker: Dockerode;
@@ -35,7 +34,7 @@ export async function createOrAdopt(ctx: SharedContext, digest: string, spec: Sa
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  throw new ToolError('sandbox_failed', SANDBOX_FAILED);
+  throw sandboxFailed();
 }
 
 /**
@@ -52,23 +51,20 @@ export async function adoptSession(
   signal: AbortSignal,
 ): Promise<DockerSandbox | undefined> {
   const { docker, owner, log } = ctx;
-  const byName = await docker
-    .getContainer(sharedSandboxName(owner.kind, digest))
-    .inspect()
-    .then(
+  const byName = await readEngine(() => docker.getContainer(sharedSandboxName(owner.kind, digest)).inspect(), "the session's sandbox (inspect)").then(
       (info): Dockerode.ContainerInfo[] =>
         info.Config.Labels?.[LABEL.managed] && info.Config.Labels[LABEL.ownerKind] === owner.kind
           ? [{ Id: info.Id, Names: [info.Name] } as Dockerode.ContainerInfo]
           : [],
       (e: unknown) => {
         if (statusCode(e) === 404) return [];
-        throw isUnreachable(e) ? engineUnreachable(e, engineOf(docker)) : e;
+        throw isEngineFailure(e) ? engineFailure(e, docker) : e;
       },
     );
-  const byLabels = await docker.listContainers({
-    all: true,
-    filters: { label: [`${LABEL.session}=${digest}`, `${LABEL.ownerKind}=${owner.kind}`] },
-  });
+  const byLabels = await readEngine(
+    () => docker.listContainers({ all: true, filters: { label: [`${LABEL.session}=${digest}`, `${LABEL.ownerKind}=${owner.kind}`] } }),
+    "its list of the session's sandboxes",
+  );
   const found = [...byName, ...byLabels.filter((c) => !byName.some((n) => n.Id === c.Id))];
   for (const c of found) {
     const name = c.Names?.[0]?.replace(/^\//, '');

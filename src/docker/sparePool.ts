@@ -3,7 +3,7 @@ import type Dockerode from 'dockerode';
 import { describeError } from '../core/errors';
 import type { Logger } from '../core/logger';
 import { DockerSandbox, removeQuietly, type SandboxSpec } from './dockerSandbox';
-import { statusCode, withDeadline } from './engineErrors';
+import { readEngine, statusCode } from './engineErrors';
 import type { RuntimeChoice } from './engine/runtime';
 import { WORK_ROOT } from './guest';
 import { LABEL, type Owner } from './labels';
@@ -170,7 +170,7 @@ export class SharedSparePool {
   /** Spares of `pool` that no session has taken yet: their names are still spare names. */
   private async list(pool?: string): Promise<Dockerode.ContainerInfo[]> {
     const label = [LABEL.managed, `${LABEL.ownerKind}=${this.owner.kind}`, `${LABEL.version}=${this.owner.version}`, pool ? `${LABEL.pool}=${pool}` : LABEL.pool];
-    const found = await withDeadline(this.docker.listContainers({ all: true, filters: { label } }), 30_000, 'list spare sandboxes');
+    const found = await readEngine(() => this.docker.listContainers({ all: true, filters: { label } }), 'its list of spare sandboxes');
     return found.filter((c) => nameOf(c).startsWith(this.namePrefix));
   }
 
@@ -181,7 +181,9 @@ export class SharedSparePool {
    * session's name is already taken (another process created the session meanwhile: adopt that).
    */
   async claim(pool: string, spec: SandboxSpec, runtime: RuntimeChoice, sessionName: string, signal: AbortSignal): Promise<DockerSandbox | undefined> {
-    for (const c of await this.list(pool)) {
+    // Only a running spare is free: one still being made belongs to its maker until it lets go
+    // (taking it then would race the maker's own start and lock, and on a busy engine lose).
+    for (const c of (await this.list(pool)).filter((c) => c.State === 'running')) {
       const attached = await DockerSandbox.attach(this.docker, c.Id, spec, runtime, this.log, signal, { onlyIfFree: true });
       if (attached.kind === 'busy' || attached.kind === 'gone') continue;
       if (attached.kind === 'unusable') {
@@ -190,7 +192,7 @@ export class SharedSparePool {
         continue;
       }
       const sandbox = attached.sandbox;
-      const now = await withDeadline(sandbox.container.inspect(), 30_000, 'inspect spare').then(
+      const now = await readEngine(() => sandbox.container.inspect(), 'a spare sandbox (inspect)').then(
         (i) => i.Name.replace(/^\//, ''),
         () => undefined,
       );

@@ -28,7 +28,7 @@ export const UNEXPECTED = "The sandbox failed unexpectedly. Ask the user to chec
 export function failureResult(e: unknown, log: Logger): CallToolResult {
   let message: string;
   if (isToolError(e)) {
-    message = e.modelMessage;
+    message = e.messageFor('mcp');
   } else {
     log.error(`execute_code: ${describeError(e)}`);
     message = UNEXPECTED;

@@ -133,7 +133,7 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     if (isToolError(e)) return new Error(e.modelMessage);
     this.log.error(`execute_code: ${describeError(e)}`);
     return new Error(
-      new ToolError('sandbox_failed', 'The sandbox failed unexpectedly. Ask the user to check the "CodeAct Sandbox" output channel.').modelMessage,
+      new ToolError('sandbox_failed', 'The sandbox failed unexpectedly.', { seeLog: true }).modelMessage,
     );
   }
 }

@@ -9,8 +9,7 @@ import type Dockerode from 'dockerode';
 import { describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
 import { archiveOf } from '../archive';
-import { engineOf } from '../connection';
-import { engineUnreachable, isUnreachable, statusCode } from '../engineErrors';
+import { engineFailure, isEngineFailure, statusCode } from '../engineErrors';
 import { LABEL, LABEL_SCHEMA, hasAllLabels } from '../labels';
 
 /** Repository of every image this backend builds: codeact-devcontainer/<folder digest>:<config hash>. */
@@ -45,7 +44,7 @@ export async function imagePresent(docker: Dockerode, tag: string): Promise<bool
     await docker.getImage(tag).inspect();
     return true;
   } catch (e) {
-    if (isUnreachable(e)) throw engineUnreachable(e, engineOf(docker));
+    if (isEngineFailure(e)) throw engineFailure(e, docker);
     if (statusCode(e) === 404) return false;
     throw e;
   }

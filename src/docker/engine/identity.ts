@@ -1,6 +1,6 @@
 import type Dockerode from 'dockerode';
 import { z } from 'zod';
-import { withDeadline } from '../engineErrors';
+import { readEngine } from './deadline';
 
 /**
  * The engines whose Docker-compatible API the sandbox speaks. Podman answers the same calls but
@@ -44,14 +44,26 @@ export function identifyEngine(version: unknown): EngineIdentity {
 }
 
 const cache = new WeakMap<Dockerode, Promise<EngineIdentity>>();
+const known = new WeakMap<Dockerode, EngineIdentity>();
 
-/** The engine behind a client (asked once per client: a new connection asks again). */
+/**
+ * The engine behind a client, asked once per client (one per process and engine; a new connection
+ * asks again) and shared by every concurrent caller: ten calls starting at once ask once.
+ */
 export function engineIdentity(docker: Dockerode): Promise<EngineIdentity> {
   let pending = cache.get(docker);
   if (!pending) {
-    pending = withDeadline(docker.version() as Promise<unknown>, 10_000, 'engine version').then(identifyEngine);
-    pending.catch(() => cache.delete(docker));
+    pending = readEngine(() => docker.version() as Promise<unknown>, 'its version').then(identifyEngine);
+    pending.then(
+      (identity) => known.set(docker, identity),
+      () => cache.delete(docker),
+    );
     cache.set(docker, pending);
   }
   return pending;
+}
+
+/** The identity this client's engine already gave, without asking (for error sentences). */
+export function knownIdentity(docker: Dockerode): EngineIdentity | undefined {
+  return known.get(docker);
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ToolError, describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
 import type { EngineIdentity } from './identity';
-import { withDeadline } from '../engineErrors';
+import { readEngine } from './deadline';
 
 /** What Podman says of its host that the Docker-compatible info leaves out (libpod's own /info). */
 export interface PodmanHost {
@@ -63,10 +63,11 @@ const cache = new WeakMap<Dockerode, Promise<PodmanHost | undefined>>();
 export function podmanHost(docker: Dockerode): Promise<PodmanHost | undefined> {
   let pending = cache.get(docker);
   if (!pending) {
-    const ask = new Promise<unknown>((resolve, reject) =>
-      docker.modem.dial({ path: '/v4.0.0/libpod/info', method: 'GET', statusCodes: { 200: true }, options: {} }, (err: unknown, data: unknown) => (err ? reject(err) : resolve(data))),
-    );
-    pending = withDeadline(ask, 10_000, 'Podman info').then(parsePodmanHost);
+    const ask = () =>
+      new Promise<unknown>((resolve, reject) =>
+        docker.modem.dial({ path: '/v4.0.0/libpod/info', method: 'GET', statusCodes: { 200: true }, options: {} }, (err: unknown, data: unknown) => (err ? reject(err) : resolve(data))),
+      );
+    pending = readEngine(ask, 'its Podman host info').then(parsePodmanHost);
     pending.catch(() => cache.delete(docker));
     cache.set(docker, pending);
   }

@@ -1,6 +1,6 @@
 import type Dockerode from 'dockerode';
 import { ToolError } from '../../core/errors';
-import { withDeadline } from '../engineErrors';
+import { readEngine } from './deadline';
 import type { EngineKind } from './identity';
 
 /** gVisor's OCI runtime: a user-space kernel between the program and the host's. */
@@ -73,7 +73,7 @@ const cache = new WeakMap<Dockerode, Promise<EngineRuntimes>>();
 export function engineRuntimes(docker: Dockerode): Promise<EngineRuntimes> {
   let pending = cache.get(docker);
   if (!pending) {
-    pending = withDeadline(docker.info() as Promise<{ Runtimes?: Record<string, unknown>; DefaultRuntime?: string }>, 10_000, 'engine info').then(
+    pending = readEngine(() => docker.info() as Promise<{ Runtimes?: Record<string, unknown>; DefaultRuntime?: string }>, 'its runtimes (info)').then(
       (info) => ({ available: Object.keys(info.Runtimes ?? {}).sort(), engineDefault: info.DefaultRuntime || undefined }),
     );
     pending.catch(() => cache.delete(docker));

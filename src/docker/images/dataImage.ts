@@ -8,8 +8,7 @@ import type Dockerode from 'dockerode';
 import { ToolError, describeError, isToolError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
 import type { InstalledDistribution } from '../../core/missingModule';
-import { engineOf } from '../connection';
-import { engineUnreachable, isUnreachable } from '../engineErrors';
+import { engineFailure, isEngineFailure } from '../engineErrors';
 import { BuildFailed, labelImage, readListing, runBuild } from './build';
 import type { BuildProgressListener } from './buildProgress';
 import { dataImageContext, recipeHash, type BuildContext } from './dockerfile';
@@ -84,7 +83,7 @@ export async function findDataImage(docker: Dockerode, t: DataImageTarget = {}):
     try {
       info = await docker.getImage(plan.tag).inspect();
     } catch (e) {
-      if (isUnreachable(e)) throw engineUnreachable(e, engineOf(docker));
+      if (isEngineFailure(e)) throw engineFailure(e, docker);
       continue;
     }
     const ours = ourImage(info);
@@ -189,7 +188,7 @@ async function buildFirstRoute(
     } catch (e) {
       if (signal.aborted) throw stop();
       if (isToolError(e)) throw e;
-      if (isUnreachable(e) && !(e instanceof BuildFailed)) throw engineUnreachable(e, engineOf(docker));
+      if (isEngineFailure(e) && !(e instanceof BuildFailed)) throw engineFailure(e, docker);
       const reason = `its build failed (${e instanceof BuildFailed ? e.message : describeError(e)})`;
       log.error(`data image: the ${plan.route} route failed: ${reason}; the build log is above`);
       attempts.push({ route: plan.route, reason, started: true });

@@ -9,8 +9,7 @@ import { ToolError, isToolError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
 import type { InstalledDistribution } from '../../core/missingModule';
 import { RequirementListError, normalizeProjectName, normalizeRequirements, requirementName } from '../../core/requirements';
-import { engineOf } from '../connection';
-import { engineUnreachable, isUnreachable } from '../engineErrors';
+import { engineFailure, isEngineFailure } from '../engineErrors';
 import { BuildFailed, labelImage, readListing, runBuild } from './build';
 import type { BuildProgressListener } from './buildProgress';
 import { derivedHash, derivedImageContext } from './dockerfile';
@@ -103,7 +102,7 @@ async function find(docker: Dockerode, tag: string, hash: string): Promise<Omit<
     const ours = ourImage(info);
     if (ours?.kind === 'packages' && ours.hash === hash && ours.distributions) return { tag, id: info.Id, built: false, distributions: ours.distributions };
   } catch (e) {
-    if (isUnreachable(e)) throw engineUnreachable(e, engineOf(docker));
+    if (isEngineFailure(e)) throw engineFailure(e, docker);
   }
   return undefined;
 }
@@ -140,7 +139,7 @@ async function build(o: EnsurePackagesImageOptions, p: Plan, signal: AbortSignal
   } catch (e) {
     if (signal.aborted) throw stopError(stopped() ?? 'cancelled', p.hints, p.timeoutMs);
     if (isToolError(e)) throw e;
-    if (isUnreachable(e) && !(e instanceof BuildFailed)) throw engineUnreachable(e, engineOf(docker));
+    if (isEngineFailure(e) && !(e instanceof BuildFailed)) throw engineFailure(e, docker);
     throw rejected(e, p.requirements, p.hints);
   } finally {
     await docker.getImage(staging).remove().catch(() => {});

@@ -1,6 +1,6 @@
 import type Dockerode from 'dockerode';
 import { ToolError } from '../../core/errors';
-import { engineUnreachable, isUnreachable, statusCode } from '../engineErrors';
+import { engineFailure, isEngineFailure, statusCode } from '../engineErrors';
 
 export interface PullProgress {
   /** One human line, e.g. "Downloading 3 layers: 41 MB of 120 MB". */
@@ -23,7 +23,7 @@ export async function ensureImage(
     await pullImage(docker, image, options);
   } catch (e) {
     if (options.signal?.aborted) throw new ToolError('cancelled', 'The image pull was cancelled.', { cause: e });
-    if (isUnreachable(e) && !(e as { message?: string }).message?.includes('registry')) throw engineUnreachable(e);
+    if (isEngineFailure(e) && !(e as { message?: string }).message?.includes('registry')) throw engineFailure(e, docker);
     throw new ToolError(
       'image_unavailable',
       `The sandbox image "${image}" is not on this machine and could not be pulled. Ask the user to pull it, or to set ${settingHint} to an image that has python3.`,
@@ -38,7 +38,7 @@ export async function imagePresent(docker: Dockerode, image: string): Promise<bo
     await docker.getImage(image).inspect();
     return true;
   } catch (e) {
-    if (isUnreachable(e)) throw engineUnreachable(e);
+    if (isEngineFailure(e)) throw engineFailure(e, docker);
     if (statusCode(e) === 404) return false;
     throw e;
   }

@@ -5,8 +5,7 @@
  */
 import type Dockerode from 'dockerode';
 import type { Logger } from '../../core/logger';
-import { engineOf } from '../connection';
-import { engineUnreachable, isUnreachable } from '../engineErrors';
+import { engineFailure, isEngineFailure } from '../engineErrors';
 import type { BuildProgressListener } from './buildProgress';
 import { classifyPullFailure, imagePresent, pullImage, type PullFailure } from './pull';
 
@@ -34,7 +33,7 @@ export async function probeBase(docker: Dockerode, base: string, o: { signal: Ab
     const failure = classifyPullFailure(e, o.signal);
     if (failure === 'cancelled') throw new PullCancelled();
     // The engine itself gone (not a registry it could not reach: that is a 5xx answer).
-    if (isUnreachable(e) && (e as { statusCode?: unknown }).statusCode === undefined) throw engineUnreachable(e, engineOf(docker));
+    if (isEngineFailure(e) && (e as { statusCode?: unknown }).statusCode === undefined) throw engineFailure(e, docker);
     return { ok: false, failure, detail: (e as Error)?.message ?? String(e) };
   }
 }

@@ -1,0 +1,150 @@
+import * as assert from 'node:assert/strict';
+import type Dockerode from 'dockerode';
+import { ToolError } from '../../src/core/errors';
+import { EngineTimeoutError, engineFailure, engineRefused, isEngineFailure, isUnreachable, readEngine } from '../../src/docker/engineErrors';
+import { engineIdentity } from '../../src/docker/engine/identity';
+import { sandboxFailed } from '../../src/docker/sandboxErrors';
+import { stoppedExit } from '../../src/docker/sandboxStopped';
+
+/** A client whose engine answers `version` as `components` says; nothing else is asked. */
+async function engineThatSaid(components: { Name: string; Version: string }[]): Promise<Dockerode> {
+  const docker = { version: async () => ({ Version: components[0]!.Version, Components: components }) } as unknown as Dockerode;
+  await engineIdentity(docker);
+  return docker;
+}
+
+function failure(code: string): Error {
+  return Object.assign(new Error(`connect ${code} /run/engine.sock`), { code });
+}
+
+describe('a busy engine is not an unreachable engine (unit)', function () {
+  it('an engine that did not answer in time is busy, named as it named itself, with what it was asked', async function () {
+    const podman = await engineThatSaid([{ Name: 'Podman Engine', Version: '4.3.1' }]);
+    const e = engineFailure(new EngineTimeoutError('its runtimes (info)', 90_000), podman);
+    assert.equal(e.code, 'engine_busy');
+    assert.equal(
+      e.modelMessage,
+      'The Podman 4.3.1 engine did not answer within 90 s when asked for its runtimes (info), so the program was not run. The engine is running but busy or stuck: try again in a moment; if it keeps happening, ask the user to check the Podman service and what else is using it.',
+    );
+    assert.equal(isEngineFailure(e.cause), true);
+    assert.equal(isUnreachable(e.cause), false);
+  });
+
+  it('before the engine has said what it is, a timeout names no product', function () {
+    const e = engineFailure(new EngineTimeoutError('its version', 90_000));
+    assert.equal(
+      e.modelMessage,
+      'The container engine did not answer within 90 s when asked for its version, so the program was not run. The engine is running but busy or stuck: try again in a moment; if it keeps happening, ask the user to check the engine and what else is using it.',
+    );
+  });
+
+  it('no engine at the address: a Podman service that answered before is not called Docker', async function () {
+    const podman = await engineThatSaid([{ Name: 'Podman Engine', Version: '4.3.1' }]);
+    const e = engineFailure(failure('ECONNREFUSED'), podman);
+    assert.equal(e.code, 'engine_unreachable');
+    assert.equal(
+      e.modelMessage,
+      'The local Podman engine (Podman 4.3.1) is not reachable, so the program was not run. Ask the user to start the Podman service (podman system service, or Podman Desktop) or to check the engine connection settings, then try again.',
+    );
+    assert.equal(
+      engineFailure(failure('ENOENT')).modelMessage,
+      'Docker is not reachable, so the program was not run. Ask the user to start Docker (Docker Desktop or the docker service) or to check the Docker connection settings, then try again.',
+    );
+  });
+
+  it('an engine that answered with an error says so, and each client names its own log', async function () {
+    const docker = await engineThatSaid([{ Name: 'Engine', Version: '28.2.2' }]);
+    const e = engineRefused(Object.assign(new Error('(HTTP code 500) server error'), { statusCode: 500 }), docker, 'its version and runtimes');
+    assert.equal(e.code, 'sandbox_failed');
+    assert.equal(e.messageFor('vscode'), 'The Docker 28.2.2 engine answered the request for its version and runtimes with an error (HTTP 500), so the program was not run. Ask the user to check the "CodeAct Sandbox" output channel.');
+    assert.equal(e.messageFor('cli'), 'The Docker 28.2.2 engine answered the request for its version and runtimes with an error (HTTP 500), so the program was not run. Run the command again with --verbose to see the details.');
+    assert.equal(
+      sandboxFailed().messageFor('mcp'),
+      "The sandbox could not be created. Ask the user to check the CodeAct Sandbox server's log (its standard error).",
+    );
+    assert.equal(new ToolError('invalid_input', 'No code.').messageFor('cli'), 'No code.');
+  });
+});
+
+describe('read-only engine calls (unit)', function () {
+  it('are tried once more after a dropped connection or a 5xx, and give up after the second', async function () {
+    for (const first of [failure('ECONNRESET'), Object.assign(new Error('busy'), { statusCode: 503 })]) {
+      let asked = 0;
+      const answer = await readEngine(async () => {
+        asked++;
+        if (asked === 1) throw first;
+        return 'info';
+      }, 'its info');
+      assert.deepEqual([answer, asked], ['info', 2]);
+    }
+    let asked = 0;
+    await assert.rejects(
+      readEngine(async () => {
+        asked++;
+        throw failure('ECONNRESET');
+      }, 'its info'),
+      { code: 'ECONNRESET' },
+    );
+    assert.equal(asked, 2);
+  });
+
+  it('are not tried again after a 4xx, a refused connection or the deadline', async function () {
+    for (const error of [Object.assign(new Error('no such container'), { statusCode: 404 }), failure('ECONNREFUSED')]) {
+      let asked = 0;
+      await assert.rejects(
+        readEngine(async () => {
+          asked++;
+          throw error;
+        }, 'a container (inspect)'),
+        error,
+      );
+      assert.equal(asked, 1);
+    }
+    let asked = 0;
+    await assert.rejects(
+      readEngine(
+        () => {
+          asked++;
+          return new Promise<never>(() => {});
+        },
+        'its version',
+        20,
+      ),
+      (e: unknown) => e instanceof EngineTimeoutError && e.what === 'its version' && e.ms === 20,
+    );
+    assert.equal(asked, 1);
+  });
+
+  it('concurrent callers of one client share one question', async function () {
+    let asked = 0;
+    let answer: (v: unknown) => void = () => {};
+    const docker = {
+      version: () => {
+        asked++;
+        return new Promise((resolve) => (answer = resolve));
+      },
+    } as unknown as Dockerode;
+    const all = Promise.all(Array.from({ length: 10 }, () => engineIdentity(docker)));
+    answer({ Version: '4.3.1', Components: [{ Name: 'Podman Engine', Version: '4.3.1' }] });
+    const identities = await all;
+    assert.equal(asked, 1);
+    assert.deepEqual(new Set(identities.map((i) => i.label)), new Set(['Podman 4.3.1']));
+  });
+});
+
+describe('a sandbox stopped from outside (unit)', function () {
+  it('SIGTERM (143) under gVisor is the engine stopping it, not the program starting too much', function () {
+    const exit = stoppedExit({ running: false, oomKilled: false, exitCode: 143 }, 'runsc', 256);
+    assert.deepEqual(exit, {
+      exitCode: null,
+      notes: ['The sandbox was stopped from outside while the program ran (SIGTERM, as an engine stops or restarts a container); the program is not known to have caused it. Run it again: the next call gets a new sandbox.'],
+    });
+  });
+
+  it("gVisor's own status 2 still points at processes and threads; the OOM flag at memory", function () {
+    assert.deepEqual(stoppedExit({ running: false, oomKilled: false, exitCode: 2 }, 'runsc', 256).notes, [
+      "The sandbox stopped while the program ran: gVisor's kernel ended with status 2, which most often means the program started more processes or threads than the sandbox can run (limit 256 processes). Start fewer; the next call gets a new sandbox.",
+    ]);
+    assert.equal(stoppedExit({ running: false, oomKilled: true, exitCode: 143 }, 'runsc', 256).oomKilled, true);
+  });
+});
