@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Writable } from 'node:stream';
+import { Writable, type Duplex } from 'node:stream';
 import type Dockerode from 'dockerode';
 import type { Logger } from '../core/logger';
+import { systemClock, type Clock, type Timer } from './clock';
 import {
   FrameDecoder,
   HOST_KIND,
@@ -56,16 +57,16 @@ export function runnerCommand(preloadModules: readonly string[]): string[] {
  * on a loaded machine): the runner declared stuck while doing its job, the run killed and run by
  * docker exec instead (in session mode, without its state). So: both waits, plus 5 s for the fork
  * and the scheduler. A runner that is really stuck (frozen) costs the call this long before it
- * falls back to docker exec.
+ * falls back to docker exec; test/unit/runnerChannel.test.ts keeps the sum in step with runner.py.
  */
-const START_DEADLINE_MS = 15_000;
+export const START_DEADLINE_MS = 15_000;
 /** Hellos are repeated this often until answered (one may be lost with a host that died mid-frame). */
-const HELLO_RETRY_MS = 1_000;
+export const HELLO_RETRY_MS = 1_000;
 /** Lines of the runner's own stderr kept for the log, and their length. */
-const LOG_LINE_MAX = 500;
+export const LOG_LINE_MAX = 500;
 
 /** The attach stream ended (a detach, the container stopping): expected, so not logged as a failure. */
-class ChannelClosedError extends Error {
+export class ChannelClosedError extends Error {
   constructor() {
     super('the runner channel closed');
     this.name = 'ChannelClosedError';
@@ -83,6 +84,19 @@ export type RunnerOutcome =
   /** The channel failed; `started` says whether the program may have run. */
   | { kind: 'failed'; started: boolean; error: Error };
 
+/** What a channel runs on besides its stream (the defaults are the real ones). */
+export interface ChannelOptions {
+  /**
+   * Splits what the stream reads into the runner's stdout (frames) and stderr (its log lines): an
+   * attach stream multiplexes the two. Without it everything read is stdout, as from a plain pipe.
+   */
+  demux?: (stdout: (chunk: Buffer) => void, stderr: (chunk: Buffer) => void) => void;
+  /** The deadlines' timers (hello retries, readiness waits, start and kill deadlines). */
+  clock?: Clock;
+  /** The nonce of the handshake: random, so no older hello's answer is taken for this one. */
+  nonce?: () => string;
+}
+
 interface ActiveRun {
   id: number;
   onFrame(frame: Frame): void;
@@ -91,17 +105,17 @@ interface ActiveRun {
 
 /**
  * The host's end of the channel to a sandbox's runner: the container's attach stream (PID 1's
- * stdin and stdout; its stderr goes to the log). Everything it receives is validated: a frame
- * that is malformed, too large or of the wrong shape breaks the channel for good, and the caller
- * falls back to `docker exec`.
+ * stdin and stdout; its stderr goes to the log), or any duplex stream to a runner (`over`).
+ * Everything it receives is validated: a frame that is malformed, too large or of the wrong shape
+ * breaks the channel for good, and the caller falls back to `docker exec`.
  */
 export class RunnerChannel {
-  private stream: NodeJS.ReadWriteStream | undefined;
+  private stream: Duplex | undefined;
   private readonly decoder = new FrameDecoder();
   private stateValue: RunnerState = 'connecting';
   private hello: HelloReply | undefined;
   private nonce = '';
-  private helloTimer: NodeJS.Timeout | undefined;
+  private helloTimer: Timer | undefined;
   private readyWaiters = new Set<() => void>();
   private active: ActiveRun | undefined;
   private stderrLine = '';
@@ -110,13 +124,14 @@ export class RunnerChannel {
   private constructor(
     private readonly label: string,
     private readonly log: Logger,
+    private readonly clock: Clock,
+    private readonly newNonce: () => string,
   ) {}
 
   /** Attaches to the container's stdio; works before it starts (nothing said at start is lost). */
   static async open(docker: Dockerode, container: Dockerode.Container, label: string, log: Logger): Promise<RunnerChannel> {
-    const channel = new RunnerChannel(label, log);
-    const stream = (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as NodeJS.ReadWriteStream;
-    channel.stream = stream;
+    // Hijacked, the attach stream is the engine connection's socket: a duplex.
+    const stream = (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as Duplex;
     const sink = (deliver: (chunk: Buffer) => void) =>
       new Writable({
         write(chunk: Buffer, _enc, done) {
@@ -124,7 +139,21 @@ export class RunnerChannel {
           done();
         },
       });
-    docker.modem.demuxStream(stream, sink((c) => channel.onStdout(c)), sink((c) => channel.onStderr(c)));
+    return RunnerChannel.over(stream, label, log, { demux: (stdout, stderr) => docker.modem.demuxStream(stream, sink(stdout), sink(stderr)) });
+  }
+
+  /**
+   * The channel over any duplex stream to the runner: what is written goes to its stdin, what is
+   * read is its stdout (and, through `options.demux`, its stderr). Its end, close or error breaks
+   * the channel.
+   */
+  static over(stream: Duplex, label: string, log: Logger, options: ChannelOptions = {}): RunnerChannel {
+    const channel = new RunnerChannel(label, log, options.clock ?? systemClock, options.nonce ?? (() => randomBytes(8).toString('hex')));
+    channel.stream = stream;
+    const onStdout = (c: Buffer) => channel.onStdout(c);
+    const onStderr = (c: Buffer) => channel.onStderr(c);
+    if (options.demux) options.demux(onStdout, onStderr);
+    else stream.on('data', onStdout);
     stream.on('end', () => channel.fail(new ChannelClosedError()));
     stream.on('close', () => channel.fail(new ChannelClosedError()));
     stream.on('error', (e: Error) => channel.fail(e));
@@ -142,12 +171,12 @@ export class RunnerChannel {
   /** Starts the handshake: hellos until one is answered with our nonce. */
   greet(): void {
     if (this.stateValue !== 'connecting' || this.helloTimer) return;
-    this.nonce = randomBytes(8).toString('hex');
+    this.nonce = this.newNonce();
     const send = () => {
       if (this.stateValue !== 'connecting') return;
       this.write(encodeFrame(HOST_KIND.hello, 0, Buffer.from(`nonce=${this.nonce}`, 'ascii')));
-      this.helloTimer = setTimeout(send, HELLO_RETRY_MS);
-      this.helloTimer.unref?.();
+      this.helloTimer = this.clock.setTimeout(send, HELLO_RETRY_MS);
+      this.helloTimer.unref();
     };
     send();
   }
@@ -157,12 +186,12 @@ export class RunnerChannel {
     if (this.stateValue !== 'connecting') return Promise.resolve(this.stateValue === 'ready');
     return new Promise((resolve) => {
       const done = () => {
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         signal.removeEventListener('abort', done);
         this.readyWaiters.delete(done);
         resolve(this.stateValue === 'ready');
       };
-      const timer = setTimeout(done, timeoutMs);
+      const timer = this.clock.setTimeout(done, timeoutMs);
       signal.addEventListener('abort', done, { once: true });
       this.readyWaiters.add(done);
     });
@@ -184,23 +213,23 @@ export class RunnerChannel {
     if (this.active) return Promise.resolve({ kind: 'declined', reason: 'runner busy', written: false });
     return new Promise<RunnerOutcome>((resolve) => {
       let started = false;
-      let killTimer: NodeJS.Timeout | undefined;
+      let killTimer: Timer | undefined;
       const finish = (outcome: RunnerOutcome) => {
-        clearTimeout(startTimer);
-        clearTimeout(killTimer);
+        this.clock.clearTimeout(startTimer);
+        this.clock.clearTimeout(killTimer);
         signal.removeEventListener('abort', onAbort);
         if (this.active === active) this.active = undefined;
         resolve(outcome);
       };
       const onAbort = () => {
         this.write(encodeFrame(HOST_KIND.kill, id));
-        killTimer = setTimeout(() => {
+        killTimer = this.clock.setTimeout(() => {
           this.log.warn(`sandbox ${this.label}: the runner did not confirm the kill of run ${id}`);
           this.breakChannel(`run ${id} was not confirmed killed`);
           finish({ kind: 'failed', started: true, error: new Error('the runner did not confirm the kill') });
         }, killGraceMs);
       };
-      const startTimer = setTimeout(() => {
+      const startTimer = this.clock.setTimeout(() => {
         // Whatever it is doing, it must not start this program later: ask it to kill it, then give up on it.
         this.write(encodeFrame(HOST_KIND.kill, id));
         this.breakChannel(`run ${id} was not started within ${START_DEADLINE_MS} ms`);
@@ -213,7 +242,7 @@ export class RunnerChannel {
             case RUNNER_KIND.started:
               parseReply(startedReplySchema, frame.payload, 'started');
               started = true;
-              clearTimeout(startTimer);
+              this.clock.clearTimeout(startTimer);
               return;
             case RUNNER_KIND.stdout:
               if (!started) throw new ProtocolError('output before the program started');
@@ -294,7 +323,7 @@ export class RunnerChannel {
     if (frame.kind === RUNNER_KIND.hello) {
       const hello = parseReply(helloReplySchema, frame.payload, 'hello');
       if (hello.nonce !== this.nonce || this.stateValue !== 'connecting') return; // an answer to an older hello
-      clearTimeout(this.helloTimer);
+      this.clock.clearTimeout(this.helloTimer);
       this.hello = hello;
       if (!hello.usable || hello.v !== RUNNER_PROTOCOL_VERSION) {
         this.log.warn(`sandbox ${this.label}: runner not usable (${hello.reason ?? `protocol ${hello.v}`}); programs run by docker exec`);
@@ -338,8 +367,8 @@ export class RunnerChannel {
   }
 
   private detach(): void {
-    clearTimeout(this.helloTimer);
-    const s = this.stream as (NodeJS.ReadWriteStream & { destroy?: () => void }) | undefined;
+    this.clock.clearTimeout(this.helloTimer);
+    const s = this.stream;
     this.stream = undefined;
     s?.destroy?.();
   }
