@@ -1,15 +1,21 @@
 import * as assert from 'node:assert/strict';
-import { ALONE_WITH_PID1, delay, run, uniqueSessionKey, useDocker } from './helpers';
+import { ALONE_WITH_PID1, WAITING_TEST_MS, programProcesses, run, uniqueSessionKey, useDocker, waitFor, warmSandbox } from './helpers';
 
-/** How long the runner gives a child that reported its exit to be gone (runner.py's DYING_GRACE_S), and a margin. */
-const AFTER_DYING_GRACE_MS = 5_000 + 2_000;
-
+/**
+ * Only the warm runner reports an exit early: each test first waits for its sandbox's runner, or
+ * a slow machine's first call would run by docker exec and test nothing of it.
+ */
 describe('the warm runner reports an exit before the process is gone (integration)', function () {
+  this.timeout(WAITING_TEST_MS);
   const sandboxes = useDocker();
+
+  /** The runner stops a child that reported its exit once its grace is over (runner.py's DYING_GRACE_S). */
+  const stoppedAfterGrace = (container: string) => waitFor(async () => (await programProcesses(container)) === 0, 'the runner to stop the process after its grace');
 
   it('answers once Python has finished, though a C-level exit handler never returns; the process is stopped later', async function () {
     const provider = sandboxes.makeProvider();
     const key = uniqueSessionKey('exit-handler');
+    const sandbox = await warmSandbox(provider, key);
     // libc's pause() as an atexit handler: the process never leaves exit(). Python's own exit is
     // complete (output flushed, atexit run), so the result is the program's.
     const code = [
@@ -25,7 +31,7 @@ describe('the warm runner reports an exit before the process is gone (integratio
     assert.equal(r.exitCode, 0);
     assert.equal(r.timedOut, false);
 
-    await delay(AFTER_DYING_GRACE_MS);
+    await stoppedAfterGrace(sandbox.id);
     const ps = await run(provider, key, ALONE_WITH_PID1);
     assert.equal(ps.text, 'stdout:\nTrue');
   });
@@ -33,6 +39,7 @@ describe('the warm runner reports an exit before the process is gone (integratio
   it('a program that fakes the report gets its fake exit, and keeps running no longer than the grace', async function () {
     const provider = sandboxes.makeProvider();
     const key = uniqueSessionKey('forged-exit');
+    const sandbox = await warmSandbox(provider, key);
     // The shared page is in the program's own address space (a 4 KB rw shared mapping); a
     // program may write it, close its output and go on: it only lies about its own result.
     const code = [
@@ -52,7 +59,7 @@ describe('the warm runner reports an exit before the process is gone (integratio
     assert.equal(r.text, 'stdout:\nforged');
     assert.equal(r.exitCode, 0);
 
-    await delay(AFTER_DYING_GRACE_MS);
+    await stoppedAfterGrace(sandbox.id);
     const ps = await run(provider, key, ALONE_WITH_PID1);
     assert.equal(ps.text, 'stdout:\nTrue');
   });
@@ -60,6 +67,7 @@ describe('the warm runner reports an exit before the process is gone (integratio
   it('a program that closes its output and goes on is still timed out (no report, no early answer)', async function () {
     const provider = sandboxes.makeProvider();
     const key = uniqueSessionKey('closed-output');
+    await warmSandbox(provider, key);
     const code = ["print('bye', flush=True)", 'import os', 'os.close(1)', 'os.close(2)', 'while True:', '    pass'].join('\n');
     const r = await run(provider, key, code, { limits: { timeoutMs: 2_000 } });
     assert.equal(r.timedOut, true);

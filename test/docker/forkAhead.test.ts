@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { KILL_ALL_SOURCE } from '../../src/docker/guest';
-import { delay, dockerCli, programProcesses, run, uniqueSessionKey, useDocker } from './helpers';
+import { WAITING_TEST_MS, delay, dockerCli, programProcesses, run, uniqueSessionKey, useDocker, waitFor, warmSandbox } from './helpers';
 
 /** How long ago (s) the program's own process was started, from the kernel's clock ticks. */
 const OWN_AGE = [
@@ -18,21 +18,34 @@ async function others(container: string): Promise<string[]> {
 }
 
 describe('the warm runner forks the next child ahead of its run (integration)', function () {
+  this.timeout(WAITING_TEST_MS);
   const sandboxes = useDocker();
 
-  /** A warm sandbox after one call through its runner, `pauseMs` ago: its next child is waiting. */
-  async function warmSandbox(what: string, pauseMs: number) {
+  /**
+   * Once the runner has forked the child for the next run (and the previous run's child, which may
+   * outlive its answer by a moment, is gone), lets it wait `ageMs` on purpose: OWN_AGE tells a
+   * program that runs in a child forked ahead (older than 0.5 s) from one forked on demand.
+   */
+  async function forkedAhead(container: string, ageMs: number): Promise<void> {
+    await waitFor(async () => {
+      const now = await others(container);
+      return now.length === 1 && /^codeact-waiting \d+$/.test(now[0]!);
+    }, 'the runner to fork the child for the next run, and nothing else to run');
+    await delay(ageMs);
+  }
+
+  /** A warm sandbox after one call through its runner: its next child is waiting, `ageMs` old. */
+  async function waitingSandbox(what: string, ageMs: number) {
     const provider = sandboxes.makeProvider();
     const key = uniqueSessionKey(what);
-    const first = await run(provider, key, 'pass');
-    assert.ok(await provider.active.get(key)!.warmedUp(60_000));
+    const container = (await warmSandbox(provider, key)).id;
     await run(provider, key, 'pass');
-    await delay(pauseMs);
-    return { provider, key, container: first.sandboxId };
+    await forkedAhead(container, ageMs);
+    return { provider, key, container };
   }
 
   it('a warm call runs in a child forked before the call, which waited under its own name', async function () {
-    const { provider, key, container } = await warmSandbox('fork-ahead', 1_000);
+    const { provider, key, container } = await waitingSandbox('fork-ahead', 1_000);
     const waiting = await others(container);
     assert.equal(waiting.length, 1, waiting.join('; '));
     assert.match(waiting[0]!, /^codeact-waiting \d+$/);
@@ -44,7 +57,7 @@ describe('the warm runner forks the next child ahead of its run (integration)', 
   });
 
   it('the waiting child is not dumpable: another process of the sandbox user cannot read its memory', async function () {
-    const { container } = await warmSandbox('fork-ahead-dumpable', 500);
+    const { container } = await waitingSandbox('fork-ahead-dumpable', 0);
     const [line] = await others(container);
     const pid = line!.split(' ')[1]!;
     const probe = `try:\n    open('/proc/${pid}/mem', 'rb')\n    print('OPENED')\nexcept OSError as e:\n    print(e.strerror)`;
@@ -53,14 +66,14 @@ describe('the warm runner forks the next child ahead of its run (integration)', 
   });
 
   it('a waiting child that was killed is replaced: the next call forks on demand, the one after is ahead again', async function () {
-    const { provider, key, container } = await warmSandbox('fork-ahead-killed', 500);
+    const { provider, key, container } = await waitingSandbox('fork-ahead-killed', 0);
     // What the host's leftover kill does before it collects files: every process of the sandbox user.
     await dockerCli('exec', container, 'python3', '-c', KILL_ALL_SOURCE);
-    await delay(500);
-    assert.deepEqual(await others(container), []);
+    // Killed, then reaped by the runner; it forks no new one until the next call.
+    await waitFor(async () => (await others(container)).length === 0, 'the killed child to be reaped');
     const r = await run(provider, key, OWN_AGE);
     assert.equal(r.text, 'stdout:\nFalse');
-    await delay(1_000);
+    await forkedAhead(container, 1_000);
     const again = await run(provider, key, OWN_AGE);
     assert.equal(again.text, 'stdout:\nTrue');
   });

@@ -15,7 +15,7 @@ import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
 import { DEFAULTS, type RunLimits, type SandboxLimits } from '../../src/core/limits';
 import type { Logger } from '../../src/core/logger';
 import { createDockerClient } from '../../src/docker/connection';
-import { removeQuietly, type SandboxSpec } from '../../src/docker/dockerSandbox';
+import { removeQuietly, type DockerSandbox, type SandboxSpec } from '../../src/docker/dockerSandbox';
 import { DockerSandboxProvider, type ProviderOptions } from '../../src/docker/dockerSandboxProvider';
 import { LABEL, currentOwner, hasAllLabels, type Owner } from '../../src/docker/labels';
 
@@ -256,8 +256,78 @@ export function useDocker(): DockerTestContext {
   };
 }
 
+/** Lets time pass on purpose (a grace period a test is about); never a wait for something to happen. */
 export function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * How long a test waits for something the product does in the background (a spare made, a
+ * sandbox removed, a runner ready) before it fails. Generous on purpose: on a healthy machine the
+ * condition, not this bound, ends the wait; a slow or loaded one (gVisor, two busy cores) may need it.
+ */
+export const WAIT_MS = 120_000;
+
+/** The mocha timeout of a test that may wait WAIT_MS and still has work to do after. */
+export const WAITING_TEST_MS = WAIT_MS + 60_000;
+
+/**
+ * Polls `condition` until it gives a value other than undefined or false, and resolves with that;
+ * fails the test naming `what` (and the recent log) when `timeoutMs` passes first. For what the
+ * product announces nowhere a test can listen (a container gone from the engine, a spare made).
+ */
+export async function waitFor<T>(
+  condition: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string | (() => string),
+  timeoutMs = WAIT_MS,
+): Promise<T> {
+  const giveUp = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await condition();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > giveUp) {
+      assert.fail(`waited ${timeoutMs / 1000} s for ${typeof what === 'string' ? what : what()}; log:\n${recentLog()}`);
+    }
+    await delay(100);
+  }
+}
+
+/**
+ * The session's sandbox once its warm runner is ready: created (when the session has none) without
+ * running a program, then waited for until programs are forked from the runner. A new sandbox's
+ * first call waits only briefly for its runner (RUNNER_READY_WAIT_MS in warmStrategy.ts) and
+ * otherwise runs by docker exec, so a test of what the runner does must wait for this signal first:
+ * how soon a runner is ready depends on the machine. Fails the test when it never is.
+ */
+export async function warmSandbox(provider: DockerSandboxProvider, sessionKey: string, timeoutMs = WAIT_MS): Promise<DockerSandbox> {
+  const lease = await provider.acquire(sessionKey, new AbortController().signal);
+  await lease.release?.();
+  const sandbox = provider.active.get(sessionKey);
+  assert.ok(sandbox, `the provider holds no sandbox for ${sessionKey}`);
+  if (!(await sandbox.warmedUp(timeoutMs))) {
+    assert.fail(`the warm runner of ${sandbox.name} was not ready within ${timeoutMs / 1000} s (it is ${sandbox.runner?.state ?? 'absent'}); log:\n${recentLog()}`);
+  }
+  return sandbox;
+}
+
+/**
+ * A gate a test opens: `wait` is Python that blocks until then, so a call holds its sandbox (or
+ * its place in the queue) for exactly as long as the test needs, however slow the machine. Each
+ * gate has a file of its own in the sandbox's home, which `open` creates from outside.
+ */
+export function gate(): { wait: string; open(container: string): Promise<void> } {
+  const file = JSON.stringify(`/sandbox/home/gate-${randomBytes(4).toString('hex')}`);
+  return {
+    wait: `import os as _os, time as _time\nwhile not _os.path.exists(${file}):\n    _time.sleep(0.05)`,
+    open: async (container) => {
+      await dockerCli('exec', container, 'python3', '-c', `open(${file}, 'w').close()`);
+    },
+  };
+}
+
+/** Resolves once a program runs in the sandbox (a process besides PID 1 and the child forked ahead). */
+export function programRunning(container: string): Promise<true> {
+  return waitFor(async () => (await programProcesses(container)) > 0, `a program to run in ${container.slice(0, 12)}`);
 }
 
 /** The helper's own view of the sentences a model gets (kept literal on purpose: a change must show up here). */

@@ -6,7 +6,7 @@ import type { StagedFile } from '../../src/core/sandbox';
 import { encodeFrame } from '../../src/core/runnerProtocol';
 import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
 import { killedSentence } from '../../src/docker/sandboxStopped';
-import { ALONE_WITH_PID1, SENTENCES, TEST_RUNTIME, AFTER_SANDBOX_ENDED, byEngine, byRuntime, delay, dockerCli, log, programProcesses, recentLog, run, runLimits, testSpec, uniqueSessionKey, useDocker } from './helpers';
+import { ALONE_WITH_PID1, SENTENCES, TEST_RUNTIME, AFTER_SANDBOX_ENDED, byEngine, byRuntime, WAITING_TEST_MS, dockerCli, log, programProcesses, run, runLimits, testSpec, uniqueSessionKey, useDocker, waitFor, warmSandbox } from './helpers';
 
 /** The parts of a result that must not differ between the runner and `docker exec`. */
 function normalized(r: ExecuteReport): string {
@@ -139,7 +139,13 @@ const PARITY: [string, string][] = [
   ['non-ASCII output and big ints', 'print("héllo ✓ 日本語")\nprint(2 ** 200)'],
 ];
 
+/**
+ * Every sandbox here whose calls must be forked from the runner is waited for first (warmSandbox):
+ * a new sandbox's first calls run by docker exec until its runner is ready, which takes as long as
+ * the machine needs.
+ */
 describe('the warm runner (integration)', function () {
+  this.timeout(WAITING_TEST_MS);
   const sandboxes = useDocker();
   const warm = sandboxes.makeProvider();
   const plain = sandboxes.makeProvider({ spec: () => testSpec({ warmRunner: false }) });
@@ -148,9 +154,9 @@ describe('the warm runner (integration)', function () {
 
   describe('gives the result text of `python3 program.py` through docker exec', function () {
     before(async function () {
-      this.timeout(30_000);
-      // Both sandboxes exist before the table runs, so it measures runs, not creation.
-      await Promise.all([run(warm, warmKey, 'pass'), run(plain, plainKey, 'pass')]);
+      // Both sandboxes exist before the table runs, so it measures runs, not creation; and the
+      // warm one's runner is ready, so the table compares the runner with docker exec.
+      await Promise.all([warmSandbox(warm, warmKey), run(plain, plainKey, 'pass')]);
     });
     for (const [name, code] of PARITY) {
       it(name, async function () {
@@ -206,8 +212,7 @@ describe('the warm runner (integration)', function () {
     };
 
     before(async function () {
-      this.timeout(30_000);
-      sandboxId = (await run(provider, key, HELLO)).sandboxId;
+      sandboxId = (await warmSandbox(provider, key)).id;
     });
 
     it('closing and overwriting every descriptor', async function () {
@@ -251,7 +256,8 @@ describe('the warm runner (integration)', function () {
         const fresh = await run(provider, key, HELLO);
         assert.equal(fresh.text, AFTER_SANDBOX_ENDED('stdout:\nhello world'));
         assert.notEqual(fresh.sandboxId, sandboxId);
-        sandboxId = fresh.sandboxId;
+        sandboxId = (await warmSandbox(provider, key)).id;
+        assert.equal(sandboxId, fresh.sandboxId);
       }
       await next();
     });
@@ -337,7 +343,7 @@ describe('the warm runner (integration)', function () {
     it('a timeout kills the program and everything it started; the runner survives', async function () {
       const provider = sandboxes.makeProvider();
       const key = uniqueSessionKey('timeout-group');
-      const first = await run(provider, key, 'pass');
+      const { id: container } = await warmSandbox(provider, key);
       const code = [
         'import os, subprocess, sys, time',
         'subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])',
@@ -352,18 +358,17 @@ describe('the warm runner (integration)', function () {
       assert.equal(r.text, `stdout:\nstarted\n\n${SENTENCES.timeout(1.5)}`);
       assert.ok(Date.now() - started < 4000, `took ${Date.now() - started} ms`);
       // Nothing but the runner, and the child it forked ahead for the next call.
-      assert.equal(await programProcesses(first.sandboxId), 0);
+      assert.equal(await programProcesses(container), 0);
       const after = await run(provider, key, 'import os\nprint(os.getppid())');
       assert.equal(after.text, 'stdout:\n1');
-      assert.equal(after.sandboxId, first.sandboxId);
+      assert.equal(after.sandboxId, container);
     });
 
     it('a frozen runner: the call runs by docker exec, the next call repairs the sandbox', async function () {
-      this.timeout(60_000);
       const provider = sandboxes.makeProvider();
       const key = uniqueSessionKey('frozen');
-      const first = await run(provider, key, "print('warm')");
-      await dockerCli('kill', '--signal', 'SIGSTOP', first.sandboxId);
+      const { id: container } = await warmSandbox(provider, key);
+      await dockerCli('kill', '--signal', 'SIGSTOP', container);
       const r = await run(provider, key, 'import os\nprint("ran", os.getppid())');
       // docker exec's processes have no parent in the container: the fallback ran it.
       assert.equal(r.text, 'stdout:\nran 0');
@@ -372,23 +377,24 @@ describe('the warm runner (integration)', function () {
         repaired.text,
         "stdout:\nran 1\n\nThe sandbox's runner stopped answering, so the sandbox was restarted; files written by earlier calls are gone.",
       );
-      assert.equal(repaired.sandboxId, first.sandboxId);
+      assert.equal(repaired.sandboxId, container);
       const after = await run(provider, key, "print('warm again')");
       assert.equal(after.text, 'stdout:\nwarm again');
     });
 
     it('a runner killed from the host: the call gets a normal result in a replaced sandbox', async function () {
-      this.timeout(60_000);
       const provider = sandboxes.makeProvider();
       const key = uniqueSessionKey('killed');
-      const first = await run(provider, key, "print('one')");
-      await dockerCli('kill', first.sandboxId);
+      const { id: container } = await warmSandbox(provider, key);
+      await dockerCli('kill', container);
       const r = await run(provider, key, "print('two')");
       assert.equal(r.text, 'stdout:\ntwo\n\nThe sandbox had stopped and was replaced; files written by earlier calls are gone.');
-      assert.notEqual(provider.active.get(key)!.id, first.sandboxId);
+      assert.notEqual(provider.active.get(key)!.id, container);
+      // The replacement is a new sandbox: its runner gets ready in its own time.
+      await warmSandbox(provider, key);
       const after = await run(provider, key, 'import os\nprint(os.getppid())');
       assert.equal(after.text, 'stdout:\n1');
-      assert.notEqual(after.sandboxId, first.sandboxId);
+      assert.notEqual(after.sandboxId, container);
     });
 
     it('with warmRunner off, PID 1 is the plain keeper and programs run by docker exec', async function () {
@@ -401,12 +407,10 @@ describe('the warm runner (integration)', function () {
     it('prewarm creates the sandbox before the first call', async function () {
       const provider = sandboxes.makeProvider();
       const key = uniqueSessionKey('prewarm');
-      const started = Date.now();
       provider.prewarm(key);
-      // Creation takes ~0.2 s here, but several seconds on an engine still busy removing the
-      // previous tests' containers; what matters is that it happens without a call.
-      while (!provider.active.has(key) && Date.now() - started < 30_000) await delay(100);
-      assert.ok(provider.active.has(key), `the sandbox was created (waited ${Date.now() - started} ms); log:\n${recentLog()}`);
+      // Creation takes ~0.2 s here, but far longer on an engine still busy removing the previous
+      // tests' containers; what matters is that it happens without a call.
+      await waitFor(() => provider.active.has(key), 'the sandbox to be created ahead of its first call');
       const r = await run(provider, key, "print('first')");
       assert.equal(r.text, 'stdout:\nfirst');
       assert.equal(r.sandboxId, provider.active.get(key)!.id);

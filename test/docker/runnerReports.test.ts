@@ -1,10 +1,11 @@
 import * as assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { RunnerChannel, type RunnerOutcome } from '../../src/docker/runner';
-import { IMAGE, TEST_LIMITS, delay, docker, log, recentLog, run, uniqueSessionKey, useDocker } from './helpers';
+import { IMAGE, TEST_LIMITS, WAITING_TEST_MS, WAIT_MS, docker, log, recentLog, run, uniqueSessionKey, useDocker, warmSandbox } from './helpers';
 
 /** What the warm runner reports about a run, and what it preloads (real engine, real runner). */
 describe('the warm runner reports (integration)', function () {
+  this.timeout(WAITING_TEST_MS);
   const sandboxes = useDocker();
 
   describe('preloading', function () {
@@ -12,13 +13,9 @@ describe('the warm runner reports (integration)', function () {
       const provider = sandboxes.makeProvider({ spec: () => ({ image: IMAGE, limits: TEST_LIMITS, preloadModules: ['json', 'this'] }) });
       const key = uniqueSessionKey('preload-prints');
       const code = 'import os, sys\nprint(os.getppid(), [m for m in ("json", "this") if m in sys.modules])';
-      // The first calls may run by docker exec while the runner is still starting (and starting over).
-      const started = Date.now();
-      let r = await run(provider, key, code);
-      while (r.text !== "stdout:\n1 ['json']" && Date.now() - started < 20_000) {
-        await delay(200);
-        r = await run(provider, key, code);
-      }
+      // Until it is ready (it starts over without `this`), a call would run by docker exec.
+      await warmSandbox(provider, key);
+      const r = await run(provider, key, code);
       assert.equal(r.text, "stdout:\n1 ['json']");
     });
   });
@@ -45,11 +42,11 @@ describe('the warm runner reports (integration)', function () {
     };
 
     before(async function () {
-      this.timeout(30_000);
-      sandboxId = (await run(provider, key, 'pass')).sandboxId;
+      // The provider's channel first: the last test's call must be forked from the runner.
+      sandboxId = (await warmSandbox(provider, key)).id;
       channel = await RunnerChannel.open(docker, docker.getContainer(sandboxId), 'oom-test', log);
       channel.greet();
-      assert.equal(await channel.whenReady(10_000, new AbortController().signal), true, `the runner answered; log:\n${recentLog()}`);
+      assert.equal(await channel.whenReady(WAIT_MS, new AbortController().signal), true, `the runner answered; log:\n${recentLog()}`);
     });
 
     after(() => channel?.close());
