@@ -5,7 +5,7 @@
  */
 import * as assert from 'node:assert/strict';
 import { DATA_PACKAGES, dataImageBuilding, ensureDataImage, ImageBuildError, planDataImage, type BuildProgress, type DataRecipe, type RouteName } from '../../src/docker/images';
-import { delay, docker, dockerCli, log } from './helpers';
+import { docker, dockerCli, log, waitFor } from './helpers';
 
 const REPOSITORY = `codeact-sandbox/data-itest-${process.pid}`;
 const pkg = (module: string) => DATA_PACKAGES.find((p) => p.module === module)!;
@@ -69,8 +69,8 @@ describe('data image builds (integration)', function () {
       ensureDataImage({ docker, log: watching, recipe: TABULATE, repository: REPOSITORY, routes }),
       ensureDataImage({ docker, log: watching, recipe: TABULATE, repository: REPOSITORY, routes }),
     ]);
-    await delay(100);
-    assert.equal(dataImageBuilding(docker, { recipe: TABULATE, repository: REPOSITORY, routes }), true);
+    // Shared from when the first caller has looked for the image and starts building.
+    await waitFor(() => dataImageBuilding(docker, { recipe: TABULATE, repository: REPOSITORY, routes }), 'the shared build to start');
     const [a, b] = await both;
     assert.equal(dataImageBuilding(docker, { recipe: TABULATE, repository: REPOSITORY, routes }), false);
     assert.equal(decisions.length, 1, decisions.join('\n'));
@@ -118,9 +118,7 @@ describe('data image builds (integration)', function () {
     });
     assert.ok(cancel.signal.aborted, `cancelled during ${seen.join(', ')}`);
     // The engine removes the step's container once it has seen the request end.
-    let left = await buildContainers();
-    for (let i = 0; i < 30 && left.length; i++) left = await delay(500).then(buildContainers);
-    assert.deepEqual(left, []);
+    await waitFor(async () => (await buildContainers()).length === 0, "the cancelled step's build container to be removed");
     assert.ok(!(await ourTags()).some((t) => t.includes(planDataImage({ recipe: TQDM, repository: REPOSITORY })[1]!.hash.slice(0, 16))));
   });
 

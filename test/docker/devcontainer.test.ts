@@ -13,7 +13,7 @@ import { DEVCONTAINER_LABEL, ensureDevcontainerImage, folderDigest, type EnsureD
 import { hardenedHostConfig } from '../../src/docker/dockerSandbox';
 import { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
 import { LABEL } from '../../src/docker/labels';
-import { IMAGE, IMAGE_HINT, TEST_LABEL, TEST_LIMITS, TEST_VERSION, dockerCli, docker, exists, inspect, log, owner, run, uniqueSessionKey, useDocker } from './helpers';
+import { IMAGE, IMAGE_HINT, TEST_LABEL, TEST_LIMITS, TEST_VERSION, dockerCli, docker, exists, inspect, log, owner, run, uniqueSessionKey, useDocker, waitFor } from './helpers';
 
 const BUILD_FAILED =
   'The Dev Container image could not be built, so the program was not run; the build log is in the CodeAct Sandbox output channel. Ask the user to fix .devcontainer/devcontainer.json (or its Dockerfile) and rebuild, or to switch the sandbox backend to docker.';
@@ -284,13 +284,8 @@ describe('Dev Container backend (integration)', function () {
     assert.ok(Date.now() - t1 < 30_000, `took ${Date.now() - t1} ms`);
 
     // The engine stops the build's step when its client goes away: no container of ours keeps running.
-    let running = '';
-    for (let i = 0; i < 40; i++) {
-      running = (await dockerCli('ps', '--no-trunc', '--format', '{{.Command}}')).split('\n').filter((c) => c.includes(token)).join('\n');
-      if (!running) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-    assert.equal(running, '', 'a build step is still running');
+    const steps = async () => (await dockerCli('ps', '--no-trunc', '--format', '{{.Command}}')).split('\n').filter((c) => c.includes(token));
+    await waitFor(async () => (await steps()).length === 0, 'the steps of the stopped builds to stop running');
   });
 
   it('builds an image-based configuration, and never runs initializeCommand on the host', async function () {

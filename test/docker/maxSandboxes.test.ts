@@ -1,11 +1,18 @@
 import * as assert from 'node:assert/strict';
 import { isToolError } from '../../src/core/errors';
-import { delay, exists, run, uniqueSessionKey, useDocker } from './helpers';
+import { WAITING_TEST_MS, exists, gate, programRunning, recentLog, run, uniqueSessionKey, useDocker, waitFor } from './helpers';
 
 const EVICTED = (max: number) =>
   `This chat's sandbox was removed to make room for other chats (at most ${max} sandboxes are kept at once), so files written by earlier calls are gone.`;
 
+/** Resolves once the sandbox is gone: the one that makes room is removed in the background. */
+const removed = (id: string, what: string) => waitFor(async () => !(await exists(id)), what);
+
+/** Resolves once `key`'s call has said that it waits for room. */
+const waitsForRoom = (key: string) => waitFor(() => recentLog(200).includes(`; ${key} waits for one`), `${key} to wait for room`);
+
 describe('at most maxSandboxes sandboxes (integration)', function () {
+  this.timeout(WAITING_TEST_MS);
   const sandboxes = useDocker();
 
   it('past the maximum the least recently used idle sandbox goes, and its chat is told at its next call', async function () {
@@ -16,14 +23,14 @@ describe('at most maxSandboxes sandboxes (integration)', function () {
     // a is the least recently used: c's sandbox takes its place.
     const rc = await run(provider, c!, 'print("c")');
     assert.equal(rc.text, 'stdout:\nc');
-    assert.equal(await exists(ra.sandboxId), false);
+    await removed(ra.sandboxId, "a's idle sandbox to make room");
     assert.equal(await exists(rb.sandboxId), true);
     assert.deepEqual([...provider.active.keys()].sort(), [b, c].sort());
 
     const again = await run(provider, a!, 'import os\nprint(os.path.exists("/sandbox/home/kept"))');
     assert.equal(again.text, `stdout:\nFalse\n\n${EVICTED(2)}`);
     // Now b was the least recently used; told once only.
-    assert.equal(await exists(rb.sandboxId), false);
+    await removed(rb.sandboxId, "b's idle sandbox to make room");
     assert.equal((await run(provider, a!, 'print("a again")')).text, 'stdout:\na again');
   });
 
@@ -32,41 +39,46 @@ describe('at most maxSandboxes sandboxes (integration)', function () {
     const a = uniqueSessionKey('spare-first-a');
     const ra = await run(provider, a, 'print("a")');
     // After a's call: a's sandbox and one spare, the maximum.
-    for (let i = 0; i < 600 && provider.spareIds.length === 0; i++) await delay(100);
-    const [spare] = provider.spareIds;
-    assert.ok(spare);
+    const spare = await waitFor(() => provider.spareIds[0], 'the spare made after the first call');
     const rb = await run(provider, uniqueSessionKey('spare-first-b'), 'print("b")');
     assert.equal(rb.sandboxId, spare, 'b took the spare');
-    // With a and b idle and at the maximum, no new spare is made.
-    await delay(1500);
+    // With a and b idle and at the maximum, no new spare is made: the fill b's call started ends
+    // with none (fillSpares joins a fill under way, or makes one of its own that finds no room).
+    await provider.fillSpares();
     assert.deepEqual(provider.spareIds, []);
     assert.equal(await exists(ra.sandboxId), true);
   });
 
   it('when every sandbox is busy a new chat waits for one, and its wait can be cancelled', async function () {
-    this.timeout(180_000);
     const provider = sandboxes.makeProvider({ options: { maxSandboxes: 1 } });
     const busy = uniqueSessionKey('busy');
-    await run(provider, busy, 'print("warm")');
-    const started = Date.now();
-    const long = run(provider, busy, 'import time\ntime.sleep(3)\nprint("slept")');
-    await delay(300);
+    const { sandboxId: busySandbox } = await run(provider, busy, 'print("warm")');
+    // The busy call holds the only sandbox until the test opens its gate.
+    const held = gate();
+    const long = run(provider, busy, `${held.wait}\nprint("held")`);
+    await programRunning(busySandbox);
 
     // Cancelled while it waits: the call ends at once, the busy one is untouched.
     const abort = new AbortController();
-    const cancelled = run(provider, uniqueSessionKey('cancelled'), 'print("never")', { signal: abort.signal });
-    await delay(500);
+    const cancelledKey = uniqueSessionKey('cancelled');
+    const cancelled = run(provider, cancelledKey, 'print("never")', { signal: abort.signal });
+    await waitsForRoom(cancelledKey);
     const abortedAt = Date.now();
     abort.abort();
     await assert.rejects(cancelled, (e: unknown) => isToolError(e) && e.code === 'cancelled' && e.modelMessage === 'The run was cancelled before it started.');
     assert.ok(Date.now() - abortedAt < 1000, 'the wait ended at the cancellation');
 
-    const waiter = run(provider, uniqueSessionKey('waiter'), 'print("after")');
+    const waiterKey = uniqueSessionKey('waiter');
+    let waiterDone = false;
+    const waiter = run(provider, waiterKey, 'print("after")').finally(() => (waiterDone = true));
+    await waitsForRoom(waiterKey);
+    assert.equal(waiterDone, false, 'it waits while the busy call runs');
+    await held.open(busySandbox);
     const first = await long;
-    assert.equal(first.text, 'stdout:\nslept');
+    assert.equal(first.text, 'stdout:\nheld');
     const second = await waiter;
     assert.equal(second.text, 'stdout:\nafter');
-    assert.ok(Date.now() - started >= 3000, 'it ran after the busy call');
-    assert.equal(await exists(first.sandboxId), false, 'the idle one made room');
+    assert.notEqual(second.sandboxId, busySandbox);
+    await removed(busySandbox, 'the idle busy sandbox to make room');
   });
 });

@@ -8,7 +8,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ListRootsRequestSchema, type CallToolResult, type Root } from '@modelcontextprotocol/sdk/types.js';
 import { LABEL } from '../../src/docker/labels';
 import { ArtifactStore } from '../../src/storage/artifactStore';
-import { IMAGE, SENTENCES, TEST_LABEL, bundleCli, containersWith, delay, dockerCli, exists, inspect, programProcesses, spawnCli, useDocker, volumesWith } from './helpers';
+import { IMAGE, SENTENCES, TEST_LABEL, WAITING_TEST_MS, bundleCli, containersWith, dockerCli, exists, inspect, programProcesses, spawnCli, useDocker, volumesWith, waitFor } from './helpers';
 
 const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '../../package.json'), 'utf8'));
 /** A 2x2 RGB PNG, as a plotting library would write one. */
@@ -190,25 +190,20 @@ describe('the MCP server (integration)', function () {
   });
 
   it('stops the program when the client cancels the call; the next call runs at once in the same sandbox', async function () {
+    this.timeout(WAITING_TEST_MS);
     const r = await start(['--artifacts', artifacts]);
     const cancel = new AbortController();
-    const started = Date.now();
     const pending = call(r, { code: "import time\nprint('working', flush=True)\ntime.sleep(50)\n" }, cancel.signal);
     pending.catch(() => undefined);
-    let container: string | undefined;
     // Running: its directory exists and a process besides PID 1 runs (the runner's own children while
     // it preloads do not count: they come before any run's directory).
-    while (!container || (await runDirectories(container)) === 0 || (await programProcesses(container)) === 0) {
-      assert.ok(Date.now() - started < 60_000, `the program never started:\n${r.log()}`);
-      [container] = await sandboxesOf(r.pid);
-      await delay(100);
-    }
+    const container = await waitFor(async () => {
+      const [c] = await sandboxesOf(r.pid);
+      return c !== undefined && (await runDirectories(c)) > 0 && (await programProcesses(c)) > 0 && c;
+    }, () => `the program to start; server log:\n${r.log()}`);
     cancel.abort();
     await assert.rejects(pending, /AbortError/);
-    while ((await programProcesses(container)) > 0) {
-      assert.ok(Date.now() - started < 20_000, `the program still runs:\n${r.log()}`);
-      await delay(100);
-    }
+    await waitFor(async () => (await programProcesses(container)) === 0, () => `the cancelled program to be stopped; server log:\n${r.log()}`);
     const next = Date.now();
     assert.deepEqual(await call(r, { code: "import os\nprint(len(os.listdir('/sandbox/runs')))\n" }), text('stdout:\n2'));
     assert.ok(Date.now() - next < 20_000, 'the next call waited for the cancelled one');
@@ -232,22 +227,19 @@ describe('the MCP server (integration)', function () {
   });
 
   it("removes a killed server's sandbox when the next server starts", async function () {
+    this.timeout(WAITING_TEST_MS);
     const killed = await start(['--artifacts', artifacts]);
     assert.deepEqual(await call(killed, { code: 'print(1)' }), text('stdout:\n1'));
     const [container] = await sandboxesOf(killed.pid);
     assert.ok(container);
     running.delete(killed);
     process.kill(killed.pid, 'SIGKILL');
-    while (processAlive(killed.pid)) await delay(50);
+    await waitFor(() => !processAlive(killed.pid), 'the killed server to be gone');
     await killed.client.close();
     assert.equal(await exists(container), true);
 
     const next = await start(['--artifacts', artifacts]);
-    const started = Date.now();
-    while (await exists(container)) {
-      assert.ok(Date.now() - started < 30_000, `the orphan is still there:\n${next.log()}`);
-      await delay(200);
-    }
+    await waitFor(async () => !(await exists(container)), () => `the next server to remove the orphan; its log:\n${next.log()}`);
     assert.deepEqual(await containersWith(`${LABEL.ownerPid}=${killed.pid}`, TEST_LABEL), []);
     assert.deepEqual(await volumesWith(`${LABEL.ownerPid}=${killed.pid}`, TEST_LABEL), []);
     assert.match(next.log(), new RegExp(`left by a server that is gone \\(pid ${killed.pid}\\)`));

@@ -9,13 +9,14 @@ import type { SandboxSpec } from '../../src/docker/dockerSandbox';
 import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
 import { LABEL } from '../../src/docker/labels';
 import { ArtifactStore, type RunWriter } from '../../src/storage/artifactStore';
-import { IMAGE, TEST_LIMITS, containersWith, delay, dockerCli, exists, log, runLimits, uniqueSessionKey, useDocker } from './helpers';
+import { IMAGE, TEST_LIMITS, WAITING_TEST_MS, containersWith, dockerCli, exists, gate, log, programRunning, recentLog, runLimits, uniqueSessionKey, useDocker, waitFor } from './helpers';
 
 const MB = 1024 * 1024;
 const REPLACED = 'The sandbox had stopped and was replaced; files written by earlier calls are gone.';
 const SAVED_TAIL = 'The files are not sent to you; describe them or print what you need from them.';
 
 describe('sandbox provider: replacement, settings changes, pre-warming (integration)', function () {
+  this.timeout(WAITING_TEST_MS);
   const sandboxes = useDocker();
   let store: ArtifactStore;
 
@@ -67,8 +68,10 @@ describe('sandbox provider: replacement, settings changes, pre-warming (integrat
     await call(provider, key, 'print("warm")');
     const old = provider.active.get(key)!.id;
 
-    const slow = call(provider, key, 'import time\ntime.sleep(2)\nopen("late.txt", "w").write("late")\nprint("slow done")', ['late.txt']);
-    await delay(700);
+    // The slow call holds the old sandbox until the test opens its gate.
+    const held = gate();
+    const slow = call(provider, key, `${held.wait}\nopen("late.txt", "w").write("late")\nprint("slow done")`, ['late.txt']);
+    await programRunning(old);
     limits = { ...limits, memoryMb: limits.memoryMb + 32 };
     const quick = await call(provider, key, 'print("new settings")');
     const fresh = provider.active.get(key)!.id;
@@ -78,6 +81,7 @@ describe('sandbox provider: replacement, settings changes, pre-warming (integrat
     assert.equal(await exists(old), true);
     assert.equal(provider.retiringCount, 1);
 
+    await held.open(old);
     const r = await slow;
     assert.equal(r.report.text, `stdout:\nslow done\n\nSaved for the user in the CodeAct Sandbox view: late.txt (4 B). ${SAVED_TAIL}`);
     assert.equal(r.report.sandboxId, old);
@@ -100,7 +104,7 @@ describe('sandbox provider: replacement, settings changes, pre-warming (integrat
       });
       const key = uniqueSessionKey('prewarm-missing');
       provider.prewarm(key);
-      await delay(1500);
+      await waitFor(() => recentLog(200).includes(`not creating a sandbox ahead of time: ${missing} is not on the engine yet`), 'pre-warming to give up');
       assert.equal(pulls, 0);
       assert.equal(provider.active.size, 0);
       assert.deepEqual(await containersWith(`${LABEL.session}=${sessionDigest(key)}`), []);
@@ -116,16 +120,15 @@ describe('sandbox provider: replacement, settings changes, pre-warming (integrat
         },
         options: { prewarmSpec: async () => offer },
       });
+      // Each pre-warm reads the offer when it starts: none for the first, one for the second.
       const none = uniqueSessionKey('prewarm-none');
       provider.prewarm(none);
-      await delay(1000);
-      assert.equal(provider.active.size, 0);
-
       offer = { image: IMAGE, limits: TEST_LIMITS };
       const key = uniqueSessionKey('prewarm-offered');
       provider.prewarm(key);
-      for (let i = 0; i < 100 && !provider.active.has(key); i++) await delay(100);
-      assert.equal(provider.active.has(key), true);
+      await waitFor(() => provider.active.has(key), 'the offered pre-warm to create its sandbox');
+      // The first one, done long before (it had nothing to create), created nothing.
+      assert.deepEqual([...provider.active.keys()], [key]);
       assert.equal(callSpecs, 0);
     });
   });

@@ -12,9 +12,9 @@ import {
   TEST_LABEL,
   TEST_LIMITS,
   TEST_VERSION,
+  WAITING_TEST_MS,
   bundleCli,
   containersWith,
-  delay,
   docker,
   exists,
   inspect,
@@ -24,26 +24,18 @@ import {
   testSpec,
   uniqueSessionKey,
   useDocker,
+  waitFor,
 } from './helpers';
 
 const SPARE = `${LABEL.session}=spare`;
 
-async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, ms = 60_000): Promise<T> {
-  const giveUp = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > giveUp) throw new Error(`timed out waiting for ${what}`);
-    await delay(100);
-  }
-}
-
-/** The one spare the provider holds, once it has one that is not `not`. */
+/** The one spare the provider holds, once it has one that is not `not` (spares are made in the background). */
 function nextSpare(provider: DockerSandboxProvider, not?: string): Promise<string> {
-  return until('a spare', () => provider.spareIds.find((id) => id !== not));
+  return waitFor(() => provider.spareIds.find((id) => id !== not), 'a spare to be made');
 }
 
 describe('spare sandboxes (integration)', function () {
+  this.timeout(WAITING_TEST_MS);
   const sandboxes = useDocker();
 
   it("a new session's first call takes the spare, and a replacement is made after the call", async function () {
@@ -68,10 +60,10 @@ describe('spare sandboxes (integration)', function () {
     assert.notEqual(replacement, spare);
     assert.equal((await inspect(replacement)).Config.Labels[LABEL.session], 'spare');
     // The taken one carries the session's name (for people reading `docker ps`).
-    const renamed = await until('the rename', async () => {
+    const renamed = await waitFor(async () => {
       const name = (await inspect(spare)).Name as string;
       return name.startsWith(`/codeact-${sessionDigest(key).slice(0, 12)}-`) ? name : undefined;
-    });
+    }, 'the taken spare to be renamed');
     assert.match(renamed, /^\/codeact-[0-9a-f]{12}-[0-9a-f]{6}$/);
     // Later calls of the session keep its sandbox; the spare stays a spare.
     assert.equal((await run(provider, key, 'print("second")')).sandboxId, spare);
@@ -89,7 +81,7 @@ describe('spare sandboxes (integration)', function () {
     const r = await run(provider, uniqueSessionKey('new-settings'), 'print("new")');
     assert.equal(r.text, 'stdout:\nnew');
     assert.notEqual(r.sandboxId, old, 'a spare of the old settings must not be taken');
-    await until('the old spare to go', async () => ((await exists(old)) ? undefined : true));
+    await waitFor(async () => !(await exists(old)), 'the spare of the old settings to be removed');
 
     const fresh = await nextSpare(provider);
     assert.equal((await inspect(fresh)).HostConfig.Memory, (TEST_LIMITS.memoryMb + 32) * 1024 * 1024);
