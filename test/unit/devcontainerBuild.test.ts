@@ -230,9 +230,12 @@ describe('process host (unit)', function () {
   const parentOfSleeper = node(
     'const c = require("child_process").spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "inherit" }); console.log(c.pid); setInterval(() => {}, 1000)',
   );
-  /** Running (a zombie waiting for its reaper counts as gone), polled a little: the reaper is not instant. */
+  /**
+   * Running (a zombie waiting for its reaper counts as gone), polled: the reaper is not instant.
+   * Gives up by the clock (5 s, within mocha's 10 s), not after a count of polls.
+   */
   const stillRuns = async (pid: number) => {
-    for (let i = 0; i < 20; i++) {
+    for (const giveUp = Date.now() + 5_000; Date.now() < giveUp; ) {
       let state: string | undefined;
       try {
         process.kill(pid, 0);

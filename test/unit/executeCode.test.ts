@@ -96,9 +96,13 @@ describe('execute pipeline (unit)', () => {
   });
 
   it("stops the program when the caller cancels", async () => {
-    const provider = fakeProvider(untilAborted);
     const abort = new AbortController();
-    setTimeout(() => abort.abort(), 20);
+    // Cancelled once the program runs (not at a moment that a slow machine may reach before it starts).
+    const provider = fakeProvider((run) => {
+      const stopped = untilAborted(run);
+      abort.abort();
+      return stopped;
+    });
     const report = await executeCode(provider, silentLogger, { code: 'x', sessionKey: 'k' }, limits, abort.signal);
     assert.equal(report.cancelled, true);
     assert.equal(report.text, 'The run was cancelled by the user and the program was stopped.');

@@ -26,8 +26,9 @@ async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
 }
 
+/** Polls until `condition` holds; gives up by the clock, below mocha's 10 s, so the failure names `what`. */
 async function until(what: string, condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !condition(); i++) await new Promise((r) => setTimeout(r, 5));
+  for (const giveUp = Date.now() + 8_000; !condition() && Date.now() < giveUp; ) await new Promise((r) => setTimeout(r, 5));
   assert.ok(condition(), `timed out waiting for ${what}`);
 }
 
