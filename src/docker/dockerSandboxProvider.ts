@@ -4,7 +4,7 @@ import type { Logger } from '../core/logger';
 import type { Sandbox, SandboxProvider } from '../core/sandbox';
 import { sessionDigest } from '../core/session';
 import { DockerSandbox, sharedSandboxName, type SandboxSpec } from './dockerSandbox';
-import { engineFailure, engineRefused, isEngineFailure, readEngine, statusCode } from './engineErrors';
+import { engineFailure, engineRefused, isEngineFailure, statusCode } from './engineErrors';
 import { ensureImage, imagePresent, type PullProgress } from './image';
 import type { Owner } from './labels';
 import { RoomWaiters, evictedNote, leastRecentlyUsedIdle } from './capacity';
@@ -15,6 +15,8 @@ import { engineIdentity } from './engine/identity';
 import { checkPodmanLimits } from './engine/podmanHost';
 import { logPodmanDifferences } from './podman';
 import { SPARE_SESSION, SharedSparePool, SparePool, poolDigest, sameSpec, spareLabels } from './sparePool';
+import { engineSandboxes, type SandboxFactory } from './sandboxFactory';
+import { systemClock, type Clock, type Timer } from './clock';
 
 export interface ProviderOptions {
   docker: Dockerode;
@@ -59,6 +61,10 @@ export interface ProviderOptions {
    * is told at its next call); when every one is in use, a call waits, cancellably, for room.
    */
   maxSandboxes?: number;
+  /** Where this process's sandboxes come from (default: DockerSandbox.create on `docker`; tests: fakes). */
+  sandboxes?: SandboxFactory;
+  /** The time of last use and the idle sweep's timer (default: the system's; tests: a fake). */
+  clock?: Clock;
 }
 
 /**
@@ -72,7 +78,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   /** Replaced while a call held them: removed when the last such call releases them. */
   private readonly retiring = new Set<Entry>();
   private readonly creating = new Map<string, Promise<Entry>>();
-  private idleTimer: NodeJS.Timeout | undefined;
+  private idleTimer: Timer | undefined;
   private disposed = false;
   /** This process's spares (a provider that does not share sessions with other processes). */
   private readonly pool: SparePool | undefined;
@@ -82,8 +88,12 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   /** Sessions whose idle sandbox made room for another: their next call is told. */
   private readonly evicted = new Set<string>();
   private readonly roomWaiters = new RoomWaiters();
+  private readonly sandboxes: SandboxFactory;
+  private readonly clock: Clock;
 
   constructor(private readonly options: ProviderOptions) {
+    this.sandboxes = options.sandboxes ?? engineSandboxes(options.docker, options.log);
+    this.clock = options.clock ?? systemClock;
     const spares = options.spareSandboxes ?? 0;
     if (spares > 0 && options.adoptExisting) this.sharedPool = new SharedSparePool(options.docker, options.owner, options.log);
     else if (spares > 0) {
@@ -91,7 +101,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
       this.pool = new SparePool(spares, source, options.log);
     }
     if (options.idleMs > 0) {
-      this.idleTimer = setInterval(() => void this.removeIdle(), Math.min(options.idleMs, 60_000));
+      this.idleTimer = this.clock.setInterval(() => void this.removeIdle(), Math.min(options.idleMs, 60_000));
       this.idleTimer.unref();
     }
   }
@@ -147,9 +157,9 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   }
 
   private async makeSpare(spec: SandboxSpec): Promise<DockerSandbox> {
-    const { docker, owner, log } = this.options;
+    const { owner } = this.options;
     const runtime = await this.runtimeFor(spec);
-    return DockerSandbox.create(docker, spec, runtime, owner, SPARE_SESSION, log, spareLabels(poolDigest(spec, runtime.name, owner.version)));
+    return this.sandboxes.create(spec, runtime, owner, SPARE_SESSION, spareLabels(poolDigest(spec, runtime.name, owner.version)));
   }
 
   /** Sandboxes replaced while a call still held them, not yet removed (for tests). */
@@ -246,12 +256,18 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     while (!pending) {
       // Checked and claimed with no await in between, so two calls cannot both take the last room.
       if (this.room() > 0) {
-        pending = this.create(sessionKey, spec, signal).finally(() => {
+        // The maker's lease is taken as the entry is made, before the calls waiting for room look
+        // again: else the first of them would find the new sandbox idle and remove it to make room.
+        const made = this.create(sessionKey, spec, signal).then((entry) => {
+          entry.leases++;
+          return entry;
+        });
+        const claimed = made.finally(() => {
           this.creating.delete(sessionKey);
           this.roomWaiters.notify();
         });
-        this.creating.set(sessionKey, pending);
-        break;
+        this.creating.set(sessionKey, claimed);
+        return claimed;
       }
       if (this.evictOne()) continue;
       if (!wait) return undefined;
@@ -280,7 +296,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   /** @internal Called by a lease when its call is over. */
   async releaseLease(entry: Entry): Promise<void> {
     entry.leases = Math.max(0, entry.leases - 1);
-    entry.sandbox.lastUsed = Date.now();
+    entry.sandbox.lastUsed = this.clock.now();
     if (entry.leases > 0) return;
     // An idle sandbox can make room for a call that waits.
     this.roomWaiters.notify();
@@ -308,12 +324,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   }
 
   private async create(sessionKey: string, spec: SandboxSpec, signal: AbortSignal): Promise<Entry> {
-    const { docker, log } = this.options;
-    try {
-      await readEngine(() => docker.ping(), 'a ping');
-    } catch (e) {
-      throw isEngineFailure(e) ? engineFailure(e, docker) : engineRefused(e, docker, 'a ping');
-    }
+    const { docker } = this.options;
     const digest = sessionDigest(sessionKey);
     const runtime = await this.runtimeFor(spec, true);
     if (this.options.adoptExisting) {
@@ -338,7 +349,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     if (this.options.adoptExisting) {
       sandbox = await createOrAdopt(this.options, digest, spec, runtime, signal);
     } else {
-      sandbox = await DockerSandbox.create(docker, spec, runtime, this.options.owner, digest, log);
+      sandbox = await this.sandboxes.create(spec, runtime, this.options.owner, digest);
     }
     if (this.disposed) {
       await sandbox.remove();
@@ -349,13 +360,21 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
 
   private async runtimeFor(spec: SandboxSpec, logChoice = false): Promise<RuntimeChoice> {
     const { docker, log } = this.options;
-    const [{ available, engineDefault }, engine] = await Promise.all([engineRuntimes(docker), engineIdentity(docker)]).catch((e: unknown) => {
-      if (isEngineFailure(e)) throw engineFailure(e, docker);
-      throw statusCode(e) !== undefined ? engineRefused(e, docker, 'its version and runtimes') : e;
-    });
+    const ask = <T>(question: Promise<T>, what: string): Promise<T> =>
+      question.catch((e: unknown) => {
+        if (isEngineFailure(e)) throw engineFailure(e, docker);
+        throw statusCode(e) !== undefined ? engineRefused(e, docker, what) : e;
+      });
+    // Each question once per process (cached per client), and only those this engine needs: a busy
+    // Podman answers one heavy question at a time.
+    const engine = await ask(engineIdentity(docker), 'a ping');
+    const podman = engine.kind === 'podman' ? await checkPodmanLimits(docker, engine, log) : undefined;
+    // Podman's own info names its default runtime; its runtime list matters only for a named runtime.
+    const named = spec.runtime !== undefined && spec.runtime !== 'auto';
+    const { available, engineDefault } =
+      podman?.ociRuntime && !named ? { available: [], engineDefault: podman.ociRuntime } : await ask(engineRuntimes(docker), 'its runtimes (info)');
     const runtime = chooseRuntime(spec.runtime, available, engineDefault, this.options.runtimeSettingHint ?? 'the runtime setting', engine.kind);
-    if (logChoice && spec.runtime !== undefined) log.info(`runtime ${runtime.name} (${runtime.reason}); the engine (${engine.label}) has ${available.join(', ') || 'no runtimes listed'}`);
-    if (engine.kind === 'podman') await checkPodmanLimits(docker, engine, log);
+    if (logChoice && spec.runtime !== undefined) log.info(`runtime ${runtime.name} (${runtime.reason}); the engine (${engine.label}) has ${available.join(', ') || (podman ? `${engineDefault} as its default` : 'no runtimes listed')}`);
     if (logChoice && engine.kind === 'podman') logPodmanDifferences(log, engine);
     return runtime;
   }
@@ -367,7 +386,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   }
 
   private async removeIdle(): Promise<void> {
-    const now = Date.now();
+    const now = this.clock.now();
     for (const [key, entry] of this.entries) {
       if (entry.leases === 0 && now - entry.sandbox.lastUsed >= this.options.idleMs) {
         this.entries.delete(key);
@@ -387,7 +406,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   /** Removes everything this provider created and stops serving. */
   async dispose(): Promise<void> {
     this.disposed = true;
-    if (this.idleTimer) clearInterval(this.idleTimer);
+    this.clock.clearInterval(this.idleTimer);
     await this.removeAll();
     await this.pool?.close();
     await this.sharedFill;
@@ -398,7 +417,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     // Spares for the next process are made before this one goes (the call's answer is out already).
     await this.sharedFill;
     this.disposed = true;
-    if (this.idleTimer) clearInterval(this.idleTimer);
+    this.clock.clearInterval(this.idleTimer);
     await Promise.all([...this.entries.values()].map((e) => e.sandbox.detach()));
     this.entries.clear();
     await this.pool?.close();

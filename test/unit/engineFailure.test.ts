@@ -2,13 +2,34 @@ import * as assert from 'node:assert/strict';
 import type Dockerode from 'dockerode';
 import { ToolError } from '../../src/core/errors';
 import { EngineTimeoutError, engineFailure, engineRefused, isEngineFailure, isUnreachable, readEngine } from '../../src/docker/engineErrors';
-import { engineIdentity } from '../../src/docker/engine/identity';
+import { engineIdentity, identifyFromPing } from '../../src/docker/engine/identity';
 import { sandboxFailed } from '../../src/docker/sandboxErrors';
 import { stoppedExit } from '../../src/docker/sandboxStopped';
 
-/** A client whose engine answers `version` as `components` says; nothing else is asked. */
-async function engineThatSaid(components: { Name: string; Version: string }[]): Promise<Dockerode> {
-  const docker = { version: async () => ({ Version: components[0]!.Version, Components: components }) } as unknown as Dockerode;
+/** A client whose engine answers a ping with these headers, and `version` with `version`; nothing else is asked. */
+function fakeEngine(headers: Record<string, string>, version?: () => Promise<unknown>): Dockerode & { asked: string[] } {
+  const asked: string[] = [];
+  return {
+    asked,
+    modem: {
+      dial: (o: { path: string }, cb: (err: unknown, res: unknown) => void) => {
+        asked.push(o.path);
+        cb(null, { headers, resume: () => {} });
+      },
+    },
+    version: () => {
+      asked.push('version');
+      return version ? version() : Promise.reject(new Error('not asked for in this test'));
+    },
+  } as unknown as Dockerode & { asked: string[] };
+}
+
+const PODMAN_PING = { 'api-version': '1.41', 'libpod-api-version': '4.3.1', server: 'Libpod/4.3.1 (linux)' };
+const DOCKER_PING = { 'api-version': '1.41', ostype: 'linux', server: 'Docker/28.2.2 (linux)' };
+
+/** A client whose engine has already said what it is. */
+async function engineThatSaid(headers: Record<string, string>): Promise<Dockerode> {
+  const docker = fakeEngine(headers);
   await engineIdentity(docker);
   return docker;
 }
@@ -19,7 +40,7 @@ function failure(code: string): Error {
 
 describe('a busy engine is not an unreachable engine (unit)', function () {
   it('an engine that did not answer in time is busy, named as it named itself, with what it was asked', async function () {
-    const podman = await engineThatSaid([{ Name: 'Podman Engine', Version: '4.3.1' }]);
+    const podman = await engineThatSaid(PODMAN_PING);
     const e = engineFailure(new EngineTimeoutError('its runtimes (info)', 90_000), podman);
     assert.equal(e.code, 'engine_busy');
     assert.equal(
@@ -39,7 +60,7 @@ describe('a busy engine is not an unreachable engine (unit)', function () {
   });
 
   it('no engine at the address: a Podman service that answered before is not called Docker', async function () {
-    const podman = await engineThatSaid([{ Name: 'Podman Engine', Version: '4.3.1' }]);
+    const podman = await engineThatSaid(PODMAN_PING);
     const e = engineFailure(failure('ECONNREFUSED'), podman);
     assert.equal(e.code, 'engine_unreachable');
     assert.equal(
@@ -53,7 +74,7 @@ describe('a busy engine is not an unreachable engine (unit)', function () {
   });
 
   it('an engine that answered with an error says so, and each client names its own log', async function () {
-    const docker = await engineThatSaid([{ Name: 'Engine', Version: '28.2.2' }]);
+    const docker = await engineThatSaid(DOCKER_PING);
     const e = engineRefused(Object.assign(new Error('(HTTP code 500) server error'), { statusCode: 500 }), docker, 'its version and runtimes');
     assert.equal(e.code, 'sandbox_failed');
     assert.equal(e.messageFor('vscode'), 'The Docker 28.2.2 engine answered the request for its version and runtimes with an error (HTTP 500), so the program was not run. Ask the user to check the "CodeAct Sandbox" output channel.');
@@ -116,19 +137,37 @@ describe('read-only engine calls (unit)', function () {
   });
 
   it('concurrent callers of one client share one question', async function () {
+    let answer: (headers: Record<string, string>) => void = () => {};
     let asked = 0;
-    let answer: (v: unknown) => void = () => {};
     const docker = {
-      version: () => {
-        asked++;
-        return new Promise((resolve) => (answer = resolve));
+      modem: {
+        dial: (_o: unknown, cb: (err: unknown, res: unknown) => void) => {
+          asked++;
+          answer = (headers) => cb(null, { headers, resume: () => {} });
+        },
       },
     } as unknown as Dockerode;
     const all = Promise.all(Array.from({ length: 10 }, () => engineIdentity(docker)));
-    answer({ Version: '4.3.1', Components: [{ Name: 'Podman Engine', Version: '4.3.1' }] });
+    answer(PODMAN_PING);
     const identities = await all;
     assert.equal(asked, 1);
     assert.deepEqual(new Set(identities.map((i) => i.label)), new Set(['Podman 4.3.1']));
+  });
+});
+
+describe('which engine answered (unit)', function () {
+  it("a ping's headers say it (the headers of Podman 4.3.1 and Docker 28.2.2), without asking for the version", async function () {
+    assert.deepEqual(identifyFromPing(PODMAN_PING), { kind: 'podman', version: '4.3.1', label: 'Podman 4.3.1' });
+    assert.deepEqual(identifyFromPing(DOCKER_PING), { kind: 'docker', version: '28.2.2', label: 'Docker 28.2.2' });
+    const podman = fakeEngine(PODMAN_PING);
+    assert.equal((await engineIdentity(podman)).label, 'Podman 4.3.1');
+    assert.deepEqual(podman.asked, ['/_ping']);
+  });
+
+  it('where the headers do not say (a proxy in between), the version is asked', async function () {
+    const proxied = fakeEngine({ server: 'nginx' }, async () => ({ Version: '4.3.1', Components: [{ Name: 'Podman Engine', Version: '4.3.1' }] }));
+    assert.equal((await engineIdentity(proxied)).label, 'Podman 4.3.1');
+    assert.deepEqual(proxied.asked, ['/_ping', 'version']);
   });
 });
 

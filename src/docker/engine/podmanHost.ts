@@ -11,6 +11,8 @@ export interface PodmanHost {
   cgroupVersion: string;
   /** The cgroup controllers this service may use: rootless, only those delegated to the user. */
   controllers: string[];
+  /** The OCI runtime its containers run under ("crun", "runc"), when it says. */
+  ociRuntime?: string;
 }
 
 const libpodInfo = z
@@ -20,6 +22,7 @@ const libpodInfo = z
         cgroupVersion: z.string().optional(),
         cgroupControllers: z.array(z.string()).nullish(),
         security: z.object({ rootless: z.boolean().optional() }).passthrough().optional(),
+        ociRuntime: z.object({ name: z.string().optional() }).passthrough().nullish(),
       })
       .passthrough(),
   })
@@ -29,7 +32,13 @@ export function parsePodmanHost(info: unknown): PodmanHost | undefined {
   const parsed = libpodInfo.safeParse(info);
   if (!parsed.success) return undefined;
   const { host } = parsed.data;
-  return { rootless: host.security?.rootless ?? false, cgroupVersion: host.cgroupVersion ?? 'unknown', controllers: host.cgroupControllers ?? [] };
+  const ociRuntime = host.ociRuntime?.name;
+  return {
+    rootless: host.security?.rootless ?? false,
+    cgroupVersion: host.cgroupVersion ?? 'unknown',
+    controllers: host.cgroupControllers ?? [],
+    ...(ociRuntime ? { ociRuntime } : {}),
+  };
 }
 
 /** The sandbox's limits that rest on a cgroup controller, by the name the user knows them by. */
@@ -75,13 +84,13 @@ export function podmanHost(docker: Dockerode): Promise<PodmanHost | undefined> {
 }
 
 /** A Podman that would ignore the sandbox's limits gets no sandbox; one whose info cannot be read is named in the log. */
-export async function checkPodmanLimits(docker: Dockerode, engine: EngineIdentity, log: Logger): Promise<void> {
+export async function checkPodmanLimits(docker: Dockerode, engine: EngineIdentity, log: Logger): Promise<PodmanHost | undefined> {
   const host = await podmanHost(docker).catch((e: unknown) => {
     log.warn(`${engine.label}: its own info could not be read (${describeError(e)}); its cgroup controllers are not checked`);
     return undefined;
   });
   const missing = host ? missingLimits(host) : [];
-  if (!host || !missing.length) return;
+  if (!host || !missing.length) return host;
   const error = unenforceableLimits(host, missing);
   log.error(`${engine.label}${host.rootless ? ' (rootless)' : ''}, cgroups ${host.cgroupVersion}, controllers [${host.controllers.join(', ')}]: ${error.modelMessage}`);
   throw error;
