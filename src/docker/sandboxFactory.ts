@@ -1,0 +1,20 @@
+import type Dockerode from 'dockerode';
+import type { Logger } from '../core/logger';
+import { DockerSandbox, type SandboxSpec } from './dockerSandbox';
+import type { RuntimeChoice } from './engine/runtime';
+import type { Owner } from './labels';
+
+/**
+ * How the provider gets a new sandbox of its own (a session's, or a spare). On an engine it is
+ * DockerSandbox.create; unit tests hand the provider fakes, so the provider's bookkeeping (spares,
+ * leases, the maximum, retiring and idling out) is tested without one.
+ */
+export interface SandboxFactory {
+  /** Created, hardened and started, its runner greeted; `labels` are added to the owner's. */
+  create(spec: SandboxSpec, runtime: RuntimeChoice, owner: Owner, sessionDigest: string, labels?: Record<string, string>): Promise<DockerSandbox>;
+}
+
+/** Sandboxes created on `docker`. */
+export function engineSandboxes(docker: Dockerode, log: Logger): SandboxFactory {
+  return { create: (spec, runtime, owner, sessionDigest, labels) => DockerSandbox.create(docker, spec, runtime, owner, sessionDigest, log, labels) };
+}
