@@ -78,6 +78,26 @@ describe('sandbox provider over fake sandboxes and a fake clock (unit)', () => {
   });
 
   describe('at most maxSandboxes', () => {
+    it('two calls racing for the last room: one creates, the other waits until a sandbox is free', async () => {
+      const { sandboxes, acquire, said } = setup({ maxSandboxes: 2 });
+      const a = await acquire('a');
+      const b = acquire('b');
+      const c = acquire('c');
+      assert.equal((await b).id, 'sb2');
+      assert.equal(await peek(c), PENDING);
+      // The sandbox b's call holds is not the idle one c's wait may remove.
+      assert.equal(sandboxes.byId('sb2').removed, false);
+      assert.deepEqual(sandboxes.events, [created(1, 'a'), created(2, 'b')]);
+      assert.deepEqual(said(/waits/), ['info: all 2 sandboxes are in use; c waits for one']);
+
+      // b's call ends: its idle sandbox makes room for c's.
+      await release(await b);
+      assert.equal(((await peek(c)) as Sandbox).id, 'sb3');
+      assert.deepEqual(sandboxes.events, [created(1, 'a'), created(2, 'b'), 'remove sb2', created(3, 'c')]);
+      assert.deepEqual(said(/to make room/), [`info: removing the idle sandbox ${nameOf('b', 2)} to make room (at most 2 sandboxes)`]);
+      assert.equal(a.id, 'sb1');
+    });
+
     it('past the maximum the least recently used idle sandbox goes, and its chat is told once, at its next call', async () => {
       const { clock, sandboxes, provider, acquire } = setup({ maxSandboxes: 2 });
       await release(await acquire('a'));
