@@ -25,6 +25,18 @@ export const LOCK_HOLDER_SOURCE = [
 ].join('\n');
 
 const CREATE_DEADLINE_MS = ENGINE_DEADLINE_MS;
+/** Holders that end before taking the lock are replaced this many times in all. */
+const HOLDER_ATTEMPTS = 3;
+
+/** The holder's process ended before it took the lock (or said the lock was busy); its last output is kept for the log. */
+export class HolderEndedError extends Error {
+  constructor(output: string) {
+    // The multiplexed stream's 8-byte frame headers are binary: only printable text is kept.
+    const said = output.replace(/[^\x20-\x7e\n]/g, '').trim();
+    super(`the lock holder ended before taking the lock${said ? ` (it said: ${said.slice(-200)})` : ''}`);
+    this.name = 'HolderEndedError';
+  }
+}
 
 /**
  * The cross-process lock of one sandbox. Separate processes sharing a sandbox (CLI runs with one
@@ -53,6 +65,19 @@ export class SandboxLock {
 
   private async take(signal: AbortSignal, onlyIfFree: boolean): Promise<boolean> {
     if (this.stream) return true;
+    // On a loaded machine the holder's interpreter has been seen to end before it said anything
+    // (a container still settling after its start): a holder that never took the lock took
+    // nothing, so asking again is safe. A container that stopped fails the next exec with a status.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.takeOnce(signal, onlyIfFree);
+      } catch (e) {
+        if (!(e instanceof HolderEndedError) || attempt === HOLDER_ATTEMPTS || signal.aborted) throw e;
+      }
+    }
+  }
+
+  private async takeOnce(signal: AbortSignal, onlyIfFree: boolean): Promise<boolean> {
     const exec = await withDeadline(
       this.container.exec({
         Cmd: ['python3', '-c', LOCK_HOLDER_SOURCE, ...(onlyIfFree ? ['try'] : [])],
@@ -80,11 +105,11 @@ export class SandboxLock {
       };
       // The multiplexed stream carries an 8-byte header per chunk; the marker is plain ASCII in it.
       const onData = (chunk: Buffer) => {
-        seen = (seen + chunk.toString('latin1')).slice(-64);
+        seen = (seen + chunk.toString('latin1')).slice(-512);
         if (seen.includes('locked\n')) done();
         else if (seen.includes('busy\n')) done(undefined, false);
       };
-      const onEnd = () => done(new Error('the lock holder ended before taking the lock'));
+      const onEnd = () => done(new HolderEndedError(seen));
       const onAbort = () => done(new ToolError('cancelled', 'The run was cancelled while it waited for the sandbox.'));
       stream.on('data', onData);
       stream.on('end', onEnd);
