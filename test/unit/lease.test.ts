@@ -37,7 +37,7 @@ describe('lease: what a call holds (unit)', () => {
     assert.deepEqual([lease.id, lease.image, lease.runtime, lease.packagesSetting], ['sb1', SPEC.image, 'runc', 'codeactSandbox.pythonPackages']);
   });
 
-  it('gives its notes with the first result only, before the sandbox’s own', async () => {
+  it("gives its notes with the first result only, before the sandbox's own", async () => {
     const { sandboxes, entry, holder } = setup();
     const lease = new Lease(holder, 'a', await entry(), ['made room']);
     sandboxes.byId('sb1').behaviour = async () => ({ exitCode: 1, workDir: WORK_DIR, notes: ['its own'] });
@@ -60,7 +60,7 @@ describe('lease: what a call holds (unit)', () => {
     assert.deepEqual(asked, ['replace sb1 of a', 'release sb2']);
   });
 
-  it('other failures are the call’s, and release is told once however often it is called', async () => {
+  it("other failures are the call's, and release is told once however often it is called", async () => {
     const { sandboxes, asked, entry, holder } = setup();
     const lease = new Lease(holder, 'a', await entry());
     sandboxes.byId('sb1').behaviour = async () => {

@@ -47,7 +47,8 @@ function setup(options: Partial<ProviderOptions> = {}) {
   const engine = new FakeEngine([IMAGE]);
   const sandboxes = new FakeSandboxes(clock);
   const log = recordingLogger();
-  const settings = { spec: { image: IMAGE, limits: LIMITS } as SandboxSpec };
+  /** What the settings say now: a test changes them between calls. */
+  const settings: { spec: SandboxSpec } = { spec: { image: IMAGE, limits: LIMITS } };
   const provider = new DockerSandboxProvider({
     docker: engine.docker,
     owner: OWNER,
@@ -60,7 +61,7 @@ function setup(options: Partial<ProviderOptions> = {}) {
     ...options,
   });
   const acquire = (sessionKey: string, signal = new AbortController().signal) => provider.acquire(sessionKey, signal);
-  /** The log's info lines that are about sandboxes (not the runtime choice). */
+  /** The log's lines that match `pattern`. */
   const said = (pattern: RegExp) => log.lines.filter((l) => pattern.test(l));
   return { clock, engine, sandboxes, log, provider, settings, acquire, said };
 }
@@ -249,7 +250,7 @@ describe('sandbox provider over fake sandboxes and a fake clock (unit)', () => {
       assert.equal((await acquire('a')).id, 'sb2');
     });
 
-    it('only once: the new sandbox gone too is the call’s failure, not another replacement', async () => {
+    it("only once: the new sandbox gone too is the call's failure, not another replacement", async () => {
       const { sandboxes, acquire } = setup();
       const lease = await acquire('a');
       const gone = async (): Promise<ProgramExit> => {
