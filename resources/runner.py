@@ -62,6 +62,18 @@ DYING_GRACE_S = 5
 
 # Where the container's cgroup counts the processes the kernel killed for memory (v2, then v1).
 OOM_COUNTERS = ('/sys/fs/cgroup/memory.events', '/sys/fs/cgroup/memory/memory.oom_control')
+# A session program's own limits (see own_limits). Left to the sandbox of what is free when the
+# program starts: at least this or a sixteenth of the total (gVisor's own memory, outside what its
+# /proc/meminfo counts, took up to 10 MB here; a hog at its limit left 15 MB of 256 unused).
+OWN_LIMIT_RESERVE = 16 << 20
+# Room above the limit for a program that reached it to print its traceback and exit.
+OWN_LIMIT_EXIT_ROOM = 8 << 20
+# What a process of a fork bomb cost under gVisor here (4 to 7 MB, more with a larger state), with
+# a margin; and at most this many: PID 1 did not always stop a bomb of 256 within the host's 3 s.
+OWN_PROCESS_COST = 8 << 20
+OWN_PROCESS_CAP = 64
+_RLIMIT_NPROC = 6
+_RLIMIT_AS = 9
 _SIGINT = 2
 _SIGKILL = 9
 _SIGCHLD = 17
@@ -205,10 +217,11 @@ def state_reply(base, now, kept, holder, reason=None):
     return info
 
 
-def exit_reply(status, killed, limited, orphans, oom_before=None, oom_after=None, state=None):
+def exit_reply(status, killed, limited, orphans, oom_before=None, oom_after=None, state=None, own_limit=False):
     """`status` is waitpid's (None: the child could not be reaped). `oomKilled` says whether the
     kernel killed the program for memory: it died of SIGKILL while the cgroup's OOM-kill counter
-    rose. It is left out when the counter could not be read."""
+    rose. It is left out when the counter could not be read. `own_limit`: the program ended with
+    a MemoryError at its own memory limit, which the model is told as an OOM kill."""
     code = sig = None
     if status is not None:
         if os.WIFEXITED(status):
@@ -219,6 +232,8 @@ def exit_reply(status, killed, limited, orphans, oom_before=None, oom_after=None
     reply = {'t': 'exit', 'exitCode': code, 'signal': sig, 'killed': killed, 'limited': limited, 'orphans': orphans}
     if oom_before is not None and oom_after is not None:
         reply['oomKilled'] = sig == _SIGKILL and oom_after > oom_before
+    if own_limit and code:
+        reply['oomKilled'] = True
     if state is not None:
         reply['state'] = state
     return reply
@@ -289,6 +304,33 @@ def read_oom_kills(paths=OOM_COUNTERS):
         if n is not None:
             return n
     return None
+
+
+def proc_number(text, key):
+    """N of a `Key:  N` or `Key:  N kB` line of /proc/meminfo or /proc/<pid>/status; None when absent."""
+    for line in text.splitlines():
+        k, _, v = line.partition(':')
+        v = v.split()
+        if k == key and v and v[0].isdigit():
+            return int(v[0])
+    return None
+
+
+def own_limits(status, meminfo, tasks):
+    """The soft RLIMIT_AS and RLIMIT_NPROC of a session program where the sandbox's memory is no
+    cgroup of ours (gVisor: the host's OOM killer would end the whole sandbox, the state with it,
+    where under runc it takes the program). RLIMIT_AS because gVisor 20221219 does not enforce
+    RLIMIT_DATA; it counts address space, so the limit is what the program maps now (its copy of
+    the state and of the preloaded modules, which cost nothing until written) plus what the
+    sandbox has free, less the reserve and the exit room. RLIMIT_NPROC counts every task of the
+    uid (threads too): the `tasks` there now, plus what the free memory pays for. `status` and
+    `meminfo`: the texts of /proc/self/status and /proc/meminfo; None when they lack a field."""
+    kb = (proc_number(status, 'VmSize'), proc_number(meminfo, 'MemTotal'), proc_number(meminfo, 'MemAvailable'))
+    if None in kb:
+        return None
+    size, total, free = (n << 10 for n in kb)
+    room = max(0, free - max(OWN_LIMIT_RESERVE, total >> 4))
+    return size + max(0, room - OWN_LIMIT_EXIT_ROOM), tasks + min(OWN_PROCESS_CAP, room // OWN_PROCESS_COST)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1298,6 +1340,7 @@ class Runner:
         killed = limited = orphans = False
         kept = False
         unkept = None
+        own_oom = False
         link_fd = None
         if link is not None:
             link_fd = link.fileno()
@@ -1371,7 +1414,9 @@ class Runner:
                         exited_at = time.monotonic()
                     elif data[:1] == b'N':
                         unkept = data[1:41].decode('ascii', 'replace')
-                    if data[:1] != b'N':
+                    elif data == b'M':
+                        own_oom = True  # it ends with MemoryError at its own limit
+                    if data[:1] not in (b'N', b'M'):
                         # Kept, or the program is gone: nothing more comes this call.
                         poller.unregister(link_fd)
                         link_fd = None
@@ -1412,7 +1457,7 @@ class Runner:
         if link is not None:
             state = self.commit(pid, link, base, kept and not (killed or limited or orphans or kill_at), status, unkept)
         # The kernel counts an OOM kill before it sends the SIGKILL: a reaped child's is in.
-        channel.send(b'X', rid, exit_reply(status, killed, limited, orphans, oom_before, read_oom_kills(), state))
+        channel.send(b'X', rid, exit_reply(status, killed, limited, orphans, oom_before, read_oom_kills(), state, own_oom and not kept))
 
     def commit(self, pid, link, base, keep, status, unkept):
         """The end of a session call: the program that is now a holder replaces the previous one
@@ -1444,6 +1489,8 @@ class Runner:
 # the program is PID 1's child, and supervise streams, kills, reaps and reports it exactly as one
 # it forked itself (a holder that reported statuses instead would be one more thing to trust).
 _sock = None
+# Whether session programs get limits of their own (main() decides; see own_limits).
+_OWN_LIMIT = False
 
 
 def _socket_module():
@@ -1486,6 +1533,32 @@ def _recv(sock, nfds=0):
         if level == s.SOL_SOCKET and kind == s.SCM_RIGHTS:
             fds.extend(int.from_bytes(blob[i:i + 4], sys.byteorder, signed=True) for i in range(0, len(blob) - 3, 4))
     return data, fds
+
+
+def _rlimit(libc, which, soft=None):
+    """A soft limit, after setting it to `soft` if given (never above the hard one); None when
+    libc refuses."""
+    lim = (ctypes.c_ulong * 2)()
+    if libc.getrlimit(which, lim) != 0:
+        return None
+    if soft is not None:
+        lim[0] = min(soft, lim[1])
+        if libc.setrlimit(which, lim) != 0:
+            return None
+    return lim[0]
+
+
+def _tasks():
+    """The tasks (threads) of the sandbox's processes, as RLIMIT_NPROC counts them."""
+    n = 0
+    for p in os.listdir('/proc'):
+        if p.isdigit():
+            try:
+                with open('/proc/%s/status' % p, 'rb') as f:
+                    n += proc_number(f.read().decode('ascii', 'replace'), 'Threads') or 1
+            except OSError:
+                pass
+    return n
 
 
 def _oom_adj(value=None):
@@ -1600,6 +1673,10 @@ class Program:
         # `wait_fd`: a child forked ahead reads its run's directory there (None: it has it already).
         self.dir, self.out_w, self.err_w, self.exit_notice, self.fork_modules, self.ctl, self.spare, self.wait_fd = spec
         self.adj = None
+        # The program's own memory limit (soft RLIMIT_AS), None where it has none; the soft limits
+        # it replaced, for a holder to set back.
+        self.own_limit = None
+        self.limits_before = ()
         self.out_pipes = ()
         self.native = native
         self.depth = depth
@@ -1692,11 +1769,35 @@ class Program:
         choice; what it writes to its output pipes is known by their inodes (see hold)."""
         self.adj = _oom_adj()
         _oom_adj(1000)
+        if _OWN_LIMIT:
+            self.limit_memory()
         pipes = []
         for fd in (1, 2):
             st = os.fstat(fd)
             pipes.append((st.st_dev, st.st_ino))
         self.out_pipes = tuple(pipes)
+
+    def limit_memory(self):
+        """Where the OOM killer cannot pick the program (see own_limits), a hog meets its own
+        limit, as a MemoryError, and a fork bomb its own process budget, before the sandbox's.
+        Soft limits only, so that a holder can hand the next program larger ones (a program
+        that raises its own could as well kill the holder: this is for mistakes, not malice)."""
+        try:
+            with open('/proc/self/status') as f:
+                status = f.read()
+            with open('/proc/meminfo') as f:
+                meminfo = f.read()
+            limits = own_limits(status, meminfo, _tasks())
+        except OSError:
+            return
+        libc = self.native.libc
+        self.own_limit, self.limits_before = None, ()
+        for which, soft in zip((_RLIMIT_AS, _RLIMIT_NPROC), limits or ()):
+            before = _rlimit(libc, which)
+            if before is not None and _rlimit(libc, which, soft) is not None:
+                self.limits_before += ((which, before),)
+                if which == _RLIMIT_AS:
+                    self.own_limit = soft
 
     def unkeepable(self):
         """Why this process cannot be kept as the state: what it left running would go on in the
@@ -1747,6 +1848,8 @@ class Program:
         # Set back before the process stops being dumpable: /proc/self is root's after that.
         if self.adj is not None:
             _oom_adj(self.adj)
+        for which, soft in self.limits_before:
+            _rlimit(self.native.libc, which, soft)
         # Like the runner: nobody may read or write the state through /proc (ptrace, mem).
         self.native.set_dumpable(False)
         _signal.signal(_SIGINT, _signal.SIG_IGN)
@@ -1852,6 +1955,10 @@ class Program:
         objects die when its modules are torn down (their __del__ runs then), not before."""
         exc, main_dict = ending
         ending.clear()
+        if self.own_limit is not None and isinstance(exc, MemoryError):
+            # It reached its own limit: room for its traceback and exit, and PID 1 tells the host.
+            _rlimit(self.native.libc, _RLIMIT_AS, self.own_limit + OWN_LIMIT_EXIT_ROOM)
+            _send(self.ctl, b'M')
         status = 0
         sigint = False
         try:
@@ -2013,6 +2120,10 @@ def main():
     except OSError:
         pass
     cfg = parse_config(_CODEACT_CONFIG)  # noqa: F821 (set by stage 0)
+    # A memory cgroup we can see is one whose OOM killer picks the program (its oom_score_adj);
+    # none (gVisor) is a sandbox that would end whole, so session programs get limits of their own.
+    global _OWN_LIMIT
+    _OWN_LIMIT = read_oom_kills() is None
     preload = [m for m in cfg.get('preload', '').split(',') if m]
     noted_dirty = [m for m in cfg.get('dirty', '').split(',') if m]
 
