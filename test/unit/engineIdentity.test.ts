@@ -36,10 +36,15 @@ describe('engine identity (unit)', () => {
 describe('Podman host: can it enforce the limits (unit)', () => {
   it('reads rootful and rootless Podman from libpod\'s own info, as captured', () => {
     const rootful = parsePodmanHost(captured('podman-4.3-rootful-libpod-info.json'))!;
-    assert.deepEqual(rootful, { rootless: false, cgroupVersion: 'v1', controllers: ['cpuset', 'cpu', 'cpuacct', 'blkio', 'memory', 'devices', 'freezer', 'pids'] });
+    assert.deepEqual(rootful, {
+      rootless: false,
+      cgroupVersion: 'v1',
+      controllers: ['cpuset', 'cpu', 'cpuacct', 'blkio', 'memory', 'devices', 'freezer', 'pids'],
+      ociRuntime: 'runc',
+    });
     assert.deepEqual(missingLimits(rootful), []);
     const rootless = parsePodmanHost(captured('podman-4.3-rootless-libpod-info.json'))!;
-    assert.deepEqual(rootless, { rootless: true, cgroupVersion: 'v1', controllers: [] });
+    assert.deepEqual(rootless, { rootless: true, cgroupVersion: 'v1', controllers: [], ociRuntime: 'runc' });
     assert.deepEqual(missingLimits(rootless), ['memory', 'CPU', 'processes']);
   });
 
