@@ -1,11 +1,12 @@
 import * as assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { executeCode, type ExecuteReport, type FilesOutRequest } from '../../src/core/executeCode';
 import { NOTHING_PRINTED } from '../../src/core/format';
 import type { RunLimits } from '../../src/core/limits';
 import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
 import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
 import { SANDBOX_GONE_NOTE } from '../../src/docker/sandboxStopped';
-import { SENTENCES, TEST_RUNTIME, delay, log, programProcesses, runLimits, uniqueSessionKey, useDocker } from './helpers';
+import { SENTENCES, TEST_RUNTIME, dockerCli, log, programProcesses, runLimits, uniqueSessionKey, useDocker, waitFor } from './helpers';
 
 /** One call in session mode through the real pipeline, with the host's record of states. */
 function call(
@@ -44,6 +45,27 @@ const UNCHANGED = STATE_LINES.unchanged;
 const QUIET_KEPT = `${NOTHING_PRINTED}\n\n${KEPT}`;
 const X_IS_41 = `stdout:\n41\n\n${KEPT}`;
 
+/** A point a program reaches: `code` marks it (a file in the sandbox's home); `reached` resolves once it has. */
+function mark(): { code: string; reached(container: string): Promise<true> } {
+  const file = JSON.stringify(`/sandbox/home/mark-${randomBytes(4).toString('hex')}`);
+  const seen = (container: string) =>
+    dockerCli('exec', container, 'python3', '-c', `import os, sys\nsys.exit(0 if os.path.exists(${file}) else 1)`).then(
+      () => true as const,
+      () => false as const,
+    );
+  return { code: `open(${file}, 'w').close()`, reached: (container) => waitFor(() => seen(container), `the program to reach its mark in ${container.slice(0, 12)}`) };
+}
+
+/** The run directory a traceback names (every call has a fresh one). */
+function runDirOf(text: string): string {
+  const m = /File "(\/sandbox\/runs\/[0-9]{4,9}-[0-9a-f]{6})\/program\.py"/.exec(text);
+  assert.ok(m, text);
+  return m[1]!;
+}
+
+/** Allocates until memory runs out, 8 MB at a time; its line 5 is where that happens. */
+const HOG = "x = 0\nprint('allocating')\nmore = []\nwhile True:\n    more.append(b'\\x02' * (8 * 1024 * 1024))";
+
 describe('session state (integration)', function () {
   const sandboxes = useDocker();
 
@@ -80,8 +102,10 @@ describe('session state (integration)', function () {
     assert.equal((await call(provider, states, key, 'print(x)')).text, X_IS_41);
 
     const stop = new AbortController();
-    const stopping = call(provider, states, key, "import time\nx = 0\nprint('started')\ntime.sleep(60)", { signal: stop.signal });
-    setTimeout(() => stop.abort(), 1500);
+    const started = mark();
+    const stopping = call(provider, states, key, `import time\nx = 0\nprint('started')\n${started.code}\ntime.sleep(60)`, { signal: stop.signal });
+    await started.reached(provider.active.get(key)!.id);
+    stop.abort();
     assert.equal((await stopping).text, `stdout:\nstarted\n\n${SENTENCES.cancelled}\n\n${UNCHANGED}`);
     assert.equal((await call(provider, states, key, 'print(x)')).text, X_IS_41);
 
@@ -91,17 +115,35 @@ describe('session state (integration)', function () {
     assert.equal((await call(provider, states, key, 'print(x)')).text, X_IS_41);
   });
 
-  it('an OOM kill takes the program, not the larger state it was forked from (under gVisor: the sandbox, and the result says so)', async function () {
+  it('a program that runs out of memory ends alone and the state stays; under gVisor it meets a limit of its own first', async function () {
     const provider = sandboxes.makeProvider();
     const states = new SessionStates();
     const key = uniqueSessionKey('state-oom');
+    assert.equal((await call(provider, states, key, "x = 41\nbig = b'\\x01' * (150 * 1024 * 1024)")).text, QUIET_KEPT);
+    const hog = await call(provider, states, key, HOG, { memoryMb: 256 });
+    if (TEST_RUNTIME === 'runsc') {
+      // Its address space reached what it mapped at its start plus what was free, less the reserve:
+      // Python's MemoryError, told as running out of memory.
+      const traceback = `Traceback (most recent call last):\n  File "${runDirOf(hog.text)}/program.py", line 5, in <module>\n    more.append(b'\\x02' * (8 * 1024 * 1024))\n                ~~~~~~~~^~~~~~~~~~~~~~~~~~~\nMemoryError`;
+      assert.equal(hog.text, `stdout:\nallocating\n\nstderr:\n${traceback}\n\nexit code: 1\n\n${SENTENCES.memory(256)}\n\n${UNCHANGED}`);
+    } else {
+      assert.equal(hog.text, `stdout:\nallocating\n\nexit code: 137\n\n${SENTENCES.memory(256)}\n\n${UNCHANGED}`);
+    }
+    assert.equal((await call(provider, states, key, 'print(x, len(big))')).text, `stdout:\n41 157286400\n\n${KEPT}`);
+  });
+
+  it('an OOM kill takes the program even when it is smaller than the state (under gVisor: the sandbox, and the result says so)', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('state-oom-smaller');
     // The state holds 150 MB; the program lets go of its copy and takes what is left of 256 MB, so
     // it is the smaller process when the kernel has to choose: its oom_score_adj makes it the one.
     assert.equal((await call(provider, states, key, "x = 41\nbig = b'\\x01' * (150 * 1024 * 1024)")).text, QUIET_KEPT);
-    const hog = "del big\nx = 0\nprint('allocating')\nmore = []\nwhile True:\n    more.append(b'\\x02' * (8 * 1024 * 1024))";
-    const killed = await call(provider, states, key, hog, { memoryMb: 256 });
+    const killed = await call(provider, states, key, `del big\n${HOG}`, { memoryMb: 256 });
     if (TEST_RUNTIME === 'runsc') {
-      // gVisor's kernel and the program share the limit: the whole sandbox ends, the state with it.
+      // Its own limit counts address space: letting go of the state's 150 MB gave it that much
+      // back while the state still holds the memory, so gVisor's kernel and the program reach
+      // the sandbox's limit together, and the whole sandbox ends, the state with it.
       assert.equal(killed.text, `stdout:\nallocating\n\nexit code: 137\n\n${SENTENCES.memory(256)}\n\n${SANDBOX_GONE_NOTE}\n\n${STATE_LINES.ended}`);
       assert.equal((await call(provider, states, key, "print('x' in globals())")).text, `stdout:\nFalse\n\n${SENTENCES.replaced}\n\n${KEPT}`);
       return;
@@ -120,25 +162,21 @@ describe('session state (integration)', function () {
     assert.deepEqual(texts, Array.from({ length: 12 }, (_, i) => `stdout:\n${i + 1} 104857600\n\n${KEPT}`));
   });
 
-  it('a fork bomb is stopped and the state survives the kill', async function () {
+  it('a fork bomb is stopped and the state survives the kill (under gVisor, a process budget of its own stops it first)', async function () {
     const provider = sandboxes.makeProvider({ limits: { pidsLimit: 32 } });
     const states = new SessionStates();
     const key = uniqueSessionKey('state-forkbomb');
-    assert.equal((await call(provider, states, key, 'x = 41')).text, QUIET_KEPT);
+    // Under gVisor each process of the bomb costs gVisor 4 to 7 MB: all 32 of them and a state of
+    // 100 MB ended the 256 MB sandbox here. Its budget, one process per 8 MB free, holds it below.
+    assert.equal((await call(provider, states, key, "x = 41\nbig = b'\\x01' * (100 * 1024 * 1024)")).text, QUIET_KEPT);
     const bomb = ['import os', 'x = 0', 'while True:', '    try:', '        os.fork()', '    except OSError:', '        pass'].join('\n');
     const r = await call(provider, states, key, bomb, { limits: { timeoutMs: 3000 } });
-    if (TEST_RUNTIME === 'runsc' && r.text.startsWith('exit code: 137')) {
-      // Under gVisor each process costs its kernel memory: the bomb may end the whole sandbox, and the state with it.
-      assert.equal(r.text, `exit code: 137\n\n${SENTENCES.memory(undefined)}\n\n${SANDBOX_GONE_NOTE}\n\n${STATE_LINES.ended}`);
-      return;
-    }
     assert.equal(r.text, `${SENTENCES.timeout(3)}\n\n${UNCHANGED}`);
-    assert.equal((await call(provider, states, key, 'print(x)')).text, X_IS_41);
+    assert.equal((await call(provider, states, key, 'print(x, len(big))')).text, `stdout:\n41 104857600\n\n${KEPT}`);
     // Nothing of the bomb is left: the holder is the only process besides PID 1 (once the one it
     // replaced has finished going away).
-    let left = await programProcesses(provider.active.get(key)!.id);
-    for (let i = 0; i < 50 && left !== 1; i++) left = await delay(100).then(() => programProcesses(provider.active.get(key)!.id));
-    assert.equal(left, 1);
+    const id = provider.active.get(key)!.id;
+    await waitFor(async () => (await programProcesses(id)) === 1, 'the holder to be the only process besides PID 1');
   });
 
   it('reset starts from an empty state; a thread, a child process or a socket left behind is not kept', async function () {
@@ -214,9 +252,7 @@ describe('session state (integration)', function () {
     assert.equal((await call(provider, states, key, 'x = 41')).text, QUIET_KEPT);
     const fresh = await executeCode(provider, log, { code: "print('x' in globals())", sessionKey: key }, runLimits());
     assert.equal(fresh.text, 'stdout:\nFalse');
-    let left = await programProcesses(fresh.sandboxId);
-    for (let i = 0; i < 50 && left !== 0; i++) left = await delay(100).then(() => programProcesses(fresh.sandboxId));
-    assert.equal(left, 0, 'the holder is gone');
+    await waitFor(async () => (await programProcesses(fresh.sandboxId)) === 0, 'the holder to be gone');
     assert.equal((await call(provider, states, key, "print('x' in globals())")).text, `stdout:\nFalse\n\n${STATE_LINES.lost} ${KEPT}`);
   });
 
