@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test run, as CI runs it. On a fresh Debian machine it first installs and starts what
 # is missing (Docker engine, the local test image, gVisor, a Podman service with the test image,
-# Chromium + code-server for the extension host); whatever is already there is reused.
+# Chromium + code-server for the extension host, stress-ng for the last stage); whatever is
+# already there is reused.
 #   CODEACT_SKIP_HOST=1   skip the extension-host suites (e.g. a machine without Chromium)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +47,7 @@ bash scripts/ensure-test-image.sh --debian
 bash scripts/ensure-sshd.sh
 bash scripts/ensure-runsc.sh
 bash scripts/ensure-podman.sh --rootless
+bash scripts/ensure-stress.sh
 
 stage "typecheck, lint, bundle"
 npx tsc --noEmit -p .
@@ -85,6 +87,38 @@ if [ "${CODEACT_SKIP_HOST:-}" != 1 ]; then
   stage "extension host tests (real VS Code + agent mode)"
   bash scripts/ensure-vscode-host.sh
   counted host node test/host/runHostTests.mjs
+fi
+
+# Once more with every core kept busy: a test that assumed how fast the machine is (a runner ready,
+# a spare made, a sandbox removed by some moment) fails here rather than on a slow machine later.
+# Only the timing-sensitive suites (.mocharc.stress*.json), each under the conditions of its stage above.
+stage "timing-sensitive suites again, every core busy (stress-ng)"
+if command -v stress-ng >/dev/null 2>&1; then
+  # It ends with this script, whatever ends it: the trap below on exit, the kernel's parent-death
+  # signal (setpriv) should the script be killed outright, and its own --timeout at the very worst.
+  setpriv --pdeathsig TERM stress-ng --cpu "$(nproc)" --timeout 3600s --quiet &
+  stress_pid=$!
+  stop_stress() { kill "$stress_pid" 2>/dev/null || true; wait "$stress_pid" 2>/dev/null || true; }
+  trap stop_stress EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  stress_started=$SECONDS
+  counted stress-docker npx mocha --config test/.mocharc.stress.json
+  if docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; then
+    counted stress-docker-runsc env CODEACT_TEST_RUNTIME=runsc npx mocha --config test/.mocharc.stress-runsc.json
+  else
+    echo "gVisor part skipped: the engine has no runsc runtime"
+  fi
+  if DOCKER_HOST=$PODMAN_HOST docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then
+    counted stress-docker-podman env DOCKER_HOST=$PODMAN_HOST CODEACT_TEST_ENGINE=podman npx mocha --config test/.mocharc.stress-podman.json
+  else
+    echo "Podman part skipped: no Podman service answers at $PODMAN_HOST"
+  fi
+  stop_stress
+  trap - EXIT INT TERM
+  echo "stress stage: $((SECONDS - stress_started)) s"
+else
+  echo "skipped: no stress-ng (scripts/ensure-stress.sh said why)"
 fi
 
 stage "package"
