@@ -2,12 +2,13 @@ import * as assert from 'node:assert/strict';
 import * as os from 'node:os';
 import { isToolError } from '../../src/core/errors';
 import { engineRuntimes } from '../../src/docker/engine/runtime';
-import { TEST_LIMITS, byEngine, docker, dockerCli, inspect, recentLog, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
+import { TEST_LIMITS, WAITING_TEST_MS, byEngine, docker, dockerCli, inspect, recentLog, run, testSpec, uniqueSessionKey, useDocker, warmSandbox } from './helpers';
 
 /** What a program sees of the kernel it talks to. */
 const KERNEL = 'import platform\nprint(platform.release())';
 
 describe('container runtimes: gVisor and the default (integration)', function () {
+  this.timeout(WAITING_TEST_MS);
   const sandboxes = useDocker();
   let hasRunsc = false;
 
@@ -53,8 +54,7 @@ describe('container runtimes: gVisor and the default (integration)', function ()
     const key = uniqueSessionKey('runsc-warm');
     const first = await run(gvisor, key, 'print(1)');
     assert.equal(first.text, 'stdout:\n1');
-    const sandbox = gvisor.active.get(key)!;
-    assert.equal(await sandbox.warmedUp(30_000), true);
+    await warmSandbox(gvisor, key);
     // The engine's clock, not ours: events are filtered by its timestamps.
     const since = (await dockerCli('info', '--format', '{{.SystemTime}}')).trim();
     const r = await run(gvisor, key, 'import os\nprint(os.getppid())');
@@ -69,8 +69,8 @@ describe('container runtimes: gVisor and the default (integration)', function ()
     const gvisor = sandboxes.makeProvider({ spec: () => testSpec({ runtime: 'runsc', preloadModules: ['decimal'] }) });
     const key = uniqueSessionKey('runsc-preload');
     assert.equal((await run(gvisor, key, 'print(1)')).text, 'stdout:\n1');
-    assert.equal(await gvisor.active.get(key)!.warmedUp(30_000), true);
-    const ready = recentLog(200).split('\n').filter((l) => l.includes(gvisor.active.get(key)!.name) && l.includes('runner ready'));
+    const { name } = await warmSandbox(gvisor, key);
+    const ready = recentLog(200).split('\n').filter((l) => l.includes(name) && l.includes('runner ready'));
     assert.match(ready.join('\n'), /runner ready \(Python [0-9.]+; preloaded decimal\)/);
   });
 
