@@ -5,7 +5,7 @@ import type { FilesOutCaps } from '../core/limits';
 import type { Logger } from '../core/logger';
 import type { CollectOutcome, OutputSink, ProgramExit, ProgramRun, Sandbox } from '../core/sandbox';
 import { collectFiles } from './transfer';
-import { ENGINE_DEADLINE_MS, SandboxGoneError, engineFailure, isEngineFailure, isGoneStatus, statusCode, withDeadline } from './engineErrors';
+import { ENGINE_DEADLINE_MS, SandboxGoneError, engineFailure, isEngineFailure, isGoneStatus, isNameTaken, statusCode, withDeadline } from './engineErrors';
 import { ExecStrategy, KILL_GRACE_MS } from './execStrategy';
 import { RUNS_DIR, WORK_ROOT, killAllSparingSource } from './guest';
 import { oomKillCount, startGuest } from './guestExec';
@@ -173,7 +173,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
       return new DockerSandbox(docker, container.id, name, name, spec, runtime, log);
     } catch (e) {
       // The name is the other process's sandbox: leave it (and its volume) alone.
-      if (shared && containerId === undefined && statusCode(e) === 409) return undefined;
+      if (shared && containerId === undefined && isNameTaken(e)) return undefined;
       await removeQuietly(docker, containerId, name, log);
       throw createFailure(e, spec.image, docker);
     }
@@ -261,7 +261,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
     this.lockHolder.release();
   }
 
-  /** Renames the container (a spare taken by a session gets the session's name); 409: the name is taken. */
+  /** Renames the container (a spare taken by a session gets the session's name); isNameTaken: the name is another's. */
   async rename(name: string): Promise<void> {
     await withDeadline(this.container.rename({ name }), API_DEADLINE_MS, 'rename container');
     this.name = name;

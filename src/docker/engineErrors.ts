@@ -142,6 +142,17 @@ export function isGoneStatus(e: unknown): boolean {
 }
 
 /**
+ * The name asked for (create, rename) is another container's. Docker says 409; Podman 4.3.1 says
+ * 500 "the container name … is already in use" (measured: ten CLI processes creating one
+ * session's sandbox at once), so for Podman this test reads the message.
+ */
+export function isNameTaken(e: unknown): boolean {
+  const status = statusCode(e);
+  if (status === 409) return true;
+  return status === 500 && chain(e).some((link) => typeof link.message === 'string' && /name .* is already in use/i.test(link.message));
+}
+
+/**
  * The work area (a tmpfs) is full. The engine answers such a putArchive with a plain 500 whose
  * only distinguishing part is the kernel's ENOSPC text, so this one test reads the message.
  */

@@ -3,7 +3,7 @@ import type Dockerode from 'dockerode';
 import { describeError } from '../core/errors';
 import type { Logger } from '../core/logger';
 import { DockerSandbox, removeQuietly, type SandboxSpec } from './dockerSandbox';
-import { readEngine, statusCode } from './engineErrors';
+import { isNameTaken, readEngine } from './engineErrors';
 import type { RuntimeChoice } from './engine/runtime';
 import { WORK_ROOT } from './guest';
 import { LABEL, type Owner } from './labels';
@@ -205,7 +205,7 @@ export class SharedSparePool {
         await sandbox.rename(sessionName);
       } catch (e) {
         sandbox.detach();
-        if (statusCode(e) === 409) return undefined;
+        if (isNameTaken(e)) return undefined;
         throw e;
       }
       this.log.info(`session sandbox ${sessionName} taken from the spares (it was ${nameOf(c)})`);

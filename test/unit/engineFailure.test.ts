@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import type Dockerode from 'dockerode';
 import { ToolError } from '../../src/core/errors';
-import { EngineTimeoutError, engineFailure, engineRefused, isEngineFailure, isUnreachable, readEngine } from '../../src/docker/engineErrors';
+import { EngineTimeoutError, engineFailure, engineRefused, isEngineFailure, isNameTaken, isUnreachable, readEngine } from '../../src/docker/engineErrors';
 import { engineIdentity, identifyFromPing } from '../../src/docker/engine/identity';
 import { sandboxFailed } from '../../src/docker/sandboxErrors';
 import { stoppedExit } from '../../src/docker/sandboxStopped';
@@ -168,6 +168,21 @@ describe('which engine answered (unit)', function () {
     const proxied = fakeEngine({ server: 'nginx' }, async () => ({ Version: '4.3.1', Components: [{ Name: 'Podman Engine', Version: '4.3.1' }] }));
     assert.equal((await engineIdentity(proxied)).label, 'Podman 4.3.1');
     assert.deepEqual(proxied.asked, ['/_ping', 'version']);
+  });
+});
+
+describe('a name another container has (unit)', function () {
+  it("is Docker's 409, and Podman's 500 with its own words (as Podman 4.3.1 answered a create that lost the race)", function () {
+    const podman = Object.assign(
+      new Error(
+        '(HTTP code 500) server error - container create: creating container storage: the container name "codeact-cli-2940bdf7028235e3" is already in use by 5064e39e748986fdf87cec2fe4985e4f56d994ce72327f3747d7f4dbd25c0c57. You have to remove that container to be able to reuse that name: that name is already in use ',
+      ),
+      { statusCode: 500 },
+    );
+    assert.deepEqual(
+      [podman, Object.assign(new Error('Conflict. The container name is already in use'), { statusCode: 409 }), Object.assign(new Error('server error'), { statusCode: 500 })].map(isNameTaken),
+      [true, true, false],
+    );
   });
 });
 
