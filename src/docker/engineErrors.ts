@@ -115,7 +115,11 @@ export function engineRefused(cause: unknown, docker: Dockerode, what: string): 
 
 /** "Podman 4.3.1", "Docker 28.2.2 at tcp://…", or, before the engine has said what it is, the target's display name. */
 function engineName(target: EngineTarget | undefined, identity: EngineIdentity | undefined): string {
-  if (!identity) return target?.displayName.replace(/Docker engine$/, 'container engine') ?? 'the container engine';
+  if (!identity) {
+    if (!target) return 'the container engine';
+    // "the local Docker engine" names no product it has not heard from; "tcp://…" is an address.
+    return target.displayName.startsWith('the ') ? target.displayName.replace(/Docker engine$/, 'container engine') : `the container engine at ${target.displayName}`;
+  }
   const remote = target?.protocol === 'tcp' || target?.protocol === 'ssh';
   return `the ${identity.label} engine${remote ? ` at ${target.displayName}` : ''}`;
 }

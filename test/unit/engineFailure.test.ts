@@ -1,6 +1,7 @@
 import * as assert from 'node:assert/strict';
 import type Dockerode from 'dockerode';
 import { ToolError } from '../../src/core/errors';
+import { createDockerClient, resolveEngine } from '../../src/docker/connection';
 import { EngineTimeoutError, engineFailure, engineRefused, isEngineFailure, isNameTaken, isUnreachable, readEngine } from '../../src/docker/engineErrors';
 import { engineIdentity, identifyFromPing } from '../../src/docker/engine/identity';
 import { sandboxFailed } from '../../src/docker/sandboxErrors';
@@ -49,6 +50,14 @@ describe('a busy engine is not an unreachable engine (unit)', function () {
     );
     assert.equal(isEngineFailure(e.cause), true);
     assert.equal(isUnreachable(e.cause), false);
+  });
+
+  it('before a remote engine has said what it is, a timeout names its address', function () {
+    const docker = createDockerClient(resolveEngine({ host: 'tcp://127.0.0.1:23750' }));
+    assert.equal(
+      engineFailure(new EngineTimeoutError('a ping', 90_000), docker).modelMessage,
+      'The container engine at tcp://127.0.0.1:23750 did not answer within 90 s when asked for a ping, so the program was not run. The engine is running but busy or stuck: try again in a moment; if it keeps happening, ask the user to check the engine and what else is using it.',
+    );
   });
 
   it('before the engine has said what it is, a timeout names no product', function () {
