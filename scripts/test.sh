@@ -10,6 +10,7 @@ LOGS=test-results/logs
 mkdir -p "$LOGS"
 passed=0
 failed=0
+failed_stages=()
 stage() { echo; echo "=== $* ==="; }
 
 # Runs a mocha-based stage, keeps its log, and adds its counts to the totals.
@@ -23,6 +24,7 @@ counted() {
   f=$({ grep -Eo '^ +[0-9]+ failing' "$log" || true; } | awk '{s+=$1} END {print s+0}')
   passed=$((passed + p)); failed=$((failed + f))
   if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi
+  if [ "$status" -ne 0 ] || [ "$f" -ne 0 ]; then failed_stages+=("$name:$status"); fi
   return 0
 }
 
@@ -30,7 +32,7 @@ counted() {
 # optionally with skipped=S, unexpected successes=U. Subtests can make F exceed the tests that
 # failed, so passed stops at 0.
 unittested() {
-  local log="$LOGS/$1.log" status=0 n end f s; shift
+  local name=$1 log="$LOGS/$1.log" status=0 n end f s; shift
   "$@" 2>&1 | tee "$log" || status=$?
   n=$({ grep -Eo '^Ran [0-9]+ tests?' "$log" || true; } | awk '{s+=$2} END {print s+0}')
   end=$({ grep -E '^(OK|FAILED)( \(.*\))?$' "$log" || true; } | tail -1)
@@ -38,7 +40,25 @@ unittested() {
   s=$({ grep -Eo 'skipped=[0-9]+' <<<"$end" || true; } | awk -F= '{s+=$2} END {print s+0}')
   passed=$((passed + (n > f + s ? n - f - s : 0))); failed=$((failed + f))
   if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi
+  if [ "$status" -ne 0 ] || [ "$f" -ne 0 ]; then failed_stages+=("$name:$status"); fi
   return 0
+}
+
+# What failed, once more at the very end where a reader of a long log looks first: mocha's failure
+# reports (from "N failing" on), else the stage's last lines (a stage that ended non-zero without a
+# failing test: a crash, a hook, a check after the tests).
+recap() {
+  local entry name status log
+  for entry in "${failed_stages[@]}"; do
+    name=${entry%%:*}; status=${entry##*:}; log="$LOGS/$name.log"
+    echo
+    echo "=== failed: $name (exit $status; whole log: $log) ==="
+    if grep -qE '^ +[0-9]+ failing' "$log"; then
+      sed -n '/^ \+[0-9]\+ failing/,$p' "$log"
+    else
+      tail -n 40 "$log"
+    fi
+  done
 }
 
 stage "engine and test image"
@@ -125,6 +145,7 @@ stage "package"
 npx vsce package --no-dependencies --allow-missing-repository --out dist/codeact-sandbox.vsix
 node scripts/check-package.mjs dist/codeact-sandbox.vsix
 
+[ "${#failed_stages[@]}" -eq 0 ] || recap
 echo
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
