@@ -68,6 +68,7 @@ bash scripts/ensure-sshd.sh
 bash scripts/ensure-runsc.sh
 bash scripts/ensure-podman.sh --rootless
 bash scripts/ensure-stress.sh
+bash scripts/ensure-python-tools.sh
 
 stage "typecheck, lint, bundle"
 npx tsc --noEmit -p .

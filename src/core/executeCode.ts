@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { StreamCapture, type CapturedStream } from './capture';
 import { ToolError, describeError, isToolError } from './errors';
-import { formatBytes, formatResult } from './format';
+import { formatBytes, formatResult, shownStreams } from './format';
 import { MANIFEST_NAME, parseManifest } from './files/manifest';
 import type { FilesOutCaps, RunLimits } from './limits';
 import type { Logger } from './logger';
@@ -54,6 +54,12 @@ export interface ExecuteReport {
   runtime?: string;
   stdout: CapturedStream;
   stderr: CapturedStream;
+  /** Each stream as the model saw it (cut to its share of the budget). */
+  shown: { stdout: string; stderr: string };
+  /** The kernel or the engine said the program was killed for memory. */
+  oomKilled: boolean;
+  /** Session mode: the call started from an empty state, and whether its state was kept. */
+  state?: { reset: boolean; kept: boolean };
   /** Files holding the whole stream when it was cut for the model. */
   stdoutFile?: string;
   stderrFile?: string;
@@ -187,6 +193,9 @@ export async function executeCode(
       ...(sandbox.runtime ? { runtime: sandbox.runtime } : {}),
       stdout: facts.stdout,
       stderr: facts.stderr,
+      shown: shownStreams(facts, limits.outputBudgetBytes),
+      oomKilled,
+      ...(request.state ? { state: { reset: request.state.reset, kept: stateOutcome?.kept === true } } : {}),
       ...(stdout.spillFile ? { stdoutFile: stdout.spillFile } : {}),
       ...(stderr.spillFile ? { stderrFile: stderr.spillFile } : {}),
       files: saved,

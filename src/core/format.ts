@@ -26,9 +26,7 @@ export interface RunFacts {
  * end is dropped, and each stream is cut to its share of `budgetBytes` keeping head and tail.
  */
 export function formatResult(facts: RunFacts, budgetBytes: number): string {
-  const [outBudget, errBudget] = splitBudget(facts.stdout.totalBytes, facts.stderr.totalBytes, budgetBytes);
-  const stdout = clip(facts.stdout, outBudget);
-  const stderr = clip(facts.stderr, errBudget);
+  const { stdout, stderr } = shownStreams(facts, budgetBytes);
   const sections: string[] = [];
   if (stdout) sections.push(`stdout:\n${stdout}`);
   if (stderr) sections.push(`stderr:\n${stderr}`);
@@ -56,6 +54,12 @@ export function formatResult(facts: RunFacts, budgetBytes: number): string {
     sections.unshift(NOTHING_PRINTED);
   }
   return sections.join('\n\n');
+}
+
+/** Each stream as the model sees it: cut to its share of `budgetBytes`, the final newline dropped. */
+export function shownStreams(facts: Pick<RunFacts, 'stdout' | 'stderr'>, budgetBytes: number): { stdout: string; stderr: string } {
+  const [outBudget, errBudget] = splitBudget(facts.stdout.totalBytes, facts.stderr.totalBytes, budgetBytes);
+  return { stdout: clip(facts.stdout, outBudget), stderr: clip(facts.stderr, errBudget) };
 }
 
 /**

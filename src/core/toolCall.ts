@@ -35,6 +35,16 @@ export interface RunOutcomeRecord {
   filesIn: string[];
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
+  /** Each stream as the model saw it, and its whole size. */
+  stdout: string;
+  stderr: string;
+  stdoutBytes: number;
+  stderrBytes: number;
+  oomKilled: boolean;
+  outputLimited: boolean;
+  timeoutMs: number;
+  memoryMb: number;
+  state?: { reset: boolean; kept: boolean };
 }
 
 export interface ToolCallOptions {
@@ -139,6 +149,15 @@ export async function executeToolCall(
     filesIn: files.map((f) => f.name),
     stdoutTruncated: report.stdoutFile !== undefined,
     stderrTruncated: report.stderrFile !== undefined,
+    stdout: report.shown.stdout,
+    stderr: report.shown.stderr,
+    stdoutBytes: report.stdout.totalBytes,
+    stderrBytes: report.stderr.totalBytes,
+    oomKilled: report.oomKilled,
+    outputLimited: report.outputLimited,
+    timeoutMs: options.limits.timeoutMs,
+    memoryMb: options.memoryMb,
+    ...(report.state ? { state: report.state } : {}),
   });
   return { report, files: report.files };
 }

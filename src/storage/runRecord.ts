@@ -41,6 +41,19 @@ export const RunRecord = z.object({
   /** When set, the whole stream is kept as stdout.txt / stderr.txt beside run.json. */
   stdoutTruncated: z.boolean(),
   stderrTruncated: z.boolean(),
+  // Absent in records written before notebooks could be exported: those are shown by resultText.
+  /** Each stream as the model saw it (cut to its share of the budget), and its whole size. */
+  stdout: z.string().optional(),
+  stderr: z.string().optional(),
+  stdoutBytes: z.number().int().nonnegative().optional(),
+  stderrBytes: z.number().int().nonnegative().optional(),
+  oomKilled: z.boolean().optional(),
+  outputLimited: z.boolean().optional(),
+  /** The limits the run had. */
+  timeoutMs: z.number().int().positive().optional(),
+  memoryMb: z.number().int().positive().optional(),
+  /** Session mode only: the call started from an empty state (reset), and its state was kept. */
+  state: z.object({ reset: z.boolean(), kept: z.boolean() }).optional(),
 });
 export type RunRecord = z.infer<typeof RunRecord>;
 

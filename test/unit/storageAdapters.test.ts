@@ -32,6 +32,15 @@ const outcome = {
   filesIn: [],
   stdoutTruncated: false,
   stderrTruncated: false,
+  stdout: '1',
+  stderr: '',
+  stdoutBytes: 2,
+  stderrBytes: 0,
+  oomKilled: false,
+  outputLimited: false,
+  timeoutMs: 30_000,
+  memoryMb: 1024,
+  state: { reset: false, kept: true },
 };
 
 describe('storage adapters (unit)', () => {

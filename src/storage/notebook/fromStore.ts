@@ -1,0 +1,47 @@
+import * as fs from 'node:fs';
+import type { ArtifactStore } from '../artifactStore';
+import type { RunRecord } from '../runRecord';
+import { buildNotebook, INLINE_IMAGE_MAX_BYTES, type FileContent, type NotebookOptions } from './build';
+import type { Notebook } from './nbformat';
+
+/** A chat with nothing to export: the caller says so in a sentence rather than open an empty notebook. */
+export class NoRunsError extends Error {
+  constructor(readonly sessionLabel: string | undefined) {
+    super(`${sessionLabel ?? 'This chat'} has no runs to put in a notebook.`);
+    this.name = 'NoRunsError';
+  }
+}
+
+export interface SessionNotebookOptions extends NotebookOptions {
+  /** The chat up to and including this run (a run's "Open as Notebook"). */
+  upToRunId?: string;
+  now?: Date;
+}
+
+/** One session's runs in the store, oldest first, as a notebook; stored images read back for inline display. */
+export async function sessionNotebook(store: ArtifactStore, sessionDigest: string, options: SessionNotebookOptions = {}): Promise<{ notebook: Notebook; runs: RunRecord[] }> {
+  let runs = (await store.listRuns(sessionDigest)).reverse();
+  if (options.upToRunId !== undefined) {
+    const end = runs.findIndex((r) => r.runId === options.upToRunId);
+    runs = end < 0 ? [] : runs.slice(0, end + 1);
+  }
+  const label = runs[runs.length - 1]?.sessionLabel;
+  if (runs.length === 0) throw new NoRunsError(label);
+  const file = (run: RunRecord, f: { name: string; size: number }): FileContent => {
+    let bytes: Buffer;
+    try {
+      bytes = fs.readFileSync(store.filePath(sessionDigest, run.runId, f.name));
+    } catch {
+      return { gone: true };
+    }
+    return bytes.length > INLINE_IMAGE_MAX_BYTES ? { tooLarge: true } : { bytes };
+  };
+  const notebook = buildNotebook({ sessionLabel: label ?? 'Chat', runs, file, now: options.now ?? new Date() }, options);
+  if (notebook.cells.length === 1) throw new NoRunsError(label);
+  return { notebook, runs };
+}
+
+/** The notebook as an .ipynb file's text (Jupyter writes one-space indents and a final newline). */
+export function notebookText(notebook: Notebook): string {
+  return `${JSON.stringify(notebook, null, 1)}\n`;
+}
