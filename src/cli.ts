@@ -24,7 +24,9 @@ import { removeCliSandboxes, removeOrphanedSandboxes } from './docker/cleanup';
 import { BACKEND_SETTINGS, type BackendSetting } from './docker/backend';
 import { createDockerClient, resolveEngine, type EngineTarget } from './docker/connection';
 import { currentOwner } from './docker/labels';
+import { defaultArtifactsDir } from './mcp/cacheDir';
 import { serveMcp } from './mcp/serve';
+import { exportNotebook } from './standalone/exportNotebook';
 import { createSandboxProvider, dataImage, toolCallOptions, type SandboxConfig } from './standalone/pipeline';
 import { VERSION } from './version';
 
@@ -34,6 +36,13 @@ const USAGE = `usage:
   codeact-sandbox cleanup [--session KEY]         remove sandboxes kept by --session (and, without
                                                   it, the spares and those of MCP servers that are gone)
   codeact-sandbox prepare [--packages REQ]        build the default image (and the packages) and exit
+  codeact-sandbox export --session KEY [--artifacts DIR] [--out FILE] [--kept-state-only]
+                                                  a session's runs as a Jupyter notebook (.ipynb):
+                                                  a --session KEY of run, or the start of an MCP
+                                                  session's folder name (default DIR: the MCP
+                                                  server's; without --out: to standard output;
+                                                  --kept-state-only: only the runs whose state
+                                                  the session went on from)
 
 run options (mcp takes them too, except --session, --file and --output):
   --image IMAGE        run exactly this image (default: the data image, built on first use)
@@ -89,9 +98,9 @@ interface Parsed {
 
 const VALUE_FLAGS = new Set([
   'image', 'session', 'timeout', 'memory', 'cpus', 'pids', 'work-area', 'output-budget', 'workspace', 'file', 'output', 'outputs', 'artifacts',
-  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes', 'runtime', 'context', 'packages', 'spares', 'state',
+  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes', 'runtime', 'context', 'packages', 'spares', 'state', 'out',
 ]);
-const BOOLEAN_FLAGS = new Set(['verbose', 'help', 'docker-tls-verify', 'rebuild', 'no-warm', 'reset']);
+const BOOLEAN_FLAGS = new Set(['verbose', 'help', 'docker-tls-verify', 'rebuild', 'no-warm', 'reset', 'kept-state-only']);
 
 function parse(argv: string[]): Parsed {
   const [command = 'help', ...rest] = argv;
@@ -317,6 +326,18 @@ function engineFrom(p: Parsed): EngineTarget {
   });
 }
 
+async function exportCommand(p: Parsed): Promise<number> {
+  if (p.positional.length > 0) throw new UsageError('export takes no PROGRAM.py');
+  const session = one(p, 'session');
+  if (session === undefined) throw new UsageError('export needs --session KEY: the session whose runs become the notebook');
+  const store = new ArtifactStore(path.resolve(one(p, 'artifacts') ?? defaultArtifactsDir()));
+  const out = one(p, 'out');
+  const result = await exportNotebook(store, { session, keptStateOnly: p.flags.has('kept-state-only'), out });
+  if (result.written === undefined) process.stdout.write(result.text);
+  else process.stderr.write(`wrote ${result.runs} run${result.runs === 1 ? '' : 's'} to ${result.written}\n`);
+  return 0;
+}
+
 async function cleanup(p: Parsed): Promise<number> {
   const session = one(p, 'session');
   const log = consoleLogger(p.flags.has('verbose'));
@@ -336,10 +357,14 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(USAGE);
       return 0;
     }
+    for (const name of ['out', 'kept-state-only']) {
+      if (parsed.command !== 'export' && parsed.flags.has(name)) throw new UsageError(`--${name} is an option of export`);
+    }
     if (parsed.command === 'run') return await run(parsed);
     if (parsed.command === 'mcp') return await mcp(parsed);
     if (parsed.command === 'cleanup') return await cleanup(parsed);
     if (parsed.command === 'prepare') return await prepare(parsed);
+    if (parsed.command === 'export') return await exportCommand(parsed);
     throw new UsageError(`unknown command ${parsed.command}`);
   } catch (e) {
     if (e instanceof UsageError) {
