@@ -11,6 +11,7 @@ import { SettingsReader } from './config';
 import { ExecuteCodeTool } from './executeCodeTool';
 import { COMMAND, TOOL_NAME } from './ids';
 import { createLog } from './log';
+import { registerNotebookCommands } from './notebookCommands';
 import { SandboxService } from './sandboxService';
 import { createVscodeUi, createVscodeWorkspace } from './vscodeUi';
 
@@ -25,6 +26,8 @@ export interface CodeactApi {
   artifactsRoot: string;
   /** The artifact tree as rendered: label, description and children of every item. */
   treeSnapshot(): Promise<TreeSnapshot[]>;
+  /** The artifact tree's nodes under `parent` (the sessions without one), as its commands take them. */
+  treeNodes(parent?: ArtifactNode): Promise<ArtifactNode[]>;
   /** The backend, image and engine of the latest sandbox (as the status bar shows them). */
   backend(): { backend?: string; reason?: string; image?: string; engine?: string; runtime?: string };
 }
@@ -56,6 +59,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
     // The first use walks the store: in the background, never blocking activation.
     void store.prune(initial.artifactsBudgetMb * 1024 * 1024).catch((e: unknown) => logger.warn(`could not prune the stored runs: ${describeError(e)}`));
     const tree = registerArtifactView(store, ui, context.subscriptions);
+    registerNotebookCommands(store, ui, logger, context.subscriptions);
     if (initial.outputsMode === 'manifest') {
       try {
         checkManifestCaps(initial.filesOutMaxFiles);
@@ -126,6 +130,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
       settingsProblems: () => settings.problems,
       artifactsRoot: store.root,
       backend: () => sandboxes.describe(),
+      treeNodes: (parent) => tree.getChildren(parent),
       treeSnapshot: () => {
         const walk = async (node?: ArtifactNode): Promise<TreeSnapshot[]> =>
           Promise.all(

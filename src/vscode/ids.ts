@@ -12,6 +12,8 @@ export const COMMAND = {
   refresh: 'codeactSandbox.refresh',
   openFile: 'codeactSandbox.openFile',
   showRun: 'codeactSandbox.showRun',
+  openNotebook: 'codeactSandbox.openNotebook',
+  exportNotebook: 'codeactSandbox.exportNotebook',
   saveFile: 'codeactSandbox.saveFile',
   revealFile: 'codeactSandbox.revealFile',
   copyPath: 'codeactSandbox.copyPath',

@@ -1,6 +1,9 @@
 // The client this product exists for: VS Code's own agent mode (the built-in Copilot Chat agent)
 // calling execute_code in its real loop, with a scripted test model standing in for the LLM.
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 const vscode = require('vscode');
 const h = require('./helpers');
 
@@ -165,6 +168,39 @@ describe('agent mode calls execute_code (host)', function () {
       assert.equal(Math.round(parseFloat(run.children[0].description)), parseFloat(m[1]), run.children[0].description);
       await vscode.commands.executeCommand('codeactSandbox.artifacts.focus');
       await h.snapshot('agent-revenue-chart');
+
+      // The chat as a notebook: the program as a cell, its stdout as a stream, the chart inline.
+      const sessionNodes = await api.treeNodes();
+      let chartSession;
+      for (const s of sessionNodes) {
+        if ((await api.treeNodes(s)).some((r) => r.record.files.some((f) => f.name === 'revenue.png'))) chartSession = s;
+      }
+      assert.ok(chartSession, 'the chat of the chart in the tree');
+      const png = fs.readFileSync(vscode.Uri.parse(run.children[0].resourceUri).fsPath);
+      const opened = await vscode.commands.executeCommand('codeactSandbox.openNotebook', chartSession);
+      const editor = await h.waitFor(() => (vscode.window.activeNotebookEditor?.notebook.uri.toString() === opened ? vscode.window.activeNotebookEditor : undefined), 30000, 'the notebook editor');
+      assert.equal(editor.notebook.notebookType, 'jupyter-notebook');
+      assert.equal(editor.notebook.isUntitled, true);
+      const cells = editor.notebook.getCells();
+      assert.deepEqual(cells.map((c) => c.kind), [vscode.NotebookCellKind.Markup, vscode.NotebookCellKind.Code]);
+      assert.equal(cells[1].document.getText(), `# shared from the workspace: data/sales.csv\n${code}`);
+      const items = cells[1].outputs.flatMap((o) => o.items);
+      assert.deepEqual(
+        items.map((i) => i.mime),
+        ['application/vnd.code.notebook.stdout', 'image/png', 'text/plain'],
+      );
+      assert.equal(Buffer.from(items[0].data).toString('utf8'), 'best month: April 2024 (revenue 2,440.25)\nmonths: 12, total 25,757.00\n');
+      assert.ok(Buffer.from(items[1].data).equals(png), 'the chart inline is the stored PNG');
+      await h.snapshot('notebook-revenue-chart');
+
+      // Export writes the .ipynb where it is told (the save dialog's answer), and nothing else.
+      const target = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-export-')), 'revenue chat.ipynb');
+      const written = await vscode.commands.executeCommand('codeactSandbox.exportNotebook', chartSession, { target });
+      assert.equal(written, target);
+      const ipynb = JSON.parse(fs.readFileSync(target, 'utf8'));
+      assert.deepEqual([ipynb.nbformat, ipynb.nbformat_minor, ipynb.cells.length], [4, 5, 2]);
+      assert.equal(ipynb.cells[1].outputs[1].data['image/png'], png.toString('base64'));
+      await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
     } finally {
       model.script(undefined);
       await h.setting('image', h.IMAGE);

@@ -1,0 +1,95 @@
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { describeError } from '../core/errors';
+import type { ArtifactStore } from '../storage/artifactStore';
+import { NoRunsError, notebookText, sessionNotebook, unkeptRuns, type SessionNotebookOptions } from '../storage/notebook';
+import type { ArtifactNode } from './artifactItems';
+import { COMMAND } from './ids';
+import type { Logger } from '../core/logger';
+import { notebookData } from './notebookData';
+import type { Ui } from './ui';
+
+/** The type VS Code's built-in ipynb extension gives .ipynb files (no Jupyter extension needed to view one). */
+const JUPYTER_NOTEBOOK = 'jupyter-notebook';
+
+/** What the export command may be handed instead of asking (the extension's own tests; a keybinding). */
+export interface ExportOptions {
+  target?: string;
+  keptStateOnly?: boolean;
+}
+
+/** The chat of a session node; the chat up to a run of a run node. */
+function scope(node: ArtifactNode | undefined): { sessionDigest: string; options: SessionNotebookOptions } | undefined {
+  if (node?.kind === 'session') return { sessionDigest: node.session.sessionDigest, options: {} };
+  if (node?.kind === 'run') return { sessionDigest: node.sessionDigest, options: { upToRunId: node.record.runId } };
+  return undefined;
+}
+
+/** "Open as Notebook" and "Export Notebook…" on a chat or a run of the CodeAct Sandbox view. */
+export function registerNotebookCommands(store: ArtifactStore, ui: Ui, log: Logger, subscriptions: vscode.Disposable[]): void {
+  const build = async (node: ArtifactNode | undefined, extra: SessionNotebookOptions = {}) => {
+    const s = scope(node);
+    if (!s) return undefined;
+    try {
+      return await sessionNotebook(store, s.sessionDigest, { ...s.options, ...extra });
+    } catch (e) {
+      if (e instanceof NoRunsError) {
+        ui.showInfo(`CodeAct Sandbox: ${e.message}`);
+        return undefined;
+      }
+      log.error(`could not make the notebook: ${describeError(e)}`);
+      ui.showError(`CodeAct Sandbox: the notebook could not be made: ${describeError(e)}`);
+      return undefined;
+    }
+  };
+
+  subscriptions.push(
+    vscode.commands.registerCommand(COMMAND.openNotebook, async (node?: ArtifactNode) => {
+      const made = await build(node);
+      if (!made) return undefined;
+      const doc = await vscode.workspace.openNotebookDocument(JUPYTER_NOTEBOOK, notebookData(made.notebook));
+      await vscode.window.showNotebookDocument(doc, { preview: false });
+      return doc.uri.toString();
+    }),
+    vscode.commands.registerCommand(COMMAND.exportNotebook, async (node?: ArtifactNode, given: ExportOptions = {}) => {
+      const s = scope(node);
+      if (!s) return undefined;
+      let keptStateOnly = given.keptStateOnly;
+      if (keptStateOnly === undefined) {
+        const unkept = unkeptRuns(await store.listRuns(s.sessionDigest));
+        if (unkept > 0) {
+          const all = 'All runs';
+          const kept = `Only the runs whose state was kept (leaves out ${unkept})`;
+          const choice = await vscode.window.showQuickPick([all, kept], {
+            title: 'Export Notebook',
+            placeHolder: 'Runs whose state was not kept would change the state when the notebook is run top to bottom',
+          });
+          if (!choice) return undefined;
+          keptStateOnly = choice === kept;
+        }
+      }
+      const made = await build(node, keptStateOnly ? { keptStateOnly } : {});
+      if (!made) return undefined;
+      let target = given.target === undefined ? undefined : vscode.Uri.file(given.target);
+      if (!target) {
+        const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+        const name = `${safeName(made.runs[made.runs.length - 1]?.sessionLabel ?? 'chat')}.ipynb`;
+        target = await vscode.window.showSaveDialog({
+          title: 'Export Notebook',
+          filters: { 'Jupyter Notebook': ['ipynb'] },
+          ...(folder ? { defaultUri: vscode.Uri.joinPath(folder, name) } : {}),
+        });
+      }
+      // Only the user's own choice of a place writes anything outside the extension's storage.
+      if (!target) return undefined;
+      await vscode.workspace.fs.writeFile(target, Buffer.from(notebookText(made.notebook), 'utf8'));
+      ui.showInfo(`CodeAct Sandbox: exported ${made.notebook.cells.length - 1} run(s) to ${path.basename(target.fsPath)}.`);
+      return target.fsPath;
+    }),
+  );
+}
+
+/** A file name from a session label: letters, digits, dashes and dots. */
+export function safeName(label: string): string {
+  return label.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[-.]+|-+$/g, '') || 'chat';
+}
