@@ -11,6 +11,19 @@ import path from 'node:path';
 const require = createRequire(import.meta.url);
 
 const pkg = JSON.parse(fs.readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
+
+// The runner starts as one `python3 -c SOURCE` argument, and Linux refuses any single argument
+// over 131,072 bytes (MAX_ARG_STRLEN): past that, every sandbox would fail to start. The build
+// stops well before it, while there is still room to move code out.
+const RUNNER_MAX_BYTES = 120_000;
+const runnerSource = fs.readFileSync(new URL('./resources/runner.py', import.meta.url), 'utf8');
+if (Buffer.byteLength(runnerSource, 'utf8') > RUNNER_MAX_BYTES) {
+  console.error(
+    `resources/runner.py is ${Buffer.byteLength(runnerSource, 'utf8')} bytes, over the ${RUNNER_MAX_BYTES} this build allows: it is passed ` +
+      'to python3 as one argument, which Linux refuses over 131,072 bytes. Make it smaller before building.',
+  );
+  process.exit(1);
+}
 const watch = process.argv.includes('--watch');
 
 /** @type {import('esbuild').BuildOptions} */
@@ -31,7 +44,7 @@ const common = {
     __CODEACT_VERSION__: JSON.stringify(pkg.version),
     // The sandbox's warm runner (Python) travels inside the bundle; src/docker/runner.ts reads
     // resources/runner.py itself when run from the sources.
-    __CODEACT_RUNNER_SOURCE__: JSON.stringify(fs.readFileSync(new URL('./resources/runner.py', import.meta.url), 'utf8')),
+    __CODEACT_RUNNER_SOURCE__: JSON.stringify(runnerSource),
   },
 };
 
