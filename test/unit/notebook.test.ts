@@ -3,38 +3,19 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { buildNotebook, cellId, notebookRuns, svgIsInert, type FileContent } from '../../src/storage/notebook';
 import type { RunRecord, StoredFile } from '../../src/storage/runRecord';
-
-const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
+import { PNG, outcome } from './storeFixtures';
 
 function run(runId: string, fields: Partial<RunRecord>): RunRecord {
-  return {
-    version: 1,
-    runId,
-    sessionKeyDigest: 'd1',
-    sessionLabel: 'Chat: monthly revenue',
+  const base = outcome({
     startedAt: '2026-12-02T09:00:00.000Z',
     durationMs: 120,
     image: 'codeact-sandbox/python-data:bookworm',
     runtime: 'runsc',
-    exitCode: 0,
-    timedOut: false,
-    cancelled: false,
-    program: 'print(1)',
     resultText: 'stdout:\n1',
     filesIn: [],
-    files: [],
-    stdoutTruncated: false,
-    stderrTruncated: false,
-    stdout: '1',
-    stderr: '',
-    stdoutBytes: 2,
-    stderrBytes: 0,
-    oomKilled: false,
-    outputLimited: false,
-    timeoutMs: 30_000,
-    memoryMb: 1024,
-    ...fields,
-  };
+    ...{ stdout: '1', stderr: '', stdoutBytes: 2, stderrBytes: 0, oomKilled: false, outputLimited: false, timeoutMs: 30_000, memoryMb: 1024 },
+  });
+  return { ...base, version: 1, runId, sessionKeyDigest: 'd1', sessionLabel: 'Chat: monthly revenue', files: [], ...fields };
 }
 
 /** The fixed set: streams and a shared file, an error, a timeout, an image and a non-image file, a session run that was not kept. */
