@@ -4,7 +4,7 @@ import type { Sandbox, SandboxProvider } from '../core/sandbox';
 import { sessionDigest } from '../core/session';
 import { DockerSandbox, sharedSandboxName, type SandboxSpec } from './dockerSandbox';
 import { engineFailure, engineRefused, isEngineFailure, statusCode } from './engineErrors';
-import { ensureImage, imagePresent, type PullProgress } from './image';
+import { ensureImage, imagePresent, type PullProgress } from './images';
 import { RoomWaiters, evictedNote, leastRecentlyUsedIdle } from './capacity';
 import { Lease, type Entry, type LeaseHolder } from './lease';
 import { adoptSession, createOrAdopt } from './sharedSessions';

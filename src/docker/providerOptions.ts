@@ -2,7 +2,7 @@ import type Dockerode from 'dockerode';
 import type { Logger } from '../core/logger';
 import type { Clock } from './clock';
 import type { SandboxSpec } from './dockerSandbox';
-import type { PullProgress } from './image';
+import type { PullProgress } from './images';
 import type { Owner } from './labels';
 import type { SandboxFactory } from './sandboxFactory';
 

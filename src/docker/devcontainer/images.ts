@@ -9,7 +9,7 @@ import type Dockerode from 'dockerode';
 import { describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
 import { archiveOf } from '../archive';
-import { engineFailure, isEngineFailure, statusCode } from '../engineErrors';
+import { statusCode } from '../engineErrors';
 import { LABEL, LABEL_SCHEMA, hasAllLabels } from '../labels';
 
 /** Repository of every image this backend builds: codeact-devcontainer/<folder digest>:<config hash>. */
@@ -37,17 +37,6 @@ export function stagingImageTag(workspaceFolder: string, hash: string): string {
 
 export function folderDigest(workspaceFolder: string): string {
   return createHash('sha256').update(`${os.hostname()}\0${path.resolve(workspaceFolder)}`).digest('hex').slice(0, 12);
-}
-
-export async function imagePresent(docker: Dockerode, tag: string): Promise<boolean> {
-  try {
-    await docker.getImage(tag).inspect();
-    return true;
-  } catch (e) {
-    if (isEngineFailure(e)) throw engineFailure(e, docker);
-    if (statusCode(e) === 404) return false;
-    throw e;
-  }
 }
 
 /** Removes `tag` (the image stays while another tag names it); an image already gone is fine. */
@@ -128,3 +117,6 @@ export async function removeBuildLeftovers(docker: Dockerode, sinceMs: number, l
     log.warn(`could not remove the failed build's containers: ${describeError(e)}`);
   }
 }
+
+/** The one check for an image on the engine, also this folder's. */
+export { imagePresent } from '../images';
