@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ArtifactStore } from '../storage/artifactStore';
 import { artifactItem, fileNodes, runDocument, type ArtifactNode } from './artifactItems';
+import type { CommandTable } from './commands';
 import { COMMAND, VIEW } from './ids';
 import type { Ui } from './ui';
 
@@ -59,20 +60,26 @@ export class ArtifactTreeProvider implements vscode.TreeDataProvider<ArtifactNod
   }
 }
 
-/** Registers the view and its commands; every disposable goes into `subscriptions`. */
-export function registerArtifactView(store: ArtifactStore, ui: Ui, subscriptions: vscode.Disposable[]): ArtifactTreeProvider {
+type ViewCommand = 'refresh' | 'openFile' | 'showRun' | 'saveFile' | 'revealFile' | 'copyPath' | 'deleteRun' | 'deleteSession' | 'clearAll';
+
+/** Registers the view (its disposables go into `subscriptions`) and returns its commands. */
+export function registerArtifactView(
+  store: ArtifactStore,
+  ui: Ui,
+  subscriptions: vscode.Disposable[],
+): { provider: ArtifactTreeProvider; commands: CommandTable<(typeof COMMAND)[ViewCommand]> } {
   const provider = new ArtifactTreeProvider(store);
   const view = vscode.window.createTreeView(VIEW.artifacts, { treeDataProvider: provider, showCollapseAll: true });
   subscriptions.push(provider, view);
   const fileNode = (n: ArtifactNode | undefined): (ArtifactNode & { kind: 'file' }) | undefined => (n?.kind === 'file' ? n : undefined);
 
-  subscriptions.push(
-    vscode.commands.registerCommand(COMMAND.refresh, () => store.reload()),
-    vscode.commands.registerCommand(COMMAND.openFile, async (n?: ArtifactNode) => {
+  const commands = {
+    [COMMAND.refresh]: () => store.reload(),
+    [COMMAND.openFile]: async (n?: ArtifactNode) => {
       const f = fileNode(n);
       if (f) await vscode.commands.executeCommand('vscode.open', provider.uriOf(f));
-    }),
-    vscode.commands.registerCommand(COMMAND.showRun, async (n?: ArtifactNode) => {
+    },
+    [COMMAND.showRun]: async (n?: ArtifactNode) => {
       if (n?.kind !== 'run') return;
       const r = n.record;
       const streams = (await Promise.all((['stdout', 'stderr'] as const).map((s) => store.streamFile(n.sessionDigest, r.runId, s)))).filter(
@@ -80,8 +87,8 @@ export function registerArtifactView(store: ArtifactStore, ui: Ui, subscriptions
       );
       const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: runDocument(r, streams, new Date(r.startedAt).toLocaleString()) });
       await vscode.window.showTextDocument(doc, { preview: true });
-    }),
-    vscode.commands.registerCommand(COMMAND.saveFile, async (n?: ArtifactNode) => {
+    },
+    [COMMAND.saveFile]: async (n?: ArtifactNode) => {
       const f = fileNode(n);
       if (!f) return;
       const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
@@ -91,25 +98,25 @@ export function registerArtifactView(store: ArtifactStore, ui: Ui, subscriptions
       });
       // Only an explicit choice of the user writes anything outside the extension's storage.
       if (target) await vscode.workspace.fs.copy(provider.uriOf(f), target, { overwrite: true });
-    }),
-    vscode.commands.registerCommand(COMMAND.revealFile, async (n?: ArtifactNode) => {
+    },
+    [COMMAND.revealFile]: async (n?: ArtifactNode) => {
       const f = fileNode(n);
       if (f) await vscode.commands.executeCommand('revealFileInOS', provider.uriOf(f));
-    }),
-    vscode.commands.registerCommand(COMMAND.copyPath, async (n?: ArtifactNode) => {
+    },
+    [COMMAND.copyPath]: async (n?: ArtifactNode) => {
       const f = fileNode(n);
       if (f) await vscode.env.clipboard.writeText(provider.uriOf(f).fsPath);
-    }),
-    vscode.commands.registerCommand(COMMAND.deleteRun, async (n?: ArtifactNode) => {
+    },
+    [COMMAND.deleteRun]: async (n?: ArtifactNode) => {
       if (n?.kind === 'run') await store.deleteRun(n.sessionDigest, n.record.runId);
-    }),
-    vscode.commands.registerCommand(COMMAND.deleteSession, async (n?: ArtifactNode) => {
+    },
+    [COMMAND.deleteSession]: async (n?: ArtifactNode) => {
       if (n?.kind === 'session') await store.deleteSession(n.session.sessionDigest);
-    }),
-    vscode.commands.registerCommand(COMMAND.clearAll, async (options?: { confirmed?: boolean }) => {
+    },
+    [COMMAND.clearAll]: async (options?: { confirmed?: boolean }) => {
       const ok = options?.confirmed === true || (await ui.askModal('Delete all runs and files kept by CodeAct Sandbox?', 'Delete All')) === 'Delete All';
       if (ok) await store.clear();
-    }),
-  );
-  return provider;
+    },
+  };
+  return { provider, commands };
 }

@@ -4,13 +4,11 @@ import { describeError } from '../core/errors';
 import type { ArtifactStore } from '../storage/artifactStore';
 import { NoRunsError, notebookText, sessionNotebook, unkeptRuns, type SessionNotebookOptions } from '../storage/notebook';
 import type { ArtifactNode } from './artifactItems';
+import type { CommandTable } from './commands';
 import { COMMAND } from './ids';
 import type { Logger } from '../core/logger';
-import { notebookData } from './notebookData';
+import { JUPYTER_NOTEBOOK, notebookData, showRecordedOutputs } from './notebookData';
 import type { Ui } from './ui';
-
-/** The type VS Code's built-in ipynb extension gives .ipynb files (no Jupyter extension needed to view one). */
-const JUPYTER_NOTEBOOK = 'jupyter-notebook';
 
 /** What the export command may be handed instead of asking (the extension's own tests; a keybinding). */
 export interface ExportOptions {
@@ -26,7 +24,7 @@ function scope(node: ArtifactNode | undefined): { sessionDigest: string; options
 }
 
 /** "Open as Notebook" and "Export Notebook…" on a chat or a run of the CodeAct Sandbox view. */
-export function registerNotebookCommands(store: ArtifactStore, ui: Ui, log: Logger, subscriptions: vscode.Disposable[]): void {
+export function notebookCommands(store: ArtifactStore, ui: Ui, log: Logger, extensionId: string): CommandTable<typeof COMMAND.openNotebook | typeof COMMAND.exportNotebook> {
   const build = async (node: ArtifactNode | undefined, extra: SessionNotebookOptions = {}) => {
     const s = scope(node);
     if (!s) return undefined;
@@ -43,15 +41,16 @@ export function registerNotebookCommands(store: ArtifactStore, ui: Ui, log: Logg
     }
   };
 
-  subscriptions.push(
-    vscode.commands.registerCommand(COMMAND.openNotebook, async (node?: ArtifactNode) => {
+  return {
+    [COMMAND.openNotebook]: async (node?: ArtifactNode) => {
       const made = await build(node);
       if (!made) return undefined;
       const doc = await vscode.workspace.openNotebookDocument(JUPYTER_NOTEBOOK, notebookData(made.notebook));
-      await vscode.window.showNotebookDocument(doc, { preview: false });
+      const editor = await vscode.window.showNotebookDocument(doc, { preview: false });
+      await showRecordedOutputs(editor, made.notebook, extensionId);
       return doc.uri.toString();
-    }),
-    vscode.commands.registerCommand(COMMAND.exportNotebook, async (node?: ArtifactNode, given: ExportOptions = {}) => {
+    },
+    [COMMAND.exportNotebook]: async (node?: ArtifactNode, given: ExportOptions = {}) => {
       const s = scope(node);
       if (!s) return undefined;
       let keptStateOnly = given.keptStateOnly;
@@ -85,8 +84,8 @@ export function registerNotebookCommands(store: ArtifactStore, ui: Ui, log: Logg
       await vscode.workspace.fs.writeFile(target, Buffer.from(notebookText(made.notebook), 'utf8'));
       ui.showInfo(`CodeAct Sandbox: exported ${made.notebook.cells.length - 1} run(s) to ${path.basename(target.fsPath)}.`);
       return target.fsPath;
-    }),
-  );
+    },
+  };
 }
 
 /** A file name from a session label: letters, digits, dashes and dots. */

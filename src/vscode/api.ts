@@ -1,0 +1,55 @@
+import type { ArtifactStore } from '../storage/artifactStore';
+import type { ArtifactNode, ArtifactTreeProvider } from './artifactTree';
+import type { ExecuteCodeTool } from './executeCodeTool';
+import type { SettingsReader } from './config';
+import type { SandboxService } from './sandboxService';
+
+/** What the extension hands to other extensions and to its own tests (activate's return value). */
+export interface CodeactApi {
+  /** Live sandboxes by session key: lets tests check reuse and isolation. */
+  sandboxes(): { sessionKey: string; containerId: string; image: string }[];
+  sessionKeyOf(token: unknown): string;
+  /** Invalid setting values reported so far. */
+  settingsProblems(): string[];
+  /** Where runs and produced files are kept. */
+  artifactsRoot: string;
+  /** The artifact tree as rendered: label, description and children of every item. */
+  treeSnapshot(): Promise<TreeSnapshot[]>;
+  /** The artifact tree's nodes under `parent` (the sessions without one), as its commands take them. */
+  treeNodes(parent?: ArtifactNode): Promise<ArtifactNode[]>;
+  /** The backend, image and engine of the latest sandbox (as the status bar shows them). */
+  backend(): { backend?: string; reason?: string; image?: string; engine?: string; runtime?: string };
+}
+
+export interface TreeSnapshot {
+  label: string;
+  description?: string;
+  resourceUri?: string;
+  children: TreeSnapshot[];
+}
+
+export function codeactApi(parts: { sandboxes: SandboxService; tool: ExecuteCodeTool; settings: SettingsReader; store: ArtifactStore; tree: ArtifactTreeProvider }): CodeactApi {
+  const { sandboxes, tool, settings, store, tree } = parts;
+  const walk = async (node?: ArtifactNode): Promise<TreeSnapshot[]> =>
+    Promise.all(
+      (await tree.getChildren(node)).map(async (child) => {
+        const item = tree.getTreeItem(child);
+        const label = typeof item.label === 'string' ? item.label : (item.label?.label ?? '');
+        return {
+          label,
+          ...(typeof item.description === 'string' ? { description: item.description } : {}),
+          ...(item.resourceUri ? { resourceUri: item.resourceUri.toString() } : {}),
+          children: await walk(child),
+        };
+      }),
+    );
+  return {
+    sandboxes: () => [...sandboxes.active.entries()].map(([sessionKey, s]) => ({ sessionKey, containerId: s.id, image: s.image })),
+    sessionKeyOf: (token) => tool.sessionKeyOf(token),
+    settingsProblems: () => settings.problems,
+    artifactsRoot: store.root,
+    backend: () => sandboxes.describe(),
+    treeNodes: (parent) => tree.getChildren(parent),
+    treeSnapshot: () => walk(),
+  };
+}
