@@ -1,7 +1,13 @@
 import * as assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import { buildNotebook, cellId, notebookRuns, svgIsInert, type FileContent } from '../../src/storage/notebook';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Readable } from 'node:stream';
+import { sessionDigest } from '../../src/core/session';
+import { ArtifactStore } from '../../src/storage/artifactStore';
+import { NoRunsError, sessionNotebook } from '../../src/storage/notebook';
+import { buildNotebook, cellId, isSvg, leftOutWhenKeptOnly, notebookRuns, type FileContent } from '../../src/storage/notebook';
 import type { RunRecord, StoredFile } from '../../src/storage/runRecord';
 import { PNG, outcome } from './storeFixtures';
 
@@ -102,7 +108,7 @@ describe('notebook export (unit)', () => {
           outputs: [
             { output_type: 'stream', name: 'stderr', text: 'Traceback (most recent call last):\nZeroDivisionError: division by zero\n' },
             { output_type: 'display_data', data: { 'text/plain': "This run's state was not kept: the next run started from the state before it." }, metadata: {} },
-            { output_type: 'error', ename: 'Exit code', evalue: 'the program exited with code 1', traceback: [] },
+            { output_type: 'error', ename: 'Exit code', evalue: 'the program exited with code 1', traceback: ['Exit code: the program exited with code 1'] },
           ],
         },
         {
@@ -113,7 +119,7 @@ describe('notebook export (unit)', () => {
           source: 'while True: pass',
           outputs: [
             { output_type: 'display_data', data: { 'text/plain': "This run's state was not kept: the next run started from the state before it." }, metadata: {} },
-            { output_type: 'error', ename: 'Timed out', evalue: 'the program did not finish within 30 s and was stopped', traceback: [] },
+            { output_type: 'error', ename: 'Timed out', evalue: 'the program did not finish within 30 s and was stopped', traceback: ['Timed out: the program did not finish within 30 s and was stopped'] },
           ],
         },
         {
@@ -144,9 +150,19 @@ describe('notebook export (unit)', () => {
   });
 
   it('leaves out the runs whose state was not kept, and those before the last reset, when asked', () => {
-    const withReset = [run('r1', { state: { reset: false, kept: true } }), run('r2', { state: { reset: true, kept: true } }), run('r3', { state: { reset: false, kept: false } }), run('r4', { state: { reset: false, kept: true } })];
-    assert.deepEqual(notebookRuns(withReset, { keptStateOnly: true }).map((r) => r.runId), ['r2', 'r4']);
-    assert.deepEqual(notebookRuns(withReset).map((r) => r.runId), ['r1', 'r2', 'r3', 'r4']);
+    const withReset = [
+      run('r1', { state: { reset: false, kept: true } }),
+      run('r2', { state: { reset: true, kept: true } }),
+      run('r3', { state: { reset: false, kept: false } }),
+      run('r4', { state: { reset: false, kept: true } }),
+      // A reset that failed left the state as it was: the runs before it still count.
+      run('r5', { state: { reset: true, kept: false } }),
+      run('r6', { state: { reset: false, kept: true } }),
+    ];
+    assert.deepEqual(notebookRuns(withReset, { keptStateOnly: true }).map((r) => r.runId), ['r2', 'r4', 'r6']);
+    assert.deepEqual(notebookRuns(withReset).map((r) => r.runId), ['r1', 'r2', 'r3', 'r4', 'r5', 'r6']);
+    assert.equal(leftOutWhenKeptOnly(withReset), 3);
+    assert.equal(leftOutWhenKeptOnly(withReset.slice(0, 2)), 1);
     const nb = buildNotebook({ sessionLabel: 'c', runs: RUNS, file: files, now: NOW }, { keptStateOnly: true });
     assert.deepEqual(nb.cells.map((c) => c.id), ['codeact-header', 'run-20261202T090000000Z-aa', 'run-20261202T090300000Z-dd']);
     assert.ok((nb.cells[0]!.source as string).endsWith('rebuilds the state the chat ended with.\n\nEach run ran in a fresh folder holding the workspace files it shared (named in its first line): run the notebook next to them.'));
@@ -177,37 +193,70 @@ describe('notebook export (unit)', () => {
     const outs = nb.cells.slice(1).map((c) => (c as { outputs: Array<Record<string, unknown>> }).outputs.at(-1));
     assert.deepEqual(outs, [
       { output_type: 'display_data', data: { 'text/plain': 'stdout:\nhi' }, metadata: {} },
-      { output_type: 'error', ename: 'Out of memory', evalue: "the program was killed for using more than the sandbox's 1024 MB of memory", traceback: [] },
-      { output_type: 'error', ename: 'Stopped', evalue: 'the run was cancelled by the user', traceback: [] },
-      { output_type: 'error', ename: 'Output limit', evalue: 'the program printed more than the output limit and was stopped', traceback: [] },
+      { output_type: 'error', ename: 'Out of memory', evalue: "the program was killed for using more than the sandbox's 1024 MB of memory", traceback: ["Out of memory: the program was killed for using more than the sandbox's 1024 MB of memory"] },
+      { output_type: 'error', ename: 'Stopped', evalue: 'the run was cancelled by the user', traceback: ['Stopped: the run was cancelled by the user'] },
+      { output_type: 'error', ename: 'Output limit', evalue: 'the program printed more than the output limit and was stopped', traceback: ['Output limit: the program printed more than the output limit and was stopped'] },
     ]);
     assert.ok((nb.cells[0]!.source as string).includes('- **Runtime:** unknown, `runsc`\n- **Limits:** 30 s per run, 1024 MB of memory; no network\n- **State:** fresh'));
     validate(nb);
   });
 
-  it('shows an SVG inline only when it is inert', () => {
-    const plain = '<?xml version="1.0"?>\n<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">\n<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink"><defs><path id="m" d="M0 0"/></defs><use xlink:href="#m" style="clip-path: url(#c)"/></svg>';
-    assert.equal(svgIsInert(plain), true);
-    for (const hostile of [
-      '<svg><script>alert(1)</script></svg>',
-      '<svg onload="alert(1)"></svg>',
-      '<svg><a href="https://example.invalid/">x</a></svg>',
-      '<svg><image xlink:href=javascript:alert(1) /></svg>',
-      '<svg><foreignObject><div/></foreignObject></svg>',
-      '<svg style="background: url(https://example.invalid/x.png)"></svg>',
-      '<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY x SYSTEM "file:///etc/passwd">]><svg>&x;</svg>',
-      '<html><svg></svg></html>',
-    ]) {
-      assert.equal(svgIsInert(hostile), false, hostile);
-    }
+  it('shows an SVG as an image (no script runs, nothing is fetched), and only when the bytes are an SVG', () => {
+    const svg = '<?xml version="1.0"?>\n<!-- matplotlib -->\n<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">\n<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>';
+    assert.equal(isSvg(Buffer.from(svg)), true);
+    assert.equal(isSvg(Buffer.from('\ufeff<svg/>')), true);
+    for (const not of ['<html><svg></svg></html>', '<!-- never closed <svg>', 'svg', '<svgx>', '']) assert.equal(isSvg(Buffer.from(not)), false, not);
+    // Linear in its input: a hostile file of many comments is refused or accepted at once.
+    assert.equal(isSvg(Buffer.from(`${'<!--a-->'.repeat(200_000)}x`)), false);
     const nb = buildNotebook(
-      { sessionLabel: 'c', runs: [run('s', { files: [{ name: 'a.svg', size: 10 }, { name: 'b.svg', size: 10 }] })], file: (_r, f) => ({ bytes: Buffer.from(f.name === 'a.svg' ? plain : '<svg onload="x()"/>') }), now: NOW },
+      { sessionLabel: 'c', runs: [run('s', { files: [{ name: 'a "b".svg', size: 10 }, { name: 'c.svg', size: 10 }] })], file: (_r, f) => ({ bytes: Buffer.from(f.name === 'c.svg' ? 'not svg' : svg) }), now: NOW },
     );
     assert.deepEqual((nb.cells[1] as { outputs: unknown[] }).outputs.slice(1), [
-      { output_type: 'display_data', data: { 'image/svg+xml': plain, 'text/plain': 'a.svg (10 B)' }, metadata: {} },
-      { output_type: 'display_data', data: { 'text/plain': 'Saved b.svg (10 B); not shown here, since it carries scripts or outside references.' }, metadata: {} },
+      {
+        output_type: 'display_data',
+        data: { 'text/html': `<img src="data:image/svg+xml;base64,${Buffer.from(svg).toString('base64')}" alt="a &#34;b&#34;.svg"/>`, 'text/plain': 'a "b".svg (10 B)' },
+        metadata: {},
+      },
+      { output_type: 'display_data', data: { 'text/plain': 'Saved c.svg (10 B).' }, metadata: {} },
     ]);
     validate(nb);
+  });
+
+  it('names the images past the notebook-wide budget instead of holding them', () => {
+    const big = { name: 'p.png', size: 4 * 1024 * 1024, mediaType: 'image/png' };
+    const runs = Array.from({ length: 13 }, (_, i) => run(`r${i}`, { files: [big] }));
+    const nb = buildNotebook({ sessionLabel: 'c', runs, file: () => ({ bytes: Buffer.alloc(big.size) }), now: NOW });
+    const shown = nb.cells.slice(1).map((c) => Object.keys((c as { outputs: Array<{ data?: object }> }).outputs[1]!.data!)[0]);
+    assert.deepEqual(shown, [...Array(12).fill('image/png'), 'text/plain']);
+    assert.deepEqual((nb.cells[13] as { outputs: Array<{ data: object }> }).outputs[1]!.data, { 'text/plain': 'Saved p.png (4.0 MB); not shown here: the notebook holds 50 MB of images at most.' });
+  });
+
+  it('reads stored images from the store, and takes a link in place of one as gone', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-notebook-'));
+    try {
+      const store = new ArtifactStore(path.join(root, 'runs'));
+      for (const name of ['a.png', 'b.png']) {
+        const writer = store.beginRun(sessionDigest('cli:nb'), 'session nb');
+        await writer.addFile(name, Readable.from([PNG]), PNG.length);
+        writer.finish(outcome({ stdout: '', stderr: '' }));
+      }
+      const digest = sessionDigest('cli:nb');
+      const [second, first] = await store.listRuns(digest);
+      const linked = store.filePath(digest, second!.runId, 'b.png');
+      fs.rmSync(linked);
+      fs.symlinkSync(store.filePath(digest, first!.runId, 'a.png'), linked);
+      const { notebook } = await sessionNotebook(store, digest, { now: NOW });
+      const images = notebook.cells.slice(1).map((c) => (c as { outputs: Array<{ data: Record<string, string> }> }).outputs[0]!.data);
+      assert.deepEqual(images, [
+        { 'image/png': PNG.toString('base64'), 'text/plain': 'a.png (16 B)' },
+        { 'text/plain': 'Saved b.png (16 B); no longer stored (removed to keep the storage within its budget).' },
+      ]);
+      // The chat up to its first run; a run that is not there gives the sentence, not an empty notebook.
+      assert.equal((await sessionNotebook(store, digest, { upToRunId: first!.runId, now: NOW })).notebook.cells.length, 2);
+      await assert.rejects(sessionNotebook(store, digest, { upToRunId: '20000101T000000000Z-000000' }), (e: unknown) => e instanceof NoRunsError && e.message === 'This chat has no runs to put in a notebook.');
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it('makes a valid cell id of any run id', () => {

@@ -5,7 +5,7 @@
  */
 import { formatBytes } from '../../core/format';
 import type { RunRecord, StoredFile } from '../runRecord';
-import { svgIsInert } from './svg';
+import { isSvg, svgImageHtml } from './svg';
 import type { CodeCell, MarkdownCell, Notebook, Output } from './nbformat';
 
 /** A stored file as the notebook needs it: its bytes, or why there are none. */
@@ -31,6 +31,8 @@ export interface NotebookOptions {
 
 /** Images larger than this are named with their size rather than put into the notebook. */
 export const INLINE_IMAGE_MAX_BYTES = 5 * 1024 * 1024;
+/** All inline images of one notebook together: past it, later images are named only (the notebook stays one string JSON can hold). */
+export const INLINE_TOTAL_MAX_BYTES = 50 * 1024 * 1024;
 
 /** Tells nbclient and papermill that the cell's error is expected: running on does not stop there. */
 export const RAISES_TAG = 'raises-exception';
@@ -39,22 +41,24 @@ export const NOT_KEPT_TAG = 'codeact-state-not-kept';
 
 export function notebookRuns(runs: readonly RunRecord[], options: NotebookOptions = {}): RunRecord[] {
   if (!options.keptStateOnly) return [...runs];
+  // A reset that failed left the state as it was: only a kept one starts the state afresh.
   let from = 0;
   runs.forEach((r, i) => {
-    if (r.state?.reset) from = i;
+    if (r.state?.reset && r.state.kept) from = i;
   });
   return runs.slice(from).filter((r) => !r.state || r.state.kept);
 }
 
-/** The runs whose state was not kept (the ones `keptStateOnly` can leave out, before resets aside). */
-export function unkeptRuns(runs: readonly RunRecord[]): number {
-  return runs.filter((r) => r.state && !r.state.kept).length;
+/** How many runs `keptStateOnly` leaves out. */
+export function leftOutWhenKeptOnly(runs: readonly RunRecord[]): number {
+  return runs.length - notebookRuns(runs, { keptStateOnly: true }).length;
 }
 
 export function buildNotebook(input: NotebookInput, options: NotebookOptions = {}): Notebook {
   const runs = notebookRuns(input.runs, options);
   const cells: Array<CodeCell | MarkdownCell> = [header(input, runs, options)];
-  runs.forEach((run, i) => cells.push(codeCell(run, i + 1, input)));
+  const budget = { left: INLINE_TOTAL_MAX_BYTES };
+  runs.forEach((run, i) => cells.push(codeCell(run, i + 1, input, budget)));
   return {
     nbformat: 4,
     nbformat_minor: 5,
@@ -94,7 +98,12 @@ function header(input: NotebookInput, runs: readonly RunRecord[], options: Noteb
   return { cell_type: 'markdown', id: 'codeact-header', metadata: {}, source: lines.join('\n') };
 }
 
-function codeCell(run: RunRecord, count: number, input: NotebookInput): CodeCell {
+/** What is left of the notebook's inline image budget, shared by its cells. */
+interface InlineBudget {
+  left: number;
+}
+
+function codeCell(run: RunRecord, count: number, input: NotebookInput, budget: InlineBudget): CodeCell {
   const failed = failure(run);
   const tags = [...(failed ? [RAISES_TAG] : []), ...(run.state && !run.state.kept ? [NOT_KEPT_TAG] : [])];
   const shared = run.filesIn.length ? `# shared from the workspace: ${run.filesIn.join(', ')}\n` : '';
@@ -114,11 +123,11 @@ function codeCell(run: RunRecord, count: number, input: NotebookInput): CodeCell
       },
     },
     source: shared + run.program,
-    outputs: outputs(run, failed, input),
+    outputs: outputs(run, failed, input, budget),
   };
 }
 
-function outputs(run: RunRecord, failed: { ename: string; evalue: string } | undefined, input: NotebookInput): Output[] {
+function outputs(run: RunRecord, failed: { ename: string; evalue: string } | undefined, input: NotebookInput, budget: InlineBudget): Output[] {
   const out: Output[] = [];
   if (run.stdout === undefined || run.stderr === undefined) {
     // A record from before the streams were kept apart: what the model received is all there is.
@@ -132,24 +141,27 @@ function outputs(run: RunRecord, failed: { ename: string; evalue: string } | und
     ].filter(Boolean);
     if (more.length) out.push(text(`Shown as the model saw it; kept whole with the run: ${more.join(', ')}.`));
   }
-  for (const file of run.files) out.push(fileOutput(run, file, input));
+  for (const file of run.files) out.push(fileOutput(run, file, input, budget));
   if (run.state && !run.state.kept) out.push(text("This run's state was not kept: the next run started from the state before it."));
-  if (failed) out.push({ output_type: 'error', ename: failed.ename, evalue: failed.evalue, traceback: [] });
+  // The traceback is what Jupyter front ends show of an error; the program's own is in stderr above.
+  if (failed) out.push({ output_type: 'error', ename: failed.ename, evalue: failed.evalue, traceback: [`${failed.ename}: ${failed.evalue}`] });
   return out;
 }
 
-function fileOutput(run: RunRecord, file: StoredFile, input: NotebookInput): Output {
+function fileOutput(run: RunRecord, file: StoredFile, input: NotebookInput, budget: InlineBudget): Output {
   const named = `${file.name} (${formatBytes(file.size)})`;
   const image = inlineType(file);
   if (!image) return text(`Saved ${named}.`);
+  if (file.size > budget.left) return text(`Saved ${named}; not shown here: the notebook holds ${formatBytes(INLINE_TOTAL_MAX_BYTES)} of images at most.`);
   const content = input.file(run, file);
   if ('gone' in content) return text(`Saved ${named}; no longer stored (removed to keep the storage within its budget).`);
   if ('tooLarge' in content) return text(`Saved ${named}; too large to show here.`);
   if (image === 'image/svg+xml') {
-    const svg = content.bytes.toString('utf8');
-    if (!svgIsInert(svg)) return text(`Saved ${named}; not shown here, since it carries scripts or outside references.`);
-    return { output_type: 'display_data', data: { 'image/svg+xml': svg, 'text/plain': named }, metadata: {} };
+    if (!isSvg(content.bytes)) return text(`Saved ${named}.`);
+    budget.left -= content.bytes.length;
+    return { output_type: 'display_data', data: { 'text/html': svgImageHtml(content.bytes, file.name), 'text/plain': named }, metadata: {} };
   }
+  budget.left -= content.bytes.length;
   return { output_type: 'display_data', data: { [image]: content.bytes.toString('base64'), 'text/plain': named }, metadata: {} };
 }
 

@@ -27,18 +27,39 @@ export async function sessionNotebook(store: ArtifactStore, sessionDigest: strin
   }
   const label = runs[runs.length - 1]?.sessionLabel;
   if (runs.length === 0) throw new NoRunsError(label);
-  const file = (run: RunRecord, f: { name: string; size: number }): FileContent => {
-    let bytes: Buffer;
-    try {
-      bytes = fs.readFileSync(store.filePath(sessionDigest, run.runId, f.name));
-    } catch {
-      return { gone: true };
-    }
-    return bytes.length > INLINE_IMAGE_MAX_BYTES ? { tooLarge: true } : { bytes };
-  };
+  const file = (run: RunRecord, f: { name: string; size: number }): FileContent => readInline(store.filePath(sessionDigest, run.runId, f.name));
   const notebook = buildNotebook({ sessionLabel: label ?? 'Chat', runs, file, now: options.now ?? new Date() }, options);
   if (notebook.cells.length === 1) throw new NoRunsError(label);
   return { notebook, runs };
+}
+
+/**
+ * A stored file's bytes for showing inline: only a regular file, not followed through a link,
+ * and its size checked before it is read. The store writes nothing else, but it is a folder on
+ * disk (and --artifacts names any folder): a record is not trusted to point at a plain file.
+ */
+function readInline(file: string): FileContent {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  } catch {
+    return { gone: true };
+  }
+  try {
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile()) return { gone: true };
+    if (stat.size > INLINE_IMAGE_MAX_BYTES) return { tooLarge: true };
+    const bytes = Buffer.alloc(stat.size);
+    let read = 0;
+    while (read < bytes.length) {
+      const n = fs.readSync(fd, bytes, read, bytes.length - read, read);
+      if (n === 0) break;
+      read += n;
+    }
+    return { bytes: bytes.subarray(0, read) };
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /** The notebook as an .ipynb file's text (Jupyter writes one-space indents and a final newline). */

@@ -1,31 +1,32 @@
 /**
- * Whether an SVG may be shown inline in a notebook. SVG is XML that can run script and load from
- * elsewhere; the bytes were written by model-written code, and a notebook output renders in a
- * webview. So only a drawing that is plainly inert is shown: an <svg> root, and no script, event
- * handler, foreign content, or reference outside the document (a data: image is inside it).
- * Anything else is named with its size instead; leaving out a harmless file costs little.
+ * SVG in an exported notebook. An SVG's bytes were written by model-written code, and SVG is a
+ * document that can run script and load from elsewhere, in a webview that renders notebook
+ * outputs. So it is never emitted as `image/svg+xml` (which renderers put into the page as
+ * markup): it is shown as an <img> whose source is the SVG as a data: URI, and a browser loads an
+ * image of that kind with scripts off and no outside requests. What is checked here is only that
+ * the bytes are an SVG document, by a linear scan (no backtracking on hostile input).
  */
-const MAX_SVG_CHARS = 5 * 1024 * 1024;
+const MAX_SVG_BYTES = 5 * 1024 * 1024;
 
-export function svgIsInert(svg: string): boolean {
-  if (svg.length > MAX_SVG_CHARS) return false;
-  // The root: an optional XML declaration, comments and a doctype without an internal subset
-  // (entities could bring in anything), then <svg.
-  const prolog = /^\uFEFF?\s*(<\?xml[^>]*\?>\s*)?(<!--[\s\S]*?-->\s*)*(<!DOCTYPE svg[^[>]*>\s*)?(<!--[\s\S]*?-->\s*)*<svg[\s>]/i;
-  if (!prolog.test(svg)) return false;
-  if (/<!ENTITY|<script|<foreignObject|<iframe|<object|<embed|<!\[CDATA\[/i.test(svg)) return false;
-  // Event handlers (onload=...), in any case and with any spacing before the '='.
-  if (/[\s"'/]on[a-z]+\s*=/i.test(svg)) return false;
-  // References: href / xlink:href / src only to a fragment (#id) or an inline raster image.
-  for (const m of svg.matchAll(/(?:href|src)\s*=\s*(["'])(.*?)\1/gis)) {
-    const target = m[2]!.trim();
-    if (!target.startsWith('#') && !/^data:image\/(png|jpeg|gif);base64,[a-z0-9+/=\s]*$/i.test(target)) return false;
+/** Whether `bytes` hold an SVG document: an optional BOM, XML declaration, comments and doctype, then an <svg root. */
+export function isSvg(bytes: Buffer): boolean {
+  if (bytes.length > MAX_SVG_BYTES) return false;
+  const text = bytes.toString('utf8');
+  let i = text.charCodeAt(0) === 0xfeff ? 1 : 0;
+  for (;;) {
+    while (i < text.length && /\s/.test(text[i]!)) i++;
+    if (text.startsWith('<?xml', i) || text.startsWith('<!--', i) || text.startsWith('<!DOCTYPE', i) || text.startsWith('<!doctype', i)) {
+      const close = text.startsWith('<!--', i) ? text.indexOf('-->', i + 4) : text.indexOf('>', i);
+      if (close < 0) return false;
+      i = close + (text.startsWith('<!--', i) ? 3 : 1);
+      continue;
+    }
+    return /^<svg[\s>/]/i.test(text.slice(i, i + 5));
   }
-  if (/(?:href|src)\s*=\s*[^"'\s]/i.test(svg)) return false;
-  // CSS can load too: url(...) other than a fragment, and @import.
-  for (const m of svg.matchAll(/url\(\s*(["']?)(.*?)\1\s*\)/gi)) {
-    if (!m[2]!.trim().startsWith('#')) return false;
-  }
-  if (/@import/i.test(svg)) return false;
-  return true;
+}
+
+/** The notebook output data that shows an SVG as an inert image. */
+export function svgImageHtml(bytes: Buffer, alt: string): string {
+  const escaped = alt.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  return `<img src="data:image/svg+xml;base64,${bytes.toString('base64')}" alt="${escaped}"/>`;
 }
