@@ -38,7 +38,14 @@ export async function exportNotebook(store: ArtifactStore, request: ExportReques
   if (request.out === undefined) return { text, runs };
   const target = path.resolve(request.out);
   fs.mkdirSync(path.dirname(target), { recursive: true });
-  fs.writeFileSync(target, text);
+  // Whole or not at all: an export cut short must not leave a truncated notebook where one was.
+  const partial = `${target}.${process.pid}.partial`;
+  try {
+    fs.writeFileSync(partial, text);
+    fs.renameSync(partial, target);
+  } finally {
+    fs.rmSync(partial, { force: true });
+  }
   return { text, runs, written: target };
 }
 
