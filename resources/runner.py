@@ -2076,7 +2076,8 @@ class Program:
         # finalize_modules, restricted to the modules the program imported and __main__.
         builtins = sys.modules['builtins']
         builtins._ = None
-        for name in ('path', 'argv', 'ps1', 'ps2', 'last_type', 'last_value', 'last_traceback', 'last_exc', 'path_hooks', 'path_importer_cache', 'meta_path', '__interactivehook__'):
+        for name in ('path', 'argv', 'ps1', 'ps2', 'last_type', 'last_value', 'last_traceback', 'last_exc',
+                     'path_hooks', 'path_importer_cache', 'meta_path', '__interactivehook__'):
             if name != 'last_exc' or sys.version_info >= (3, 12):
                 setattr(sys, name, None)
         for name in ('stdin', 'stdout', 'stderr'):

@@ -73,6 +73,7 @@ bash scripts/ensure-python-tools.sh
 stage "typecheck, lint, bundle"
 npx tsc --noEmit -p .
 npx eslint src test/unit test/docker
+/usr/bin/python3 -m flake8 resources/runner.py test/python
 node esbuild.mjs
 node scripts/smoke-bundle.mjs
 
