@@ -256,9 +256,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
 
   /** Lets another process use the sandbox: detaches from the runner first, so nothing of ours is written to it. */
   async unlock(): Promise<void> {
-    this.channel?.close();
-    this.channel = undefined;
-    this.lockHolder.release();
+    this.detach();
   }
 
   /** Renames the container (a spare taken by a session gets the session's name); isNameTaken: the name is another's. */
@@ -267,7 +265,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
     this.name = name;
   }
 
-  /** Lets go of the container without removing it. */
+  /** Lets go of the container without removing it: the runner channel, then the lock. */
   detach(): void {
     this.channel?.close();
     this.channel = undefined;
