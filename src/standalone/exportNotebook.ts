@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ToolError } from '../core/errors';
 import { sessionDigest } from '../core/session';
-import type { ArtifactStore, SessionSummary } from '../storage/artifactStore';
+import { writeFileAtomic, type ArtifactStore, type SessionSummary } from '../storage/artifactStore';
 import { NoRunsError, notebookText, sessionNotebook } from '../storage/notebook';
 
 export interface ExportRequest {
@@ -39,13 +39,7 @@ export async function exportNotebook(store: ArtifactStore, request: ExportReques
   const target = path.resolve(request.out);
   fs.mkdirSync(path.dirname(target), { recursive: true });
   // Whole or not at all: an export cut short must not leave a truncated notebook where one was.
-  const partial = `${target}.${process.pid}.partial`;
-  try {
-    fs.writeFileSync(partial, text);
-    fs.renameSync(partial, target);
-  } finally {
-    fs.rmSync(partial, { force: true });
-  }
+  writeFileAtomic(target, text);
   return { text, runs, written: target };
 }
 

@@ -6,7 +6,7 @@ import { FILES_DIR, RECORD_FILE, RunWriter, STREAM_FILES, resolveInside } from '
 import { RUN_ID, SESSION_ID, StoreIndex, compare, measureRun, nodeStoreFs, parseRecord, runTime, scanStore, type StoreFs } from './storeIndex';
 
 export { RunRecord, StoredFile, type RunOutcome } from './runRecord';
-export { FILES_DIR, RECORD_FILE, RunWriter, STREAM_FILES } from './runWriter';
+export { FILES_DIR, RECORD_FILE, RunWriter, STREAM_FILES, writeFileAtomic } from './runWriter';
 export type { StoreFs } from './storeIndex';
 
 /**

@@ -158,7 +158,8 @@ function isInside(root: string, candidate: string, allowEqual: boolean): boolean
   return candidate.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
 }
 
-function writeFileAtomic(file: string, text: string): void {
+/** Writes `file` whole or not at all: a reader sees the old content or the new, never a part. */
+export function writeFileAtomic(file: string, text: string): void {
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   try {
     const fd = fs.openSync(tmp, 'wx');

@@ -2,7 +2,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError } from '../core/errors';
 import type { ArtifactStore } from '../storage/artifactStore';
-import { NoRunsError, leftOutWhenKeptOnly, notebookText, sessionNotebook, type SessionNotebookOptions } from '../storage/notebook';
+import { NoRunsError, leftOutWhenKeptOnly, notebookText, sessionNotebook, sessionRuns, type SessionNotebookOptions } from '../storage/notebook';
 import type { ArtifactNode } from './artifactItems';
 import type { CommandTable } from './commands';
 import { COMMAND } from './ids';
@@ -56,9 +56,7 @@ export function notebookCommands(store: ArtifactStore, ui: Ui, log: Logger, exte
       let keptStateOnly = given.keptStateOnly;
       if (keptStateOnly === undefined) {
         // The runs this export covers: the chat, or the chat up to the run it was asked on.
-        const runs = (await store.listRuns(s.sessionDigest)).reverse();
-        const end = s.options.upToRunId === undefined ? runs.length - 1 : runs.findIndex((r) => r.runId === s.options.upToRunId);
-        const unkept = leftOutWhenKeptOnly(runs.slice(0, end + 1));
+        const unkept = leftOutWhenKeptOnly(await sessionRuns(store, s.sessionDigest, s.options.upToRunId));
         if (unkept > 0) {
           const all = 'All runs';
           const kept = `Only the runs whose state was kept (leaves out ${unkept})`;

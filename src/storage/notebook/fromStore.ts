@@ -18,13 +18,16 @@ export interface SessionNotebookOptions extends NotebookOptions {
   now?: Date;
 }
 
+/** A session's runs, oldest first: all of them, or up to and including `upToRunId` (none when it is not there). */
+export async function sessionRuns(store: ArtifactStore, sessionDigest: string, upToRunId?: string): Promise<RunRecord[]> {
+  const runs = (await store.listRuns(sessionDigest)).reverse();
+  if (upToRunId === undefined) return runs;
+  return runs.slice(0, runs.findIndex((r) => r.runId === upToRunId) + 1);
+}
+
 /** One session's runs in the store, oldest first, as a notebook; stored images read back for inline display. */
 export async function sessionNotebook(store: ArtifactStore, sessionDigest: string, options: SessionNotebookOptions = {}): Promise<{ notebook: Notebook; runs: RunRecord[] }> {
-  let runs = (await store.listRuns(sessionDigest)).reverse();
-  if (options.upToRunId !== undefined) {
-    const end = runs.findIndex((r) => r.runId === options.upToRunId);
-    runs = end < 0 ? [] : runs.slice(0, end + 1);
-  }
+  const runs = await sessionRuns(store, sessionDigest, options.upToRunId);
   const label = runs[runs.length - 1]?.sessionLabel;
   if (runs.length === 0) throw new NoRunsError(label);
   const file = (run: RunRecord, f: { name: string; size: number }): FileContent => readInline(store.filePath(sessionDigest, run.runId, f.name));
