@@ -42,7 +42,7 @@ const common = {
   alias: { 'jsonc-parser': 'jsonc-parser/lib/esm/main.js' },
   define: {
     __CODEACT_VERSION__: JSON.stringify(pkg.version),
-    // The sandbox's warm runner (Python) travels inside the bundle; src/docker/runner.ts reads
+    // The sandbox's warm runner (Python) travels inside the bundle; src/docker/container/runnerProgram.ts reads
     // resources/runner.py itself when run from the sources.
     __CODEACT_RUNNER_SOURCE__: JSON.stringify(runnerSource),
   },

@@ -14,7 +14,32 @@ const DOCKER_CLIENT = ['dockerode', 'docker-modem'].map((name) => ({ name, messa
 const ADAPTERS = ['./src/vscode', './src/mcp', './src/cli.ts'];
 /** The wiring the CLI and the MCP server share: on the adapters' floor, below them. */
 const STANDALONE = './src/standalone';
-const zone = (target, from, message) => ({ target, from, message });
+const zone = (target, from, message, except) => ({ target, from, message, ...(except ? { except } : {}) });
+
+/**
+ * The rooms of src/docker and the rooms each may import, lowest first (src/docker/README.md draws
+ * them). A room imports only rooms below it, and only through their index.ts.
+ */
+const DOCKER_ROOMS = {
+  engine: [],
+  container: ['engine'],
+  files: ['engine', 'container'],
+  images: ['engine', 'container'],
+  devcontainer: ['engine', 'container', 'files', 'images'],
+  run: ['engine', 'container'],
+  sandbox: ['engine', 'container', 'files', 'images', 'run'],
+  pool: ['engine', 'container', 'images', 'sandbox'],
+};
+const room = (name) => `./src/docker/${name}`;
+const dockerRoomZones = Object.entries(DOCKER_ROOMS).flatMap(([name, below]) => {
+  const others = Object.keys(DOCKER_ROOMS).filter((other) => other !== name);
+  const above = others.filter((other) => !below.includes(other));
+  const files = ['backend.ts', 'index.ts'].map((file) => `./src/docker/${file}`);
+  return [
+    ...(above.length ? [zone(room(name), [...above.map(room), ...files], `src/docker/${name} imports only ${below.join(', ') || 'core'}`)] : []),
+    ...below.map((lower) => zone(room(name), room(lower), `import src/docker/${lower} through its index.ts`, ['./index.ts'])),
+  ];
+});
 
 export default tseslint.config(
   { ignores: ['dist/**', 'out/**', 'node_modules/**', 'test/host/runner/**', 'test/host/fixtures/**', '**/*.mjs', '**/*.js'] },
@@ -40,6 +65,8 @@ export default tseslint.config(
             zone('./src/vscode', ['./src/mcp', './src/cli.ts', STANDALONE], 'the adapters never import one another'),
             zone('./src/mcp', ['./src/vscode', './src/cli.ts'], 'the adapters never import one another'),
             zone('./src/cli.ts', ['./src/vscode'], 'the CLI runs without VS Code'),
+            zone([STANDALONE, ...ADAPTERS], './src/docker', 'import the Docker layer through src/docker/index.ts', ['./index.ts']),
+            ...dockerRoomZones,
           ],
         },
       ],

@@ -7,10 +7,10 @@ import { executeCode } from '../src/core/executeCode';
 import { DEFAULTS, type SandboxLimits } from '../src/core/limits';
 import { silentLogger } from '../src/core/logger';
 import type Dockerode from 'dockerode';
-import { DockerSandboxProvider } from '../src/docker/dockerSandboxProvider';
+import { DockerSandboxProvider } from '../src/docker/pool/dockerSandboxProvider';
 import { engineRuntimes } from '../src/docker/engine/runtime';
-import { SANDBOX_GID, SANDBOX_UID } from '../src/docker/guest';
-import { currentOwner } from '../src/docker/labels';
+import { SANDBOX_GID, SANDBOX_UID } from '../src/docker/container/guest';
+import { currentOwner } from '../src/docker/container/labels';
 
 export interface Stat {
   n: number;

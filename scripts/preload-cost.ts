@@ -3,9 +3,9 @@
  * start to "ready", and the memory the idle sandbox holds, for the default preload list and the
  * candidates. `npx tsx scripts/preload-cost.ts IMAGE` (the data image: findDataImage's tag).
  */
-import { createDockerClient } from '../src/docker/connection';
-import { DockerSandboxProvider } from '../src/docker/dockerSandboxProvider';
-import { currentOwner } from '../src/docker/labels';
+import { createDockerClient } from '../src/docker/engine/connection';
+import { DockerSandboxProvider } from '../src/docker/pool/dockerSandboxProvider';
+import { currentOwner } from '../src/docker/container/labels';
 import type { Logger } from '../src/core/logger';
 
 const SETS: Record<string, string[]> = {

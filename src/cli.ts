@@ -20,10 +20,16 @@ import { ArtifactStore } from './storage/artifactStore';
 import { RunRecording } from './storage/runRecorder';
 import { folderSource } from './storage/workspaceFolder';
 import { parseToolInput } from './core/toolInput';
-import { removeCliSandboxes, removeOrphanedSandboxes } from './docker/cleanup';
-import { BACKEND_SETTINGS, type BackendSetting } from './docker/backend';
-import { createDockerClient, resolveEngine, type EngineTarget } from './docker/connection';
-import { currentOwner } from './docker/labels';
+import {
+  BACKEND_SETTINGS,
+  createDockerClient,
+  currentOwner,
+  removeCliSandboxes,
+  removeOrphanedSandboxes,
+  resolveEngine,
+  type BackendSetting,
+  type EngineTarget,
+} from './docker';
 import { defaultArtifactsDir } from './mcp/cacheDir';
 import { serveMcp } from './mcp/serve';
 import { exportNotebook } from './standalone/exportNotebook';

@@ -8,9 +8,9 @@ import type Dockerode from 'dockerode';
 import { executeCode } from '../../src/core/executeCode';
 import { DEFAULTS, type SandboxLimits } from '../../src/core/limits';
 import type { Logger } from '../../src/core/logger';
-import { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
+import { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { ROUTE_NAMES, ensureDataImage } from '../../src/docker/images';
-import { currentOwner } from '../../src/docker/labels';
+import { currentOwner } from '../../src/docker/container/labels';
 import { stat, type Stat } from './stats';
 
 export interface DataImageBench {

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { executeCode } from '../../src/core/executeCode';
 import { DEFAULTS } from '../../src/core/limits';
 import { silentLogger } from '../../src/core/logger';
-import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
+import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { stat, type Stat } from './stats';
 
 const execFileP = promisify(execFile);

@@ -3,7 +3,7 @@
  * container share the kernel's real-time clock, so the program's own time stamps place its start
  * and end on the host's time line.
  */
-import type { DockerSandbox } from '../../src/docker/dockerSandbox';
+import type { DockerSandbox } from '../../src/docker/sandbox/dockerSandbox';
 import { stat, type Stat } from './stats';
 
 const STAMPED = [

@@ -11,10 +11,10 @@ import { executeCode } from '../../src/core/executeCode';
 import { DEFAULTS, type SandboxLimits } from '../../src/core/limits';
 import { silentLogger } from '../../src/core/logger';
 import { SessionStates } from '../../src/core/sessionState';
-import { createDockerClient } from '../../src/docker/connection';
-import { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
-import { SANDBOX_GID, SANDBOX_UID } from '../../src/docker/guest';
-import { currentOwner } from '../../src/docker/labels';
+import { createDockerClient } from '../../src/docker/engine/connection';
+import { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
+import { SANDBOX_GID, SANDBOX_UID } from '../../src/docker/container/guest';
+import { currentOwner } from '../../src/docker/container/labels';
 import { stat, type Stat } from './stats';
 
 const execFileP = promisify(execFile);

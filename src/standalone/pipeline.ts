@@ -9,12 +9,22 @@ import type { Logger } from '../core/logger';
 import { filesInCapsOf, filesOutCapsOf, readSettings } from '../core/settings';
 import type { SessionStates, StateMode } from '../core/sessionState';
 import type { OutputsMode, ToolCallOptions } from '../core/toolCall';
-import { chooseBackend, type BackendSetting } from '../docker/backend';
-import { createDockerClient, type EngineTarget } from '../docker/connection';
-import { ensureDevcontainerImage } from '../docker/devcontainer';
-import { ensureDataImage, ensurePackagesImage, findDataImage, findPackagesImage, type BuildProgress, type DataImage, type PackagesImage } from '../docker/images';
-import { DockerSandboxProvider } from '../docker/dockerSandboxProvider';
-import type { Owner } from '../docker/labels';
+import {
+  DockerSandboxProvider,
+  chooseBackend,
+  createDockerClient,
+  ensureDataImage,
+  ensureDevcontainerImage,
+  ensurePackagesImage,
+  findDataImage,
+  findPackagesImage,
+  type BackendSetting,
+  type BuildProgress,
+  type DataImage,
+  type EngineTarget,
+  type Owner,
+  type PackagesImage,
+} from '../docker';
 import type { RunRecording } from '../storage/runRecorder';
 
 /** What the command line says about the sandbox, shared by `run` and `mcp`. */

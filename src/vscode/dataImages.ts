@@ -18,7 +18,7 @@ import {
   type BuildProgressListener,
   type DataImage,
   type PackagesImage,
-} from '../docker/images';
+} from '../docker';
 import { PACKAGES_SETTING } from './sandboxDecision';
 import { pullProgress } from './status';
 import type { Ui } from './ui';

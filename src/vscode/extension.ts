@@ -2,7 +2,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError, isToolError } from '../core/errors';
 import { checkManifestCaps } from '../core/files/manifest';
-import { currentOwner } from '../docker/labels';
+import { currentOwner } from '../docker';
 import { ArtifactStore } from '../storage/artifactStore';
 import { VERSION } from '../version';
 import { codeactApi, type CodeactApi } from './api';

@@ -1,6 +1,6 @@
 import { describeError, isToolError } from '../core/errors';
 import type { Logger } from '../core/logger';
-import { ImageBuildError } from '../docker/images';
+import { ImageBuildError } from '../docker';
 import type { CommandTable } from './commands';
 import { COMMAND } from './ids';
 import type { SandboxService } from './sandboxService';

@@ -4,7 +4,7 @@
  * Nothing here asks, builds, pulls or reads anything.
  */
 import type { ToolErrorCode } from '../core/errors';
-import type { BackendChoice, BackendSetting } from '../docker/backend';
+import type { BackendChoice, BackendSetting } from '../docker';
 import { CONFIG_SECTION } from './ids';
 
 export interface SandboxFacts {

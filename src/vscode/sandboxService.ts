@@ -2,13 +2,20 @@ import { ToolError } from '../core/errors';
 import type { Logger } from '../core/logger';
 import type { Sandbox, SandboxProvider } from '../core/sandbox';
 import { sandboxLimitsOf, type Settings } from '../core/settings';
-import { chooseBackend, type BackendChoice } from '../docker/backend';
-import { removeOrphanedSandboxes } from '../docker/cleanup';
-import { createDockerClient, resolveEngine, type EngineTarget } from '../docker/connection';
-import { ensureDevcontainerImage, planDevcontainerImage } from '../docker/devcontainer';
-import type { SandboxSpec } from '../docker/dockerSandbox';
-import { DockerSandboxProvider, type ProviderOptions } from '../docker/dockerSandboxProvider';
-import type { Owner } from '../docker/labels';
+import {
+  DockerSandboxProvider,
+  chooseBackend,
+  createDockerClient,
+  ensureDevcontainerImage,
+  planDevcontainerImage,
+  removeOrphanedSandboxes,
+  resolveEngine,
+  type BackendChoice,
+  type EngineTarget,
+  type Owner,
+  type ProviderOptions,
+  type SandboxSpec,
+} from '../docker';
 import type { SettingsReader } from './config';
 import { DataImages, type DataImageOps, type PreparedImage } from './dataImages';
 import { COMMAND, CONFIG_SECTION } from './ids';

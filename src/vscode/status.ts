@@ -1,4 +1,4 @@
-import type { BackendChoice } from '../docker/backend';
+import type { BackendChoice } from '../docker';
 import type { ProgressUpdate } from './ui';
 
 /** What each runtime puts between a program and this machine, in the tooltip's words. */

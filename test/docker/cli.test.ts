@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { sessionDigest } from '../../src/core/session';
-import { LABEL } from '../../src/docker/labels';
+import { LABEL } from '../../src/docker/container/labels';
 import { IMAGE, SENTENCES, TEST_LABEL, bundleCli, containersWith, spawnCli, useDocker, volumesWith, type CliResult } from './helpers';
 
 

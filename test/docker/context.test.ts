@@ -4,8 +4,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ToolError } from '../../src/core/errors';
-import { createDockerClient, dockerCliEnv, resolveEngine, type EngineTarget } from '../../src/docker/connection';
-import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
+import { createDockerClient, dockerCliEnv, resolveEngine, type EngineTarget } from '../../src/docker/engine/connection';
+import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { IMAGE, SENTENCES, bundleCli, execFileP, run, spawnCli, uniqueSessionKey, useDocker } from './helpers';
 
 /** The engine every other test reaches by default; the contexts below point at it by another route. */

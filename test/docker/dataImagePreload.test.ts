@@ -6,7 +6,7 @@
 import * as assert from 'node:assert/strict';
 import type { ExecuteReport } from '../../src/core/executeCode';
 import type { Logger } from '../../src/core/logger';
-import { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
+import { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { testDataImage, type DataImageRun } from './fixtures/dataImage';
 import { docker, log, owner, run, uniqueSessionKey, useDocker, warmSandbox } from './helpers';
 

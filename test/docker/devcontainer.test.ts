@@ -10,9 +10,9 @@ import * as path from 'node:path';
 import { ToolError } from '../../src/core/errors';
 import type { Logger } from '../../src/core/logger';
 import { DEVCONTAINER_LABEL, ensureDevcontainerImage, folderDigest, type EnsureDevcontainerOptions } from '../../src/docker/devcontainer';
-import { hardenedHostConfig } from '../../src/docker/dockerSandbox';
-import { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
-import { LABEL } from '../../src/docker/labels';
+import { hardenedHostConfig } from '../../src/docker/container/spec';
+import { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
+import { LABEL } from '../../src/docker/container/labels';
 import { IMAGE, IMAGE_HINT, TEST_LABEL, TEST_LIMITS, TEST_VERSION, dockerCli, docker, exists, inspect, log, owner, run, uniqueSessionKey, useDocker, waitFor } from './helpers';
 
 const BUILD_FAILED =

@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import * as os from 'node:os';
 import { NOTHING_PRINTED } from '../../src/core/format';
 import { sessionDigest } from '../../src/core/session';
-import { LABEL } from '../../src/docker/labels';
+import { LABEL } from '../../src/docker/container/labels';
 import { byRuntime, inspect, run, uniqueSessionKey, useDocker } from './helpers';
 
 const RUN_DIR = /^\/sandbox\/runs\/[0-9]{4}-[0-9a-f]{6}$/;

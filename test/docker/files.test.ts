@@ -9,7 +9,7 @@ import { executeToolCall, type OutputsMode, type ToolCallOptions } from '../../s
 import { sessionDigest } from '../../src/core/session';
 import { ArtifactStore, type RunWriter } from '../../src/storage/artifactStore';
 import { folderSource } from '../../src/storage/workspaceFolder';
-import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
+import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { byRuntime, log, runLimits, uniqueSessionKey, useDocker } from './helpers';
 
 const MB = 1024 * 1024;

@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { KILL_ALL_SOURCE } from '../../src/docker/guest';
+import { KILL_ALL_SOURCE } from '../../src/docker/container/guest';
 import { WAITING_TEST_MS, delay, dockerCli, programProcesses, run, uniqueSessionKey, useDocker, waitFor, warmSandbox } from './helpers';
 
 /** How long ago (s) the program's own process was started, from the kernel's clock ticks. */

@@ -14,10 +14,11 @@ import type Dockerode from 'dockerode';
 import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
 import { DEFAULTS, type RunLimits, type SandboxLimits } from '../../src/core/limits';
 import type { Logger } from '../../src/core/logger';
-import { createDockerClient } from '../../src/docker/connection';
-import { removeQuietly, type DockerSandbox, type SandboxSpec } from '../../src/docker/dockerSandbox';
-import { DockerSandboxProvider, type ProviderOptions } from '../../src/docker/dockerSandboxProvider';
-import { LABEL, currentOwner, hasAllLabels, type Owner } from '../../src/docker/labels';
+import { createDockerClient } from '../../src/docker/engine/connection';
+import { removeQuietly, type SandboxSpec } from '../../src/docker/container/spec';
+import type { DockerSandbox } from '../../src/docker/sandbox/dockerSandbox';
+import { DockerSandboxProvider, type ProviderOptions } from '../../src/docker/pool/dockerSandboxProvider';
+import { LABEL, currentOwner, hasAllLabels, type Owner } from '../../src/docker/container/labels';
 
 export const IMAGE = process.env.CODEACT_TEST_IMAGE || 'codeact-sandbox/python:bookworm';
 /**
@@ -295,7 +296,7 @@ export async function waitFor<T>(
 /**
  * The session's sandbox once its warm runner is ready: created (when the session has none) without
  * running a program, then waited for until programs are forked from the runner. A new sandbox's
- * first call waits only briefly for its runner (RUNNER_READY_WAIT_MS in warmStrategy.ts) and
+ * first call waits only briefly for its runner (RUNNER_READY_WAIT_MS in src/docker/run/warmStrategy.ts) and
  * otherwise runs by docker exec, so a test of what the runner does must wait for this signal first:
  * how soon a runner is ready depends on the machine. Fails the test when it never is.
  */

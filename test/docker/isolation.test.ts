@@ -1,8 +1,8 @@
 import * as assert from 'node:assert/strict';
 import * as os from 'node:os';
 import { sessionDigest } from '../../src/core/session';
-import { GVISOR_HOST_PIDS } from '../../src/docker/hardening';
-import { LABEL, LABEL_SCHEMA } from '../../src/docker/labels';
+import { GVISOR_HOST_PIDS } from '../../src/docker/container/spec';
+import { LABEL, LABEL_SCHEMA } from '../../src/docker/container/labels';
 import { TEST_VERSION, byEngine, byRuntime, inspect, run, uniqueSessionKey, useDocker, warmSandbox, type Inspected } from './helpers';
 
 /** The capabilities Podman gives a container by default, all of which CapDrop ALL removes. */

@@ -3,10 +3,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as os from 'node:os';
 import { isToolError } from '../../src/core/errors';
 import { sessionDigest } from '../../src/core/session';
-import { removeOrphanedSandboxes } from '../../src/docker/cleanup';
-import { DockerSandbox } from '../../src/docker/dockerSandbox';
+import { removeOrphanedSandboxes } from '../../src/docker/pool/cleanup';
+import { DockerSandbox } from '../../src/docker/sandbox/dockerSandbox';
 import { chooseRuntime } from '../../src/docker/engine/runtime';
-import { LABEL, ownerLabels, type Owner } from '../../src/docker/labels';
+import { LABEL, ownerLabels, type Owner } from '../../src/docker/container/labels';
 import {
   IMAGE,
   SENTENCES,

@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
-import { SANDBOX_GONE_NOTE } from '../../src/docker/sandboxStopped';
+import { SANDBOX_GONE_NOTE } from '../../src/docker/run/stopped';
 import { AFTER_SANDBOX_ENDED, ALONE_WITH_PID1, SENTENCES, TEST_LIMITS, TEST_RUNTIME, byRuntime, WAITING_TEST_MS, delay, programRunning, run, topOf, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
 /** The garbage collector, without needing node --expose-gc on the command line. */

@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ListRootsRequestSchema, type CallToolResult, type Root } from '@modelcontextprotocol/sdk/types.js';
-import { LABEL } from '../../src/docker/labels';
+import { LABEL } from '../../src/docker/container/labels';
 import { ArtifactStore } from '../../src/storage/artifactStore';
 import { IMAGE, SENTENCES, TEST_LABEL, WAITING_TEST_MS, bundleCli, containersWith, dockerCli, exists, inspect, programProcesses, spawnCli, useDocker, volumesWith, waitFor } from './helpers';
 

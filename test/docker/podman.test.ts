@@ -1,8 +1,8 @@
 import * as assert from 'node:assert/strict';
 import { isToolError } from '../../src/core/errors';
-import { archiveOf } from '../../src/docker/archive';
-import { createDockerClient } from '../../src/docker/connection';
-import { DockerSandbox } from '../../src/docker/dockerSandbox';
+import { archiveOf } from '../../src/docker/files/archive';
+import { createDockerClient } from '../../src/docker/engine/connection';
+import { DockerSandbox } from '../../src/docker/sandbox/dockerSandbox';
 import { resolveEngine } from '../../src/docker/engine/resolve';
 import { missingLimits, podmanHost } from '../../src/docker/engine/podmanHost';
 import { engineIdentity } from '../../src/docker/engine/identity';

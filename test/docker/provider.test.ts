@@ -5,9 +5,9 @@ import * as path from 'node:path';
 import type { Readable } from 'node:stream';
 import { sessionDigest } from '../../src/core/session';
 import { executeToolCall } from '../../src/core/toolCall';
-import type { SandboxSpec } from '../../src/docker/dockerSandbox';
-import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
-import { LABEL } from '../../src/docker/labels';
+import type { SandboxSpec } from '../../src/docker/container/spec';
+import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
+import { LABEL } from '../../src/docker/container/labels';
 import { ArtifactStore, type RunWriter } from '../../src/storage/artifactStore';
 import { IMAGE, TEST_LIMITS, WAITING_TEST_MS, containersWith, dockerCli, exists, gate, log, programRunning, recentLog, runLimits, uniqueSessionKey, useDocker, waitFor } from './helpers';
 

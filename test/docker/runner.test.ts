@@ -4,8 +4,8 @@ import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
 import { NOTHING_PRINTED } from '../../src/core/format';
 import type { StagedFile } from '../../src/core/sandbox';
 import { encodeFrame } from '../../src/core/runnerProtocol';
-import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
-import { killedSentence } from '../../src/docker/sandboxStopped';
+import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
+import { killedSentence } from '../../src/docker/run/stopped';
 import { ALONE_WITH_PID1, SENTENCES, TEST_RUNTIME, AFTER_SANDBOX_ENDED, byEngine, byRuntime, WAITING_TEST_MS, dockerCli, log, programProcesses, run, runLimits, testSpec, uniqueSessionKey, useDocker, waitFor, warmSandbox } from './helpers';
 
 /** The parts of a result that must not differ between the runner and `docker exec`. */

@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { RunnerChannel, type RunnerOutcome } from '../../src/docker/runner';
+import { RunnerChannel, type RunnerOutcome } from '../../src/docker/run/runnerChannel';
 import { IMAGE, TEST_LIMITS, WAITING_TEST_MS, WAIT_MS, docker, log, recentLog, run, uniqueSessionKey, useDocker, warmSandbox } from './helpers';
 
 /** What the warm runner reports about a run, and what it preloads (real engine, real runner). */

@@ -4,9 +4,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { sessionDigest } from '../../src/core/session';
-import { removeOrphanedSandboxes } from '../../src/docker/cleanup';
-import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
-import { LABEL, currentOwner, type Owner } from '../../src/docker/labels';
+import { removeOrphanedSandboxes } from '../../src/docker/pool/cleanup';
+import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
+import { LABEL, currentOwner, type Owner } from '../../src/docker/container/labels';
 import {
   IMAGE,
   TEST_LABEL,

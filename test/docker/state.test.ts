@@ -4,8 +4,8 @@ import { executeCode, type ExecuteReport, type FilesOutRequest } from '../../src
 import { NOTHING_PRINTED } from '../../src/core/format';
 import type { RunLimits } from '../../src/core/limits';
 import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
-import type { DockerSandboxProvider } from '../../src/docker/dockerSandboxProvider';
-import { SANDBOX_GONE_NOTE } from '../../src/docker/sandboxStopped';
+import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
+import { SANDBOX_GONE_NOTE } from '../../src/docker/run/stopped';
 import { SENTENCES, TEST_RUNTIME, dockerCli, log, programProcesses, runLimits, uniqueSessionKey, useDocker, waitFor } from './helpers';
 
 /** One call in session mode through the real pipeline, with the host's record of states. */

@@ -1,8 +1,8 @@
 import * as assert from 'node:assert/strict';
 import { ToolError } from '../../src/core/errors';
-import { RoomWaiters, evictedNote, leastRecentlyUsedIdle } from '../../src/docker/capacity';
+import { RoomWaiters, evictedNote, leastRecentlyUsedIdle } from '../../src/docker/pool/capacity';
 import type { RuntimeChoice } from '../../src/docker/engine/runtime';
-import type { Entry } from '../../src/docker/lease';
+import type { Entry } from '../../src/docker/pool/lease';
 import { FakeClock, settle } from './fakes/clock';
 import { FakeSandboxes } from './fakes/sandboxes';
 

@@ -4,8 +4,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { thrownToolError } from './toolErrors';
-import { createDockerClient, dockerCliEnv, engineOf, hostKeyKnown, resolveEngine } from '../../src/docker/connection';
-import { engineUnreachable, isUnreachable, transportFailure } from '../../src/docker/engineErrors';
+import { createDockerClient, dockerCliEnv, engineOf, hostKeyKnown, resolveEngine } from '../../src/docker/engine/connection';
+import { engineUnreachable, isUnreachable, transportFailure } from '../../src/docker/engine/errors';
 
 const HOME = '/home/alice';
 const env = (vars: Record<string, string> = {}): NodeJS.ProcessEnv => ({ HOME, ...vars });

@@ -2,9 +2,9 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createDockerClient, dockerCliEnv, resolveEngine, type EngineTarget } from '../../src/docker/connection';
+import { createDockerClient, dockerCliEnv, resolveEngine, type EngineTarget } from '../../src/docker/engine/connection';
 import { contextDigest } from '../../src/docker/engine/context';
-import { engineUnreachable } from '../../src/docker/engineErrors';
+import { engineUnreachable } from '../../src/docker/engine/errors';
 import { thrownToolError } from './toolErrors';
 
 /** A docker CLI configuration folder in a temporary directory, written the way the CLI writes it. */

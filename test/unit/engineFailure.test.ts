@@ -1,11 +1,11 @@
 import * as assert from 'node:assert/strict';
 import type Dockerode from 'dockerode';
 import { ToolError } from '../../src/core/errors';
-import { createDockerClient, resolveEngine } from '../../src/docker/connection';
-import { EngineTimeoutError, engineFailure, engineRefused, isEngineFailure, isNameTaken, isUnreachable, readEngine } from '../../src/docker/engineErrors';
+import { createDockerClient, resolveEngine } from '../../src/docker/engine/connection';
+import { EngineTimeoutError, engineFailure, engineRefused, isEngineFailure, isNameTaken, isUnreachable, readEngine } from '../../src/docker/engine/errors';
 import { engineIdentity, identifyFromPing } from '../../src/docker/engine/identity';
-import { sandboxFailed } from '../../src/docker/sandboxErrors';
-import { stoppedExit } from '../../src/docker/sandboxStopped';
+import { sandboxFailed } from '../../src/docker/container/errors';
+import { stoppedExit } from '../../src/docker/run/stopped';
 
 /** A client whose engine answers a ping with these headers, and `version` with `version`; nothing else is asked. */
 function fakeEngine(headers: Record<string, string>, version?: () => Promise<unknown>): Dockerode & { asked: string[] } {

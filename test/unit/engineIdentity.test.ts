@@ -3,9 +3,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { identifyEngine } from '../../src/docker/engine/identity';
 import { missingLimits, parsePodmanHost, unenforceableLimits } from '../../src/docker/engine/podmanHost';
-import { hardenedHostConfig, workAreaVolumeOptions } from '../../src/docker/hardening';
-import { hasAllLabels } from '../../src/docker/labels';
-import { reportedImageMatches } from '../../src/docker/podman';
+import { hardenedHostConfig, workAreaVolumeOptions } from '../../src/docker/container/spec';
+import { hasAllLabels } from '../../src/docker/container/labels';
+import { reportedImageMatches } from '../../src/docker/container/podmanSpec';
 
 /** GET /version as each engine answered it on a Debian bookworm machine (captured, not written). */
 function captured(file: string): unknown {

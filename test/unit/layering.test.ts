@@ -17,8 +17,8 @@ describe('import layering lint rules (unit)', function () {
   it('core may not import vscode, dockerode or the layers above it, from any depth', async () => {
     assert.deepEqual(await violations('src/core/x.ts', use("import * as a from 'vscode';")), ['only src/vscode imports vscode']);
     assert.deepEqual(await violations('src/core/x.ts', use("import a from 'dockerode';")), ['only src/docker talks to the Docker client']);
-    assert.deepEqual(await violations('src/core/x.ts', use("import { LABEL as a } from '../docker/labels';")), ['core imports nothing above it']);
-    assert.deepEqual(await violations('src/core/files/x.ts', use("import { LABEL as a } from '../../docker/labels';")), ['core imports nothing above it']);
+    assert.deepEqual(await violations('src/core/x.ts', use("import { LABEL as a } from '../docker/container/labels';")), ['core imports nothing above it']);
+    assert.deepEqual(await violations('src/core/files/x.ts', use("import { LABEL as a } from '../../docker/container/labels';")), ['core imports nothing above it']);
     assert.deepEqual(await violations('src/core/files/deep/x.ts', use("import { ArtifactStore as a } from '../../../storage/artifactStore';")), [
       'core imports nothing above it',
     ]);
@@ -31,7 +31,7 @@ describe('import layering lint rules (unit)', function () {
     assert.deepEqual(await violations('src/docker/inner/x.ts', use("import { ArtifactStore as a } from '../../storage/artifactStore';")), [
       'the Docker layer imports only core',
     ]);
-    assert.deepEqual(await violations('src/storage/x.ts', use("import { LABEL as a } from '../docker/labels';")), ['storage imports only core']);
+    assert.deepEqual(await violations('src/storage/x.ts', use("import { LABEL as a } from '../docker/container/labels';")), ['storage imports only core']);
   });
 
   it('outside src/vscode nothing imports vscode at run time; a type import is allowed there', async () => {
@@ -48,13 +48,41 @@ describe('import layering lint rules (unit)', function () {
     assert.deepEqual(await violations('src/mcp/x.ts', use("import { main as a } from '../cli';")), ['the adapters never import one another']);
     assert.deepEqual(await violations('src/standalone/x.ts', use("import { serveMcp as a } from '../mcp/serve';")), ['the shared wiring imports no adapter']);
     assert.deepEqual(await violations('src/core/x.ts', use("import * as a from '../standalone/pipeline';")), ['core imports nothing above it']);
-    assert.deepEqual(await violations('src/mcp/x.ts', use("import { LABEL } from '../docker/labels';\nimport { ArtifactStore } from '../storage/artifactStore';\nconst a = [LABEL, ArtifactStore];")), []);
+    assert.deepEqual(await violations('src/mcp/x.ts', use("import { currentOwner } from '../docker';\nimport { ArtifactStore } from '../storage/artifactStore';\nconst a = [currentOwner, ArtifactStore];")), []);
   });
 
   it('the adapters may import everything below them, never one another', async () => {
-    assert.deepEqual(await violations('src/vscode/x.ts', use("import * as v from 'vscode';\nimport { LABEL } from '../docker/labels';\nconst a = [v, LABEL];")), []);
+    assert.deepEqual(await violations('src/vscode/x.ts', use("import * as v from 'vscode';\nimport { currentOwner } from '../docker';\nconst a = [v, currentOwner];")), []);
     assert.deepEqual(await violations('src/cli.ts', use("import { ExecuteCodeTool as a } from './vscode/executeCodeTool';")), [
       'the CLI runs without VS Code',
     ]);
+  });
+
+  it('the adapters and their shared wiring reach the Docker layer only through its index.ts', async () => {
+    const deep = use("import { LABEL as a } from '../docker/container/labels';");
+    for (const file of ['src/vscode/x.ts', 'src/mcp/x.ts', 'src/standalone/x.ts']) {
+      assert.deepEqual(await violations(file, deep), ['import the Docker layer through src/docker/index.ts']);
+    }
+    assert.deepEqual(await violations('src/cli.ts', use("import { LABEL as a } from './docker/container/labels';")), ['import the Docker layer through src/docker/index.ts']);
+    assert.deepEqual(await violations('src/cli.ts', use("import { currentOwner as a } from './docker';")), []);
+  });
+
+  it('a room of src/docker imports only the rooms below it, each through its index.ts', async () => {
+    // below, through the door: allowed
+    assert.deepEqual(await violations('src/docker/pool/x.ts', use("import { LABEL as a } from '../container';")), []);
+    assert.deepEqual(await violations('src/docker/sandbox/x.ts', use("import { RunnerChannel as a } from '../run';")), []);
+    // below, past the door
+    assert.deepEqual(await violations('src/docker/pool/x.ts', use("import { LABEL as a } from '../container/labels';")), ['import src/docker/container through its index.ts']);
+    assert.deepEqual(await violations('src/docker/run/deep/x.ts', use("import { statusCode as a } from '../../engine/errors';")), ['import src/docker/engine through its index.ts']);
+    // above or beside
+    assert.deepEqual(await violations('src/docker/engine/x.ts', use("import { LABEL as a } from '../container';")), ['src/docker/engine imports only core']);
+    assert.deepEqual(await violations('src/docker/container/x.ts', use("import { RunnerChannel as a } from '../run';")), ['src/docker/container imports only engine']);
+    assert.deepEqual(await violations('src/docker/run/x.ts', use("import { collectFiles as a } from '../files';")), ['src/docker/run imports only engine, container']);
+    assert.deepEqual(await violations('src/docker/sandbox/x.ts', use("import { DockerSandboxProvider as a } from '../pool';")), [
+      'src/docker/sandbox imports only engine, container, files, images, run',
+    ]);
+    assert.deepEqual(await violations('src/docker/images/x.ts', use("import { chooseBackend as a } from '../backend';")), ['src/docker/images imports only engine, container']);
+    // within a room, any file
+    assert.deepEqual(await violations('src/docker/pool/x.ts', use("import { removeCliSandboxes as a } from './cleanup';")), []);
   });
 });

@@ -1,8 +1,8 @@
 import * as assert from 'node:assert/strict';
 import type { ProgramRun } from '../../src/core/sandbox';
 import type { RuntimeChoice } from '../../src/docker/engine/runtime';
-import { SandboxGoneError } from '../../src/docker/engineErrors';
-import { Lease, type Entry, type LeaseHolder } from '../../src/docker/lease';
+import { SandboxGoneError } from '../../src/docker/engine/errors';
+import { Lease, type Entry, type LeaseHolder } from '../../src/docker/pool/lease';
 import { FakeClock } from './fakes/clock';
 import { FakeSandboxes, WORK_DIR } from './fakes/sandboxes';
 

@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { encodeFrame, type RunRequest } from '../../src/core/runnerProtocol';
-import { ChannelClosedError, HELLO_RETRY_MS, LOG_LINE_MAX, RunnerChannel, START_DEADLINE_MS, type RunnerOutcome } from '../../src/docker/runner';
+import { ChannelClosedError, HELLO_RETRY_MS, LOG_LINE_MAX, RunnerChannel, START_DEADLINE_MS, type RunnerOutcome } from '../../src/docker/run/runnerChannel';
 import { FakeClock, settle } from './fakes/clock';
 import { FakeRunner } from './fakes/fakeRunner';
 import { frameError, hostFrame, runnerFrame, runnerReply, type GoldenRequest } from './fakes/golden';

@@ -1,8 +1,8 @@
 import * as assert from 'node:assert/strict';
-import type { SandboxSpec } from '../../src/docker/dockerSandbox';
+import type { SandboxSpec } from '../../src/docker/container/spec';
 import type { RuntimeChoice } from '../../src/docker/engine/runtime';
-import type { Owner } from '../../src/docker/labels';
-import { SPARE_SESSION, SparePool } from '../../src/docker/sparePool';
+import type { Owner } from '../../src/docker/container/labels';
+import { SPARE_SESSION, SparePool } from '../../src/docker/pool/sparePool';
 import { FakeClock, settle } from './fakes/clock';
 import { FakeSandboxes } from './fakes/sandboxes';
 import { recordingLogger } from './vscode/fakes';

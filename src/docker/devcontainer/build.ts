@@ -9,8 +9,7 @@
 import type Dockerode from 'dockerode';
 import { ToolError, describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
-import { dockerCliEnv, engineOf, resolveEngine, type EngineTarget } from '../connection';
-import { engineUnreachable, isUnreachable } from '../engineErrors';
+import { dockerCliEnv, engineOf, engineUnreachable, isUnreachable, resolveEngine, type EngineTarget } from '../engine';
 import { checkDockerCli, devcontainerBuildCommand, runDevcontainerBuild } from './buildCommand';
 import { buildFailed, cancelled, tagFailed } from './buildErrors';
 import { locateDevcontainerCli } from './cliLocation';

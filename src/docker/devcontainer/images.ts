@@ -8,9 +8,9 @@ import * as path from 'node:path';
 import type Dockerode from 'dockerode';
 import { describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
-import { archiveOf } from '../archive';
-import { statusCode } from '../engineErrors';
-import { LABEL, LABEL_SCHEMA, hasAllLabels } from '../labels';
+import { archiveOf } from '../files';
+import { statusCode } from '../engine';
+import { LABEL, LABEL_SCHEMA, hasAllLabels } from '../container';
 
 /** Repository of every image this backend builds: codeact-devcontainer/<folder digest>:<config hash>. */
 export const DEVCONTAINER_REPOSITORY = 'codeact-devcontainer';

@@ -1,7 +1,7 @@
 /**
  * How long the sandbox waits for the engine. One place for the numbers and the typed error, so a
  * busy engine (many clients at once, a slow or loaded machine, Podman answering one request at a
- * time) is told apart from one that is not there (engineErrors.ts).
+ * time) is told apart from one that is not there (errors.ts).
  */
 
 /**

@@ -4,7 +4,7 @@ import { readEngine } from './deadline';
 
 /**
  * The engines whose Docker-compatible API the sandbox speaks. Podman answers the same calls but
- * differs in a few places the sandbox depends on (podman.ts, engine/podmanHost.ts); the
+ * differs in a few places the sandbox depends on (container/podmanSpec.ts, engine/podmanHost.ts); the
  * difference is read from the engine, never configured.
  */
 export type EngineKind = 'docker' | 'podman';

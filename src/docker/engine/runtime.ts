@@ -21,7 +21,7 @@ export interface RuntimeChoice {
   name: string;
   /** Why, in a few words ("auto: the engine has gVisor"). */
   reason: string;
-  /** The engine that runs it: where Podman differs, the container is made its way (hardening.ts). */
+  /** The engine that runs it: where Podman differs, the container is made its way (container/spec.ts). */
   engine: EngineKind;
 }
 

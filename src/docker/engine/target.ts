@@ -1,6 +1,6 @@
 /**
  * Which Docker engine to talk to, and why. Decided by resolveEngine (./resolve.ts) the way the
- * docker CLI decides it; used by createDockerClient (../connection.ts), the error sentences and
+ * docker CLI decides it; used by createDockerClient (connection.ts), the error sentences and
  * the status shown to the user.
  */
 export type EngineProtocol = 'unix' | 'npipe' | 'tcp' | 'ssh';

@@ -7,7 +7,7 @@ import { extract } from 'tar-stream';
 import type { Readable } from 'node:stream';
 import type { Logger } from '../../core/logger';
 import type { InstalledDistribution } from '../../core/missingModule';
-import { LABEL, LABEL_SCHEMA } from '../labels';
+import { LABEL, LABEL_SCHEMA } from '../container';
 import { BuildOutput, type BuildEvent, type BuildProgressListener } from './buildProgress';
 import { contextArchive, type BuildContext } from './dockerfile';
 import { IMAGE_LABEL, parseDistributions } from './imageLabels';

@@ -8,7 +8,7 @@ import type Dockerode from 'dockerode';
 import { ToolError, describeError, isToolError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
 import type { InstalledDistribution } from '../../core/missingModule';
-import { engineFailure, isEngineFailure } from '../engineErrors';
+import { engineFailure, isEngineFailure } from '../engine';
 import { BuildFailed, labelImage, readListing, runBuild } from './build';
 import type { BuildProgressListener } from './buildProgress';
 import { dataImageContext, recipeHash, type BuildContext } from './dockerfile';

@@ -9,15 +9,14 @@ import { ToolError, isToolError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
 import type { InstalledDistribution } from '../../core/missingModule';
 import { RequirementListError, normalizeProjectName, normalizeRequirements, requirementName } from '../../core/requirements';
-import { engineFailure, isEngineFailure } from '../engineErrors';
+import { engineFailure, isEngineFailure } from '../engine';
 import { BuildFailed, labelImage, readListing, runBuild } from './build';
 import type { BuildProgressListener } from './buildProgress';
 import { derivedHash, derivedImageContext } from './dockerfile';
 import { ImageBuildError, RequirementRejectedError } from './errors';
 import { IMAGE_LABEL, imageLabels, ourImage } from './imageLabels';
 import { pruneImages } from './prune';
-import type { DataImage, ImageHints } from './dataImage';
-import { DEFAULT_HINTS, duration } from './dataImage';
+import { type DataImage, DEFAULT_HINTS, duration, type ImageHints } from './dataImage';
 import { shareBuild, type StopReason } from './sharedBuild';
 
 export const PACKAGES_REPOSITORY = 'codeact-sandbox/data-packages';

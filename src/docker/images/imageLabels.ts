@@ -6,7 +6,7 @@
 import type Dockerode from 'dockerode';
 import { z } from 'zod';
 import type { InstalledDistribution } from '../../core/missingModule';
-import { LABEL, LABEL_SCHEMA } from '../labels';
+import { LABEL, LABEL_SCHEMA } from '../container';
 import { ROUTE_NAMES, type RouteName } from './recipe';
 
 export const IMAGE_LABEL = {

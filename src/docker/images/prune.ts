@@ -7,8 +7,8 @@
 import type Dockerode from 'dockerode';
 import { describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
-import { LABEL, hasAllLabels } from '../labels';
-import { statusCode } from '../engineErrors';
+import { LABEL, hasAllLabels } from '../container';
+import { statusCode } from '../engine';
 import { IMAGE_LABEL, type ImageKind } from './imageLabels';
 
 export interface PruneOptions {

@@ -1,6 +1,6 @@
 import type Dockerode from 'dockerode';
 import { ToolError } from '../../core/errors';
-import { engineFailure, isEngineFailure, statusCode } from '../engineErrors';
+import { engineFailure, isEngineFailure, statusCode } from '../engine';
 
 export interface PullProgress {
   /** One human line, e.g. "Downloading 3 layers: 41 MB of 120 MB". */

@@ -5,7 +5,7 @@
  */
 import type Dockerode from 'dockerode';
 import type { Logger } from '../../core/logger';
-import { engineFailure, isEngineFailure } from '../engineErrors';
+import { engineFailure, isEngineFailure } from '../engine';
 import type { BuildProgressListener } from './buildProgress';
 import { classifyPullFailure, imagePresent, pullImage, type PullFailure } from './pull';
 

@@ -1,5 +1,5 @@
-// A clock the test moves (src/docker/clock.ts): nothing fires until `advance` reaches it.
-import type { Clock, Timer } from '../../../src/docker/clock';
+// A clock the test moves (src/core/clock.ts): nothing fires until `advance` reaches it.
+import type { Clock, Timer } from '../../../src/core/clock';
 
 class FakeTimer implements Timer {
   constructor(

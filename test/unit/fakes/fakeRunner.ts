@@ -2,7 +2,7 @@
 // frames the host writes and answers them as the test tells it.
 import { PassThrough, type Duplex } from 'node:stream';
 import { FRAME_HEADER_BYTES, FRAME_MAGIC } from '../../../src/core/runnerProtocol';
-import type { ChannelOptions } from '../../../src/docker/runner';
+import type { ChannelOptions } from '../../../src/docker/run/runnerChannel';
 import { duplexPair } from './duplexPair';
 
 export interface HostFrame {

@@ -1,12 +1,13 @@
 // Sandboxes without an engine, for the provider's bookkeeping (src/docker/dockerSandboxProvider.ts):
 // each records what is done to it in one shared list of events, and creations can be held open.
 import type { CollectOutcome, ProgramExit, ProgramRun } from '../../../src/core/sandbox';
-import type { Clock } from '../../../src/docker/clock';
-import type { DockerSandbox, SandboxSpec } from '../../../src/docker/dockerSandbox';
+import type { Clock } from '../../../src/core/clock';
+import type { SandboxSpec } from '../../../src/docker/container/spec';
+import type { DockerSandbox } from '../../../src/docker/sandbox/dockerSandbox';
 import type { RuntimeChoice } from '../../../src/docker/engine/runtime';
-import type { Owner } from '../../../src/docker/labels';
-import type { RunnerState } from '../../../src/docker/runner';
-import type { SandboxFactory } from '../../../src/docker/sandboxFactory';
+import type { Owner } from '../../../src/docker/container/labels';
+import type { RunnerState } from '../../../src/docker/run/runnerChannel';
+import type { SandboxFactory } from '../../../src/docker/sandbox/factory';
 
 /** What the provider, its leases and its spare pool use of a sandbox (the runner only for its state). */
 type Used = 'id' | 'name' | 'spec' | 'lastUsed' | 'image' | 'runtime' | 'packagesSetting' | 'installed' | 'run' | 'collect' | 'remove' | 'rename' | 'unlock' | 'detach';

@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import { ToolError } from '../../../src/core/errors';
 import { ImageBuildError, type DataImage, type EnsureDataImageOptions, type EnsurePackagesImageOptions } from '../../../src/docker/images';
-import { currentOwner } from '../../../src/docker/labels';
+import { currentOwner } from '../../../src/docker/container/labels';
 import { SettingsReader } from '../../../src/vscode/config';
 import { BUILD_TITLE, PACKAGES_TITLE, type DataImageOps } from '../../../src/vscode/dataImages';
 import { packagesQuestion } from '../../../src/vscode/sandboxDecision';

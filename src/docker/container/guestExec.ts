@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
-import { ENGINE_DEADLINE_MS, withDeadline } from './engineErrors';
+import { ENGINE_DEADLINE_MS, withDeadline } from '../engine';
 import { OOM_COUNT_SOURCE, SANDBOX_USER } from './guest';
 
 /** Starts one of our fixed sources (never the model's) as the sandbox user; returns its output stream. */

@@ -1,6 +1,5 @@
 import type Dockerode from 'dockerode';
-import { ENGINE_DEADLINE_MS, readEngine } from './engineErrors';
-import { isGvisor } from './engine/runtime';
+import { ENGINE_DEADLINE_MS, isGvisor, readEngine } from '../engine';
 import type { ExitInfo } from './runStrategy';
 
 /**

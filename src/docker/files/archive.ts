@@ -1,6 +1,6 @@
 import { pack } from 'tar-stream';
 import type { Readable } from 'node:stream';
-import { SANDBOX_GID, SANDBOX_UID } from './guest';
+import { SANDBOX_GID, SANDBOX_UID } from '../container';
 
 export type ArchiveEntry =
   | { type: 'directory'; name: string; mode?: number }

@@ -1,13 +1,11 @@
 import type Dockerode from 'dockerode';
-import { DEFAULTS, type SandboxLimits } from '../core/limits';
-import type { Logger } from '../core/logger';
-import { describeError } from '../core/errors';
-import { statusCode, withDeadline } from './engineErrors';
+import { DEFAULTS, type SandboxLimits } from '../../core/limits';
+import type { Logger } from '../../core/logger';
+import { describeError } from '../../core/errors';
+import { isGvisor, statusCode, withDeadline, type EngineKind, type RuntimeChoice, type RuntimeRequest } from '../engine';
 import { KEEPER_SOURCE, SANDBOX_GID, SANDBOX_UID, SANDBOX_USER, WORK_ROOT, sandboxEnv } from './guest';
-import { runnerCommand } from './runner';
-import { isGvisor, type RuntimeChoice, type RuntimeRequest } from './engine/runtime';
-import type { EngineKind } from './engine/identity';
-import { PODMAN_RLIMITS, podmanTmpfsCovers, podmanWorkAreaMountOptions, reportedImageMatches } from './podman';
+import { runnerCommand } from './runnerProgram';
+import { PODMAN_RLIMITS, podmanTmpfsCovers, podmanWorkAreaMountOptions, reportedImageMatches } from './podmanSpec';
 
 export interface SandboxSpec {
   image: string;
@@ -23,6 +21,29 @@ export interface SandboxSpec {
    * the missing-module hint; only for the data image, whose packages the host can add to.
    */
   packagesSetting?: string;
+}
+
+/**
+ * The settings that make two sandboxes interchangeable, as one string: a session's sandbox is kept
+ * while its key is unchanged (sameSpec), and spares are pooled by it (the pool's digest). Every
+ * field of SandboxSpec is here; a new field is either added here or said above not to matter.
+ * (containerMatches asks another question: whether a container the engine holds, perhaps made by
+ * another process, has the limits and command this spec gives, read back from the engine.)
+ */
+export function specKey(spec: SandboxSpec): string {
+  return JSON.stringify([
+    spec.image,
+    spec.limits,
+    spec.warmRunner !== false,
+    spec.preloadModules ?? null,
+    spec.runtime ?? null,
+    spec.packagesSetting ?? null,
+  ]);
+}
+
+/** Whether a sandbox made for `a` serves `b`. */
+export function sameSpec(a: SandboxSpec, b: SandboxSpec): boolean {
+  return specKey(a) === specKey(b);
 }
 
 /** The container's command: the warm runner, or the plain keeper. */

@@ -1,21 +1,27 @@
 import type Dockerode from 'dockerode';
-import { ToolError, describeError } from '../core/errors';
-import type { Sandbox, SandboxProvider } from '../core/sandbox';
-import { sessionDigest } from '../core/session';
-import { DockerSandbox, sharedSandboxName, type SandboxSpec } from './dockerSandbox';
-import { engineFailure, engineRefused, isEngineFailure, statusCode } from './engineErrors';
-import { ensureImage, imagePresent, type PullProgress } from './images';
+import { ToolError, describeError } from '../../core/errors';
+import type { Sandbox, SandboxProvider } from '../../core/sandbox';
+import { sessionDigest } from '../../core/session';
+import { DockerSandbox, engineSandboxes, sharedSandboxName, type SandboxFactory } from '../sandbox';
+import {
+  checkPodmanLimits,
+  chooseRuntime,
+  engineFailure,
+  engineIdentity,
+  engineRefused,
+  engineRuntimes,
+  isEngineFailure,
+  statusCode,
+  type RuntimeChoice,
+} from '../engine';
+import { ensureImage, imagePresent, type PullProgress } from '../images';
 import { RoomWaiters, evictedNote, leastRecentlyUsedIdle } from './capacity';
 import { Lease, type Entry, type LeaseHolder } from './lease';
 import { adoptSession, createOrAdopt } from './sharedSessions';
-import { chooseRuntime, engineRuntimes, type RuntimeChoice } from './engine/runtime';
-import { engineIdentity } from './engine/identity';
-import { checkPodmanLimits } from './engine/podmanHost';
-import { logPodmanDifferences } from './podman';
-import { SPARE_SESSION, SharedSparePool, SparePool, poolDigest, sameSpec, spareLabels } from './sparePool';
+import { logPodmanDifferences, sameSpec, type SandboxSpec } from '../container';
+import { SPARE_SESSION, SharedSparePool, SparePool, poolDigest, spareLabels } from './sparePool';
 import type { ProviderOptions } from './providerOptions';
-import { engineSandboxes, type SandboxFactory } from './sandboxFactory';
-import { systemClock, type Clock, type Timer } from './clock';
+import { systemClock, type Clock, type Timer } from '../../core/clock';
 
 export type { ProviderOptions };
 

@@ -1,10 +1,9 @@
 import type Dockerode from 'dockerode';
-import type { Logger } from '../core/logger';
-import type { Clock } from './clock';
-import type { SandboxSpec } from './dockerSandbox';
-import type { PullProgress } from './images';
-import type { Owner } from './labels';
-import type { SandboxFactory } from './sandboxFactory';
+import type { Logger } from '../../core/logger';
+import type { Clock } from '../../core/clock';
+import type { SandboxFactory } from '../sandbox';
+import type { PullProgress } from '../images';
+import type { Owner, SandboxSpec } from '../container';
 
 /** What a DockerSandboxProvider is made with: the engine, the settings, the limits, and its seams. */
 export interface ProviderOptions {

@@ -1,12 +1,12 @@
 import { randomInt } from 'node:crypto';
-import { DEFAULTS } from '../core/limits';
-import { MAX_DATA_PAYLOAD } from '../core/runnerProtocol';
-import type { ProgramRun } from '../core/sandbox';
-import { SandboxGoneError } from './engineErrors';
+import { DEFAULTS } from '../../core/limits';
+import { MAX_DATA_PAYLOAD } from '../../core/runnerProtocol';
+import type { ProgramRun } from '../../core/sandbox';
+import { SandboxGoneError } from '../engine';
 import { KILLED_STATUS, KILL_GRACE_MS, ORPHAN_GRACE_MS } from './execStrategy';
-import type { RunnerChannel, RunnerOutcome } from './runner';
+import type { RunnerChannel, RunnerOutcome } from './runnerChannel';
 import type { RunStrategy, SandboxOps, StrategyResult } from './runStrategy';
-import { settledState, stoppedExit, stoppedReason } from './sandboxStopped';
+import { settledState, stoppedExit, stoppedReason } from './stopped';
 
 /**
  * How long a call waits for a runner that is still starting (importing its preload modules)

@@ -1,4 +1,4 @@
-import { ToolError } from '../core/errors';
+import { ToolError } from '../../core/errors';
 import type { Entry } from './lease';
 
 /** What the model reads on the next call of a chat whose idle sandbox made room for another. */

@@ -1,7 +1,7 @@
 import type Dockerode from 'dockerode';
-import type { Logger } from '../core/logger';
-import type { SandboxLimits } from '../core/limits';
-import type { EngineIdentity } from './engine/identity';
+import type { Logger } from '../../core/logger';
+import type { SandboxLimits } from '../../core/limits';
+import type { EngineIdentity } from '../engine';
 
 /**
  * Where Podman's Docker-compatible API needs the sandbox made another way, as data. Each gives the

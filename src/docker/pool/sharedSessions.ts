@@ -1,11 +1,9 @@
 import type Dockerode from 'dockerode';
-import { ToolError } from '../core/errors';
-import type { Logger } from '../core/logger';
-import { DockerSandbox, removeQuietly, sharedSandboxName, type SandboxSpec } from './dockerSandbox';
-import { ENGINE_DEADLINE_MS, engineFailure, isEngineFailure, readEngine, statusCode } from './engineErrors';
-import { sandboxFailed } from './sandboxErrors';
-import type { RuntimeChoice } from './engine/runtime';
-import { LABEL, type Owner } from './labels';
+import { ToolError } from '../../core/errors';
+import type { Logger } from '../../core/logger';
+import { DockerSandbox, sharedSandboxName } from '../sandbox';
+import { ENGINE_DEADLINE_MS, engineFailure, isEngineFailure, readEngine, statusCode, type RuntimeChoice } from '../engine';
+import { LABEL, removeQuietly, sandboxFailed, type Owner, type SandboxSpec } from '../container';
 
 /** How long processes racing to create one session's sandbox keep trying (on a busy engine) before the call fails. */
 const SHARED_CREATE_WAIT_MS = ENGINE_DEADLINE_MS;

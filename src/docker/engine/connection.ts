@@ -3,18 +3,18 @@ import * as https from 'node:https';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import Dockerode from 'dockerode';
-import { ToolError } from '../core/errors';
-import { resolveEngine } from './engine/resolve';
-import { SshDialAgent, sshOptions, type SshFiles } from './engine/ssh';
-import type { EngineTarget } from './engine/target';
+import { ToolError } from '../../core/errors';
+import { resolveEngine } from './resolve';
+import { SshDialAgent, sshOptions, type SshFiles } from './ssh';
+import type { EngineTarget } from './target';
 
 /**
  * The Docker client for an engine. Finding the engine (settings, DOCKER_HOST, docker CLI
  * contexts) lives in ./engine/; what other files import from here stays here.
  */
-export { resolveEngine, type EngineLookup } from './engine/resolve';
-export { hostKeyKnown, type KnownHost } from './engine/ssh';
-export type { EngineContext, EngineOptions, EngineProtocol, EngineSource, EngineTarget, EngineTls } from './engine/target';
+export { resolveEngine, type EngineLookup } from './resolve';
+export { hostKeyKnown, type KnownHost } from './ssh';
+export type { EngineContext, EngineOptions, EngineProtocol, EngineSource, EngineTarget, EngineTls } from './target';
 
 /** Files and lookups createDockerClient may use; tests point them at temporary folders. */
 export interface ClientEnvironment extends SshFiles {

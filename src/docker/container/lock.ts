@@ -1,6 +1,6 @@
 import type Dockerode from 'dockerode';
-import { ToolError } from '../core/errors';
-import { ENGINE_DEADLINE_MS, withDeadline } from './engineErrors';
+import { ToolError } from '../../core/errors';
+import { ENGINE_DEADLINE_MS, withDeadline } from '../engine';
 
 /**
  * Holds the lock: `flock` on a directory the sandbox user cannot open (root's home, 0700; `/`

@@ -1,8 +1,8 @@
 import type Dockerode from 'dockerode';
-import type { Logger } from '../core/logger';
-import type { ProgramRun } from '../core/sandbox';
-import type { StateOutcome } from '../core/sessionState';
-import type { SandboxSpec } from './hardening';
+import type { Logger } from '../../core/logger';
+import type { ProgramRun } from '../../core/sandbox';
+import type { StateOutcome } from '../../core/sessionState';
+import type { SandboxSpec } from '../container';
 
 /** How a program ended, as a strategy saw it. */
 export interface ExitInfo {

@@ -1,10 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { Writable, type Duplex } from 'node:stream';
 import type Dockerode from 'dockerode';
-import type { Logger } from '../core/logger';
-import { systemClock, type Clock, type Timer } from './clock';
+import type { Logger } from '../../core/logger';
+import { systemClock, type Clock, type Timer } from '../../core/clock';
 import {
   FrameDecoder,
   HOST_KIND,
@@ -17,36 +15,12 @@ import {
   exitReplySchema,
   helloReplySchema,
   parseReply,
-  runnerConfig,
   startedReplySchema,
   type Frame,
   type HelloReply,
   type RunRequest,
   type StateReply,
-} from '../core/runnerProtocol';
-
-declare const __CODEACT_RUNNER_SOURCE__: string | undefined;
-
-let cachedSource: string | undefined;
-
-/**
- * The runner's Python source (resources/runner.py). Bundles carry it inline (esbuild defines
- * __CODEACT_RUNNER_SOURCE__); from the sources (tsx, tests) it is read next to the repository.
- */
-export function runnerSource(): string {
-  if (cachedSource !== undefined) return cachedSource;
-  if (typeof __CODEACT_RUNNER_SOURCE__ === 'string') return (cachedSource = __CODEACT_RUNNER_SOURCE__);
-  const candidates = [path.resolve(__dirname, '../../resources/runner.py'), path.resolve(__dirname, '../resources/runner.py')];
-  for (const file of candidates) {
-    if (fs.existsSync(file)) return (cachedSource = fs.readFileSync(file, 'utf8'));
-  }
-  throw new Error(`the sandbox runner (resources/runner.py) was not found next to ${__dirname}`);
-}
-
-/** PID 1 of a warm sandbox: the runner, which also does the keeper's work (reaping orphans). */
-export function runnerCommand(preloadModules: readonly string[]): string[] {
-  return ['python3', '-c', runnerSource(), runnerConfig(preloadModules)];
-}
+} from '../../core/runnerProtocol';
 
 /**
  * How long the runner may take to say a program started; no answer in this long means it is stuck.

@@ -1,6 +1,6 @@
-import type { CollectOutcome, ProgramExit, ProgramRun, Sandbox } from '../core/sandbox';
-import type { DockerSandbox } from './dockerSandbox';
-import { SandboxGoneError } from './engineErrors';
+import type { CollectOutcome, ProgramExit, ProgramRun, Sandbox } from '../../core/sandbox';
+import type { DockerSandbox } from '../sandbox';
+import { SandboxGoneError } from '../engine';
 
 /** A sandbox as the provider tracks it: the calls that hold it, and whether it is to go when they end. */
 export interface Entry {

@@ -1,10 +1,10 @@
 import type Dockerode from 'dockerode';
-import { ToolError } from '../core/errors';
+import { ToolError } from '../../core/errors';
 import { engineOf, type EngineTarget } from './connection';
-import { engineTimeoutOf } from './engine/deadline';
-import { knownIdentity, type EngineIdentity } from './engine/identity';
+import { engineTimeoutOf } from './deadline';
+import { knownIdentity, type EngineIdentity } from './identity';
 
-export { ENGINE_DEADLINE_MS, EngineTimeoutError, readEngine, withDeadline } from './engine/deadline';
+export { ENGINE_DEADLINE_MS, EngineTimeoutError, readEngine, withDeadline } from './deadline';
 
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED',

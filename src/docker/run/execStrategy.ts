@@ -1,11 +1,10 @@
 import { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
-import { describeError } from '../core/errors';
-import type { ProgramRun } from '../core/sandbox';
-import { ENGINE_DEADLINE_MS, withDeadline } from './engineErrors';
-import { PROGRAM_NAME, SANDBOX_USER } from './guest';
-import { isGvisor } from './engine/runtime';
-import { settledState, stoppedExit, stoppedReason } from './sandboxStopped';
+import { describeError } from '../../core/errors';
+import type { ProgramRun } from '../../core/sandbox';
+import { ENGINE_DEADLINE_MS, isGvisor, withDeadline } from '../engine';
+import { PROGRAM_NAME, SANDBOX_USER } from '../container';
+import { settledState, stoppedExit, stoppedReason } from './stopped';
 import { delay, type ExitInfo, type RunStrategy, type SandboxOps, type StrategyResult } from './runStrategy';
 
 /** Management calls are quick on a healthy engine; a hung one must not hang the chat. */

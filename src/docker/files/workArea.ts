@@ -1,10 +1,10 @@
 import type Dockerode from 'dockerode';
-import { ToolError, describeError } from '../core/errors';
-import type { Logger } from '../core/logger';
-import type { ProgramRun } from '../core/sandbox';
+import { ToolError, describeError } from '../../core/errors';
+import type { Logger } from '../../core/logger';
+import type { ProgramRun } from '../../core/sandbox';
 import { archiveOf } from './archive';
-import { isNoSpace, withDeadline } from './engineErrors';
-import { WORK_ROOT } from './guest';
+import { isNoSpace, withDeadline } from '../engine';
+import { WORK_ROOT } from '../container';
 import { runArchive } from './transfer';
 
 /** Lays out /sandbox (a tmpfs: empty after every start): home, tmp and the runs folder. */

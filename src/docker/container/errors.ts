@@ -1,6 +1,6 @@
-import { ToolError, describeError } from '../core/errors';
+import { ToolError, describeError } from '../../core/errors';
 import type Dockerode from 'dockerode';
-import { engineFailure, isEngineFailure } from './engineErrors';
+import { engineFailure, isEngineFailure } from '../engine';
 
 /** Why a sandbox could not be made, for the model (creation failures and engine errors while re-attaching); each client adds where its log is. */
 export function sandboxFailed(cause?: unknown): ToolError {

@@ -1,27 +1,45 @@
 import { randomBytes } from 'node:crypto';
 import type Dockerode from 'dockerode';
-import { ToolError, describeError } from '../core/errors';
-import type { FilesOutCaps } from '../core/limits';
-import type { Logger } from '../core/logger';
-import type { CollectOutcome, OutputSink, ProgramExit, ProgramRun, Sandbox } from '../core/sandbox';
-import { collectFiles } from './transfer';
-import { ENGINE_DEADLINE_MS, SandboxGoneError, engineFailure, isEngineFailure, isGoneStatus, isNameTaken, statusCode, withDeadline } from './engineErrors';
-import { ExecStrategy, KILL_GRACE_MS } from './execStrategy';
-import { RUNS_DIR, WORK_ROOT, killAllSparingSource } from './guest';
-import { oomKillCount, startGuest } from './guestExec';
-import type { InstalledDistribution } from '../core/missingModule';
-import { imageDistributions } from './images';
-import { containerMatches, containerOptions, declaredVolumes, hardenedHostConfig, removeQuietly, workAreaVolumeOptions, type SandboxSpec } from './hardening';
-import { ownerLabels, type Owner, type OwnerKind } from './labels';
-import { RunnerChannel } from './runner';
-import type { ExitInfo, StrategyResult } from './runStrategy';
-import { createFailure, sandboxFailed, translateEngine } from './sandboxErrors';
-import { SandboxLock } from './sandboxLock';
-import { layOutWorkArea, putRunFiles } from './workArea';
-import type { RuntimeChoice } from './engine/runtime';
-import { WarmStrategy, type WarmOps } from './warmStrategy';
+import { ToolError, describeError } from '../../core/errors';
+import type { FilesOutCaps } from '../../core/limits';
+import type { Logger } from '../../core/logger';
+import type { CollectOutcome, OutputSink, ProgramExit, ProgramRun, Sandbox } from '../../core/sandbox';
+import { collectFiles, layOutWorkArea, putRunFiles } from '../files';
+import {
+  ENGINE_DEADLINE_MS,
+  SandboxGoneError,
+  engineFailure,
+  isEngineFailure,
+  isGoneStatus,
+  isNameTaken,
+  statusCode,
+  withDeadline,
+  type RuntimeChoice,
+} from '../engine';
+import { ExecStrategy, KILL_GRACE_MS, RunnerChannel, WarmStrategy, type ExitInfo, type StrategyResult, type WarmOps } from '../run';
+import {
+  RUNS_DIR,
+  SandboxLock,
+  WORK_ROOT,
+  containerMatches,
+  containerOptions,
+  createFailure,
+  declaredVolumes,
+  killAllSparingSource,
+  oomKillCount,
+  ownerLabels,
+  removeQuietly,
+  sandboxFailed,
+  startGuest,
+  translateEngine,
+  workAreaVolumeOptions,
+  type Owner,
+  type OwnerKind,
+  type SandboxSpec,
+} from '../container';
+import type { InstalledDistribution } from '../../core/missingModule';
+import { imageDistributions } from '../images';
 
-export { hardenedHostConfig, removeQuietly, type SandboxSpec };
 
 /** Management calls (create, start, put): quick on a healthy engine, slow on a busy one; a hung one must not hang the chat. */
 const API_DEADLINE_MS = ENGINE_DEADLINE_MS;

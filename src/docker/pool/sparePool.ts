@@ -1,35 +1,20 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type Dockerode from 'dockerode';
-import { describeError } from '../core/errors';
-import type { Logger } from '../core/logger';
-import { DockerSandbox, removeQuietly, type SandboxSpec } from './dockerSandbox';
-import { isNameTaken, readEngine } from './engineErrors';
-import type { RuntimeChoice } from './engine/runtime';
-import { WORK_ROOT } from './guest';
-import { LABEL, type Owner } from './labels';
+import { describeError } from '../../core/errors';
+import type { Logger } from '../../core/logger';
+import { DockerSandbox } from '../sandbox';
+import { isNameTaken, readEngine, type RuntimeChoice } from '../engine';
+import { LABEL, WORK_ROOT, removeQuietly, sameSpec, specKey, type Owner, type SandboxSpec } from '../container';
 
 /** The session label of a spare: it has none yet, and a label cannot be changed later. */
 export const SPARE_SESSION = 'spare';
-
-/** Whether a sandbox made for `a` serves `b` (image, limits, runner, preloads, runtime). */
-export function sameSpec(a: SandboxSpec, b: SandboxSpec): boolean {
-  return (
-    a.image === b.image &&
-    JSON.stringify(a.limits) === JSON.stringify(b.limits) &&
-    (a.warmRunner !== false) === (b.warmRunner !== false) &&
-    JSON.stringify(a.preloadModules ?? null) === JSON.stringify(b.preloadModules ?? null) &&
-    a.runtime === b.runtime &&
-    a.packagesSetting === b.packagesSetting
-  );
-}
 
 /**
  * Which pool a spare belongs to: spares are interchangeable only for one spec, one resolved
  * runtime and one version of this tool (its runner is part of the container's command).
  */
 export function poolDigest(spec: SandboxSpec, runtime: string, version: string): string {
-  const key = [spec.image, spec.limits, spec.warmRunner !== false, spec.preloadModules ?? null, spec.runtime ?? null, runtime, version];
-  return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 12);
+  return createHash('sha256').update(JSON.stringify([specKey(spec), runtime, version])).digest('hex').slice(0, 12);
 }
 
 export function spareLabels(pool: string): Record<string, string> {

@@ -1,8 +1,9 @@
 import type Dockerode from 'dockerode';
-import type { Logger } from '../core/logger';
-import { DockerSandbox, type SandboxSpec } from './dockerSandbox';
-import type { RuntimeChoice } from './engine/runtime';
-import type { Owner } from './labels';
+import type { Logger } from '../../core/logger';
+import type { SandboxSpec } from '../container';
+import { DockerSandbox } from './dockerSandbox';
+import type { RuntimeChoice } from '../engine';
+import type { Owner } from '../container';
 
 /**
  * How the provider gets a new sandbox of its own (a session's, or a spare). On an engine it is

@@ -3,10 +3,10 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type Dockerode from 'dockerode';
 import { extract, pack } from 'tar-stream';
-import type { CollectedFile, CollectOutcome, OutputSink, StagedFile } from '../core/sandbox';
-import type { FilesOutCaps } from '../core/limits';
-import { statusCode } from './engineErrors';
-import { PROGRAM_NAME, SANDBOX_GID, SANDBOX_UID } from './guest';
+import type { CollectOutcome, CollectedFile, OutputSink, StagedFile } from '../../core/sandbox';
+import type { FilesOutCaps } from '../../core/limits';
+import { statusCode } from '../engine';
+import { PROGRAM_NAME, SANDBOX_GID, SANDBOX_UID } from '../container';
 
 const owner = { uid: SANDBOX_UID, gid: SANDBOX_GID, uname: 'nobody', gname: 'nogroup' };
 

@@ -1,9 +1,8 @@
 import type Dockerode from 'dockerode';
-import type { Logger } from '../core/logger';
-import { removeQuietly, sharedSandboxName } from './dockerSandbox';
-import { statusCode } from './engineErrors';
-import { WORK_ROOT } from './guest';
-import { LABEL, hasAllLabels, type Owner } from './labels';
+import type { Logger } from '../../core/logger';
+import { sharedSandboxName } from '../sandbox';
+import { statusCode } from '../engine';
+import { LABEL, WORK_ROOT, hasAllLabels, removeQuietly, type Owner } from '../container';
 
 function processIsAlive(pid: number): boolean {
   try {

@@ -1,0 +1,22 @@
+/**
+ * What a sandbox container is, before anything runs in it: its hardened spec (and where Podman
+ * needs it said differently), its labels, the programs it runs as PID 1 and through exec, the
+ * cross-process lock on a shared one, and the typed errors of making one.
+ */
+export { createFailure, sandboxFailed, translateEngine } from './errors';
+export { PROGRAM_NAME, RUNS_DIR, SANDBOX_GID, SANDBOX_UID, SANDBOX_USER, WORK_ROOT, killAllSparingSource } from './guest';
+export { oomKillCount, startGuest } from './guestExec';
+export { LABEL, LABEL_SCHEMA, currentOwner, hasAllLabels, ownerLabels, type Owner, type OwnerKind } from './labels';
+export { SandboxLock } from './lock';
+export { logPodmanDifferences } from './podmanSpec';
+export {
+  containerMatches,
+  containerOptions,
+  declaredVolumes,
+  hardenedHostConfig,
+  removeQuietly,
+  sameSpec,
+  specKey,
+  workAreaVolumeOptions,
+  type SandboxSpec,
+} from './spec';

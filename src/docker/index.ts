@@ -1,0 +1,21 @@
+/**
+ * The Docker layer's one door: what the adapters (VS Code, the CLI, the MCP server) and their
+ * shared wiring use. src/docker/README.md draws the rooms behind it.
+ */
+export { BACKEND_SETTINGS, chooseBackend, type BackendChoice, type BackendSetting } from './backend';
+export { currentOwner, type Owner, type SandboxSpec } from './container';
+export { ensureDevcontainerImage, planDevcontainerImage } from './devcontainer';
+export { createDockerClient, resolveEngine, type EngineTarget } from './engine';
+export {
+  ImageBuildError,
+  RequirementRejectedError,
+  ensureDataImage,
+  ensurePackagesImage,
+  findDataImage,
+  findPackagesImage,
+  type BuildProgress,
+  type BuildProgressListener,
+  type DataImage,
+  type PackagesImage,
+} from './images';
+export { DockerSandboxProvider, removeCliSandboxes, removeOrphanedSandboxes, type ProviderOptions } from './pool';

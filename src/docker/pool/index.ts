@@ -1,0 +1,6 @@
+/**
+ * The sandboxes a process holds: one per chat (or shared by processes), leases and capacity,
+ * spares made ahead, idle removal, and cleaning up what a gone process left behind.
+ */
+export { removeCliSandboxes, removeOrphanedSandboxes } from './cleanup';
+export { DockerSandboxProvider, type ProviderOptions } from './dockerSandboxProvider';

@@ -1,0 +1,3 @@
+/** One sandbox's life: made from its spec, a program run in it with its files, then removed. */
+export { DockerSandbox, sharedSandboxName } from './dockerSandbox';
+export { engineSandboxes, type SandboxFactory } from './factory';
