@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as os from 'node:os';
 import { isToolError } from '../../src/core/errors';
 import { sessionDigest } from '../../src/core/session';
-import { removeOrphanedSandboxes } from '../../src/docker/pool/cleanup';
+import { processIsAlive, removeOrphanedSandboxes } from '../../src/docker/pool/cleanup';
 import { DockerSandbox } from '../../src/docker/sandbox/dockerSandbox';
 import { chooseRuntime } from '../../src/docker/engine/runtime';
 import { LABEL, ownerLabels, type Owner } from '../../src/docker/container/labels';
@@ -34,15 +34,6 @@ async function deadPid(): Promise<number> {
   return child.pid!;
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 describe('sandbox lifecycle (integration)', function () {
   const sandboxes = useDocker();
 
@@ -56,7 +47,7 @@ describe('sandbox lifecycle (integration)', function () {
 
     it('removes the sandboxes of a window that is gone and keeps all others', async function () {
       const gone = await deadPid();
-      assert.equal(isAlive(gone), false);
+      assert.equal(processIsAlive(gone), false);
       sleeper = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 120000)'], { stdio: 'ignore' });
       const livePid = sleeper.pid!;
       const host = os.hostname();

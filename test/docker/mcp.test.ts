@@ -7,6 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ListRootsRequestSchema, type CallToolResult, type Root } from '@modelcontextprotocol/sdk/types.js';
 import { LABEL } from '../../src/docker/container/labels';
+import { processIsAlive } from '../../src/docker/pool/cleanup';
 import { ArtifactStore } from '../../src/storage/artifactStore';
 import { IMAGE, SENTENCES, TEST_LABEL, WAITING_TEST_MS, bundleCli, containersWith, dockerCli, exists, inspect, programProcesses, spawnCli, useDocker, volumesWith, waitFor } from './helpers';
 
@@ -220,7 +221,7 @@ describe('the MCP server (integration)', function () {
     assert.equal(volumes.length, 1);
     running.delete(r);
     await r.client.close();
-    assert.equal(processAlive(r.pid), false);
+    assert.equal(processIsAlive(r.pid), false);
     assert.deepEqual(await containersWith(`${LABEL.ownerPid}=${r.pid}`, TEST_LABEL), [], r.log());
     assert.deepEqual(await volumesWith(`${LABEL.ownerPid}=${r.pid}`, TEST_LABEL), []);
     assert.match(r.log(), /shutting down: the client closed the connection/);
@@ -234,7 +235,7 @@ describe('the MCP server (integration)', function () {
     assert.ok(container);
     running.delete(killed);
     process.kill(killed.pid, 'SIGKILL');
-    await waitFor(() => !processAlive(killed.pid), 'the killed server to be gone');
+    await waitFor(() => !processIsAlive(killed.pid), 'the killed server to be gone');
     await killed.client.close();
     assert.equal(await exists(container), true);
 
@@ -277,11 +278,3 @@ async function runDirectories(container: string): Promise<number> {
   return Number(out.trim());
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

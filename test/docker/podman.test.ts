@@ -2,6 +2,7 @@ import * as assert from 'node:assert/strict';
 import { isToolError } from '../../src/core/errors';
 import { archiveOf } from '../../src/docker/files/archive';
 import { createDockerClient } from '../../src/docker/engine/connection';
+import { followProgress } from '../../src/docker/engine/progress';
 import { DockerSandbox } from '../../src/docker/sandbox/dockerSandbox';
 import { resolveEngine } from '../../src/docker/engine/resolve';
 import { missingLimits, podmanHost } from '../../src/docker/engine/podmanHost';
@@ -61,7 +62,7 @@ describe('engine differences: Docker and Podman (integration)', function () {
     const tag = `codeact-itest-volume:${process.pid}`;
     const dockerfile = Buffer.from(`FROM ${IMAGE}\nVOLUME /data\n`);
     const stream = await docker.buildImage(archiveOf([{ type: 'file', name: 'Dockerfile', content: dockerfile, mode: 0o644 }]), { t: tag });
-    await new Promise<void>((resolve, reject) => docker.modem.followProgress(stream, (e: Error | null) => (e ? reject(e) : resolve())));
+    await followProgress(docker, stream);
     try {
       const provider = sandboxes.makeProvider({ image: tag });
       const code = [

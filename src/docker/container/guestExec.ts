@@ -14,11 +14,9 @@ export async function startGuest(container: Dockerode.Container, source: string,
   return (await withDeadline(exec.start({ hijack: true, stdin: false }), Math.max(1, giveUp - Date.now()), 'start exec')) as NodeJS.ReadableStream;
 }
 
-const READ_DEADLINE_MS = ENGINE_DEADLINE_MS;
-
 /** The container cgroup's count of OOM kills since it started; undefined when it cannot be read. */
 export async function oomKillCount(docker: Dockerode, container: Dockerode.Container): Promise<number | undefined> {
-  const stream = await startGuest(container, OOM_COUNT_SOURCE, READ_DEADLINE_MS);
+  const stream = await startGuest(container, OOM_COUNT_SOURCE, ENGINE_DEADLINE_MS);
   const out: Buffer[] = [];
   const ended = new Promise<void>((resolve) => {
     stream.on('end', resolve);
@@ -26,7 +24,7 @@ export async function oomKillCount(docker: Dockerode, container: Dockerode.Conta
     stream.on('error', () => resolve());
   });
   docker.modem.demuxStream(stream, collector(out), collector([]));
-  await withDeadline(ended, READ_DEADLINE_MS, 'read the OOM-kill count');
+  await withDeadline(ended, ENGINE_DEADLINE_MS, 'read the OOM-kill count');
   const text = Buffer.concat(out).toString('latin1').trim();
   return /^\d+$/.test(text) ? Number(text) : undefined;
 }

@@ -24,7 +24,6 @@ export const LOCK_HOLDER_SOURCE = [
   'sys.stdin.buffer.read()',
 ].join('\n');
 
-const CREATE_DEADLINE_MS = ENGINE_DEADLINE_MS;
 /** Holders that end before taking the lock are replaced this many times in all. */
 const HOLDER_ATTEMPTS = 3;
 
@@ -86,10 +85,10 @@ export class SandboxLock {
         AttachStdout: true,
         AttachStderr: true,
       }),
-      CREATE_DEADLINE_MS,
+      ENGINE_DEADLINE_MS,
       'create lock exec',
     );
-    const stream = (await withDeadline(exec.start({ hijack: true, stdin: true }), CREATE_DEADLINE_MS, 'start lock exec')) as NodeJS.ReadWriteStream & {
+    const stream = (await withDeadline(exec.start({ hijack: true, stdin: true }), ENGINE_DEADLINE_MS, 'start lock exec')) as NodeJS.ReadWriteStream & {
       destroy?: () => void;
     };
     const locked = await new Promise<boolean>((resolve, reject) => {

@@ -9,7 +9,7 @@ import type Dockerode from 'dockerode';
 import { describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
 import { archiveOf } from '../files';
-import { statusCode } from '../engine';
+import { followProgress, statusCode } from '../engine';
 import { LABEL, LABEL_SCHEMA, hasAllLabels } from '../container';
 
 /** Repository of every image this backend builds: codeact-devcontainer/<folder digest>:<config hash>. */
@@ -64,14 +64,7 @@ export async function labelImage(
   };
   const context = archiveOf([{ type: 'file', name: 'Dockerfile', content: Buffer.from(`FROM ${staging}\n`), mode: 0o644 }]);
   const stream = (await docker.buildImage(context, { t: image.tag, labels, rm: true, forcerm: true })) as NodeJS.ReadableStream;
-  await new Promise<void>((resolve, reject) => {
-    docker.modem.followProgress(stream, (err: Error | null, events: { error?: string }[]) => {
-      const failed = events?.find((e) => e.error);
-      if (err) reject(err);
-      else if (failed) reject(new Error(failed.error));
-      else resolve();
-    });
-  });
+  await followProgress(docker, stream);
   await docker.getImage(image.tag).inspect();
 }
 

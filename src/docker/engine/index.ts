@@ -19,6 +19,7 @@ export {
   statusCode,
   withDeadline,
 } from './errors';
+export { followProgress, type ProgressEvent } from './progress';
 export { engineIdentity, type EngineIdentity, type EngineKind } from './identity';
 export { checkPodmanLimits } from './podmanHost';
 export { chooseRuntime, engineRuntimes, isGvisor, type RuntimeChoice, type RuntimeRequest } from './runtime';

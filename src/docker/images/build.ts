@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import type { Logger } from '../../core/logger';
 import type { InstalledDistribution } from '../../core/missingModule';
 import { LABEL, LABEL_SCHEMA } from '../container';
+import { followProgress } from '../engine';
 import { BuildOutput, type BuildEvent, type BuildProgressListener } from './buildProgress';
 import { contextArchive, type BuildContext } from './dockerfile';
 import { IMAGE_LABEL, parseDistributions } from './imageLabels';
@@ -62,21 +63,14 @@ export async function runBuild(o: RunBuildOptions): Promise<{ imageId: string; t
   } catch (e) {
     throw new BuildFailed(`the engine refused the build: ${(e as Error)?.message ?? e}`, output.tail, { cause: e });
   }
-  await new Promise<void>((resolve, reject) => {
-    const onAbort = () => (stream as unknown as { destroy?: (e?: Error) => void }).destroy?.(new Error('build aborted'));
-    o.signal.addEventListener('abort', onAbort, { once: true });
-    o.docker.modem.followProgress(
-      stream,
-      (err: Error | null) => {
-        o.signal.removeEventListener('abort', onAbort);
-        output.end();
-        if (err) reject(new BuildFailed(`the build stream failed: ${err.message}`, output.tail, { cause: err }));
-        else if (output.error) reject(new BuildFailed(output.error, output.tail));
-        else resolve();
-      },
-      (event: BuildEvent) => output.event(event),
-    );
-  });
+  try {
+    await followProgress<BuildEvent>(o.docker, stream, { signal: o.signal, abortMessage: 'build aborted', failOnErrorEvent: false, onEvent: (event) => output.event(event) });
+  } catch (e) {
+    throw new BuildFailed(`the build stream failed: ${(e as Error).message}`, output.tail, { cause: e });
+  } finally {
+    output.end();
+  }
+  if (output.error) throw new BuildFailed(output.error, output.tail);
   if (o.signal.aborted) throw new BuildFailed('the build was aborted', output.tail);
   const info = await o.docker.getImage(o.tag).inspect();
   return { imageId: info.Id, tail: output.tail };

@@ -1,6 +1,6 @@
 import type Dockerode from 'dockerode';
 import { ToolError } from '../../core/errors';
-import { engineFailure, isEngineFailure, statusCode } from '../engine';
+import { engineFailure, followProgress, isEngineFailure, statusCode } from '../engine';
 
 export interface PullProgress {
   /** One human line, e.g. "Downloading 3 layers: 41 MB of 120 MB". */
@@ -67,36 +67,25 @@ export function classifyPullFailure(e: unknown, signal?: AbortSignal): PullFailu
 /** Pulls `image`, reporting layer progress; rejects with the engine's error (see classifyPullFailure). */
 export async function pullImage(docker: Dockerode, image: string, options: { signal?: AbortSignal; onProgress?: PullProgress } = {}): Promise<void> {
   const stream = (await docker.pull(image, { abortSignal: options.signal })) as NodeJS.ReadableStream;
-  await new Promise<void>((resolve, reject) => {
-    const layers = new Map<string, { current: number; total: number }>();
-    const onAbort = () => {
-      (stream as unknown as { destroy?: (e?: Error) => void }).destroy?.(new Error('aborted'));
-      reject(new Error('pull aborted'));
-    };
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    docker.modem.followProgress(
-      stream,
-      (err: Error | null) => {
-        options.signal?.removeEventListener('abort', onAbort);
-        if (err) reject(err);
-        else resolve();
-      },
-      (event: { id?: string; status?: string; error?: string; progressDetail?: { current?: number; total?: number } }) => {
-        if (event.error) return; // followProgress reports it through the callback
-        const d = event.progressDetail;
-        if (event.id && d && typeof d.total === 'number' && d.total > 0) {
-          layers.set(event.id, { current: d.current ?? 0, total: d.total });
-          let current = 0;
-          let total = 0;
-          for (const l of layers.values()) {
-            current += l.current;
-            total += l.total;
-          }
-          const mb = (n: number) => `${Math.round(n / 1e6)} MB`;
-          options.onProgress?.(`Pulling ${image}: ${mb(current)} of ${mb(total)}`, total ? current / total : undefined);
+  const layers = new Map<string, { current: number; total: number }>();
+  await followProgress(docker, stream, {
+    signal: options.signal,
+    abortMessage: 'pull aborted',
+    onEvent: (event) => {
+      if (event.error) return; // the wait rejects with it
+      const d = event.progressDetail;
+      if (event.id && d && typeof d.total === 'number' && d.total > 0) {
+        layers.set(event.id, { current: d.current ?? 0, total: d.total });
+        let current = 0;
+        let total = 0;
+        for (const l of layers.values()) {
+          current += l.current;
+          total += l.total;
         }
-      },
-    );
+        const mb = (n: number) => `${Math.round(n / 1e6)} MB`;
+        options.onProgress?.(`Pulling ${image}: ${mb(current)} of ${mb(total)}`, total ? current / total : undefined);
+      }
+    },
   });
   // A pull that "succeeds" without the image (e.g. an error event swallowed by a proxy) is a failure.
   await docker.getImage(image).inspect();

@@ -4,7 +4,8 @@ import { sharedSandboxName } from '../sandbox';
 import { statusCode } from '../engine';
 import { LABEL, WORK_ROOT, hasAllLabels, removeQuietly, type Owner } from '../container';
 
-function processIsAlive(pid: number): boolean {
+/** Whether process `pid` of this machine still runs (the owner a label names). */
+export function processIsAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -19,7 +19,7 @@ import { RoomWaiters, evictedNote, leastRecentlyUsedIdle } from './capacity';
 import { Lease, type Entry, type LeaseHolder } from './lease';
 import { adoptSession, createOrAdopt } from './sharedSessions';
 import { logPodmanDifferences, sameSpec, type SandboxSpec } from '../container';
-import { SPARE_SESSION, SharedSparePool, SparePool, poolDigest, spareLabels } from './sparePool';
+import { SPARE_SESSION, SharedSparePool, SparePool, poolDigest, spareFailed, spareLabels } from './sparePool';
 import type { ProviderOptions } from './providerOptions';
 import { systemClock, type Clock, type Timer } from '../../core/clock';
 
@@ -109,7 +109,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
       const runtime = await this.runtimeFor(spec);
       await this.sharedPool!.fill(poolDigest(spec, runtime.name, this.options.owner.version), this.options.spareSandboxes ?? 0, spec, runtime);
     });
-    const settled = run.catch((e: unknown) => this.options.log.info(`creating a spare sandbox failed (a new session creates its own): ${describeError(e)}`));
+    const settled = run.catch((e: unknown) => spareFailed(this.options.log, e));
     this.sharedFill = settled;
     return settled;
   }

@@ -17,6 +17,11 @@ export function poolDigest(spec: SandboxSpec, runtime: string, version: string):
   return createHash('sha256').update(JSON.stringify([specKey(spec), runtime, version])).digest('hex').slice(0, 12);
 }
 
+/** A spare that could not be made costs nothing but the log line: the next session makes its own. */
+export function spareFailed(log: Logger, e: unknown): void {
+  log.info(`creating a spare sandbox failed (a new session creates its own): ${describeError(e)}`);
+}
+
 export function spareLabels(pool: string): Record<string, string> {
   return { [LABEL.session]: SPARE_SESSION, [LABEL.pool]: pool };
 }
@@ -101,7 +106,7 @@ export class SparePool {
         this.source.changed();
       }
     })()
-      .catch((e: unknown) => this.log.info(`creating a spare sandbox failed (a new session creates its own): ${describeError(e)}`))
+      .catch((e: unknown) => spareFailed(this.log, e))
       .finally(() => {
         if (this.filling === run) this.filling = undefined;
         this.source.changed();

@@ -7,8 +7,6 @@ import { PROGRAM_NAME, SANDBOX_USER } from '../container';
 import { settledState, stoppedExit, stoppedReason } from './stopped';
 import { delay, type ExitInfo, type RunStrategy, type SandboxOps, type StrategyResult } from './runStrategy';
 
-/** Management calls are quick on a healthy engine; a hung one must not hang the chat. */
-const API_DEADLINE_MS = ENGINE_DEADLINE_MS;
 /** After asking the program to die, how long before the whole sandbox is restarted instead. */
 export const KILL_GRACE_MS = 3_000;
 /** How long one kill may take to end the program's output before it is tried again. */
@@ -39,10 +37,10 @@ export class ExecStrategy implements RunStrategy {
         AttachStderr: true,
         Tty: false,
       }),
-      API_DEADLINE_MS,
+      ENGINE_DEADLINE_MS,
       'create exec',
     );
-    const stream = (await withDeadline(exec.start({ hijack: true, stdin: false }), API_DEADLINE_MS, 'start exec')) as NodeJS.ReadWriteStream;
+    const stream = (await withDeadline(exec.start({ hijack: true, stdin: false }), ENGINE_DEADLINE_MS, 'start exec')) as NodeJS.ReadWriteStream;
 
     const ended = new Promise<void>((resolve, reject) => {
       stream.on('end', resolve);

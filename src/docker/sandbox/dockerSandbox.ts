@@ -40,9 +40,6 @@ import {
 import type { InstalledDistribution } from '../../core/missingModule';
 import { imageDistributions } from '../images';
 
-
-/** Management calls (create, start, put): quick on a healthy engine, slow on a busy one; a hung one must not hang the chat. */
-const API_DEADLINE_MS = ENGINE_DEADLINE_MS;
 /** A container another process just created: how long it may take to start (on a busy engine) before we give up on it. */
 const SHARED_START_WAIT_MS = ENGINE_DEADLINE_MS;
 
@@ -184,9 +181,9 @@ export class DockerSandbox implements Sandbox, WarmOps {
     let containerId: string | undefined;
     try {
       // Creating a volume whose name exists returns the existing one (the other process's).
-      await withDeadline(docker.createVolume(workAreaVolumeOptions(name, spec.limits, labels, runtime.engine)), API_DEADLINE_MS, 'create volume');
-      const imageVolumes = await declaredVolumes(docker, spec.image, API_DEADLINE_MS);
-      const container = await withDeadline(docker.createContainer(containerOptions(name, spec, labels, imageVolumes, runtime)), API_DEADLINE_MS, 'create container');
+      await withDeadline(docker.createVolume(workAreaVolumeOptions(name, spec.limits, labels, runtime.engine)), ENGINE_DEADLINE_MS, 'create volume');
+      const imageVolumes = await declaredVolumes(docker, spec.image, ENGINE_DEADLINE_MS);
+      const container = await withDeadline(docker.createContainer(containerOptions(name, spec, labels, imageVolumes, runtime)), ENGINE_DEADLINE_MS, 'create container');
       containerId = container.id;
       return new DockerSandbox(docker, container.id, name, name, spec, runtime, log);
     } catch (e) {
@@ -212,7 +209,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
   ): Promise<AttachResult> {
     let info: Dockerode.ContainerInspectInfo;
     try {
-      info = await withDeadline(docker.getContainer(containerId).inspect(), API_DEADLINE_MS, 'inspect container');
+      info = await withDeadline(docker.getContainer(containerId).inspect(), ENGINE_DEADLINE_MS, 'inspect container');
     } catch (e) {
       if (statusCode(e) === 404) return { kind: 'gone' };
       throw translateEngine(e, docker);
@@ -258,7 +255,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
     }
     if (!now) return;
     try {
-      await withDeadline(this.container.start(), API_DEADLINE_MS, 'start container');
+      await withDeadline(this.container.start(), ENGINE_DEADLINE_MS, 'start container');
     } catch (e) {
       if (statusCode(e) !== 304) throw e; // 304: started by someone else meanwhile
     }
@@ -279,7 +276,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
 
   /** Renames the container (a spare taken by a session gets the session's name); isNameTaken: the name is another's. */
   async rename(name: string): Promise<void> {
-    await withDeadline(this.container.rename({ name }), API_DEADLINE_MS, 'rename container');
+    await withDeadline(this.container.rename({ name }), ENGINE_DEADLINE_MS, 'rename container');
     this.name = name;
   }
 
@@ -295,7 +292,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
     // Attached before the start, so nothing the runner says is missed.
     await this.openRunner();
     try {
-      await withDeadline(this.container.start(), API_DEADLINE_MS, 'start container');
+      await withDeadline(this.container.start(), ENGINE_DEADLINE_MS, 'start container');
     } catch (e) {
       // 304: a process sharing the sandbox started it first (it waited for us, then gave up).
       if (statusCode(e) !== 304) throw e;
@@ -310,18 +307,18 @@ export class DockerSandbox implements Sandbox, WarmOps {
 
 
   private layOutWorkArea(): Promise<void> {
-    return layOutWorkArea(this.container, API_DEADLINE_MS);
+    return layOutWorkArea(this.container, ENGINE_DEADLINE_MS);
   }
 
   /** Kill everything and start again: the way out when the program cannot be stopped from inside. */
   async restart(): Promise<void> {
     try {
       try {
-        await withDeadline(this.container.kill({ signal: 'SIGKILL' }), API_DEADLINE_MS, 'kill container');
+        await withDeadline(this.container.kill({ signal: 'SIGKILL' }), ENGINE_DEADLINE_MS, 'kill container');
       } catch (e) {
         if (statusCode(e) !== 409) throw e; // 409: it was not running
       }
-      await withDeadline(this.container.wait({ condition: 'not-running' }), API_DEADLINE_MS, 'wait for container').catch(() => {});
+      await withDeadline(this.container.wait({ condition: 'not-running' }), ENGINE_DEADLINE_MS, 'wait for container').catch(() => {});
       // The lock holder died with the container: this process still owns the sandbox, so take it again.
       const relock = this.lockHolder.held;
       this.lockHolder.release();
@@ -396,7 +393,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
 
   /** Copies the program and the shared files in; returns what the model must be told about it. */
   private putRunFiles(callId: string, run: ProgramRun): Promise<string[]> {
-    return putRunFiles(this, callId, run, API_DEADLINE_MS);
+    return putRunFiles(this, callId, run, ENGINE_DEADLINE_MS);
   }
 
   /**
@@ -460,7 +457,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
     this.channel = undefined;
     if (this.spec.warmRunner === false) return;
     try {
-      this.channel = await withDeadline(RunnerChannel.open(this.docker, this.container, this.name, this.log), API_DEADLINE_MS, 'attach to the runner');
+      this.channel = await withDeadline(RunnerChannel.open(this.docker, this.container, this.name, this.log), ENGINE_DEADLINE_MS, 'attach to the runner');
     } catch (e) {
       this.log.warn(`sandbox ${this.name}: cannot attach to the runner (${describeError(e)}); programs run by docker exec`);
     }
@@ -486,7 +483,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
   /** True when the container still exists and runs (e.g. not removed by `docker rm -f`). */
   async isAlive(): Promise<boolean> {
     try {
-      const info = await withDeadline(this.container.inspect(), API_DEADLINE_MS, 'inspect container');
+      const info = await withDeadline(this.container.inspect(), ENGINE_DEADLINE_MS, 'inspect container');
       return info.State.Running === true;
     } catch {
       return false;
