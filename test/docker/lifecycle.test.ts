@@ -54,7 +54,7 @@ describe('sandbox lifecycle (integration)', function () {
       const window = (pid: number, h = host): Owner => ({ kind: 'vscode', host: h, pid, version: TEST_VERSION });
       const spec = { image: IMAGE, limits: TEST_LIMITS };
       const make = async (o: Owner, what: string) => {
-        const s = await DockerSandbox.create(docker, spec, ENGINE_DEFAULT_RUNTIME, o, sessionDigest(uniqueSessionKey(what)), log);
+        const s = await DockerSandbox.create({ docker, spec, runtime: ENGINE_DEFAULT_RUNTIME, owner: o, sessionDigest: sessionDigest(uniqueSessionKey(what)), log });
         created.push(s);
         return s;
       };

@@ -3,68 +3,47 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ArtifactStore, type StoreFs } from '../../src/storage/artifactStore';
-import { HOUR, T0, countingFs, dirBytes, outcome, writeRuns } from './storeFixtures';
+import { HOUR, T0, countingFs, dirBytes, finishedRunIn, outcome, useStore, writeRuns } from './storeFixtures';
 
 describe('artifact store sizes and pruning (unit)', () => {
-  let tmp: string;
-  let root: string;
-  let clock: number;
-  let store: ArtifactStore;
-
-  beforeEach(() => {
-    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'artifact-size-'));
-    root = path.join(tmp, 'store');
-    clock = T0;
-    store = new ArtifactStore(root, { now: () => clock });
-  });
-
-  afterEach(() => {
-    fs.rmSync(tmp, { recursive: true, force: true });
-  });
-
-  /** A finished run with one file of `size` bytes, at the current clock. */
-  async function finishedRun(session: string, size: number, label = `label ${session}`) {
-    const w = store.beginRun(session, label);
-    await w.addFile('out.bin', Buffer.alloc(size, 1), size);
-    w.finish(outcome());
-    return w;
-  }
+  const u = useStore('artifact-size-');
+  const finishedRun = (session: string, size: number, label?: string) => finishedRunIn(u.store, session, size, label);
 
   describe('size and pruning', () => {
     it('totals every byte under the root', async () => {
       const w = await finishedRun('s', 1000);
       fs.writeFileSync(path.join(w.dir, 'stderr.txt'), 'x'.repeat(24));
       const recordBytes = fs.statSync(path.join(w.dir, 'run.json')).size;
-      assert.equal(await store.totalBytes(), 1000 + 24 + recordBytes);
+      assert.equal(await u.store.totalBytes(), 1000 + 24 + recordBytes);
     });
 
     it('deletes the oldest runs across sessions until the store fits the budget', async () => {
       const runs = [];
       for (const session of ['b', 'a', 'c', 'a', 'b']) {
         runs.push(await finishedRun(session, 1000));
-        clock += 60_000;
+        u.now += 60_000;
       }
       const sizes = runs.map((w) => dirBytes(w.dir));
       const total = sizes.reduce((x, y) => x + y, 0);
-      assert.equal(await store.totalBytes(), total);
+      assert.equal(await u.store.totalBytes(), total);
 
       // Room for the newest two runs and a little of the third: the three oldest go.
       const budget = sizes[3]! + sizes[4]! + 10;
-      assert.deepEqual(await store.prune(budget), { deletedRuns: 3, freedBytes: sizes[0]! + sizes[1]! + sizes[2]!, totalBytes: sizes[3]! + sizes[4]! });
-      assert.deepEqual((await store.listRuns('a')).map((r) => r.runId), [runs[3]!.runId]);
-      assert.deepEqual((await store.listRuns('b')).map((r) => r.runId), [runs[4]!.runId]);
-      assert.deepEqual(fs.readdirSync(root).sort(), ['a', 'b']);
+      assert.deepEqual(await u.store.prune(budget), { deletedRuns: 3, freedBytes: sizes[0]! + sizes[1]! + sizes[2]!, totalBytes: sizes[3]! + sizes[4]! });
+      assert.deepEqual((await u.store.listRuns('a')).map((r) => r.runId), [runs[3]!.runId]);
+      assert.deepEqual((await u.store.listRuns('b')).map((r) => r.runId), [runs[4]!.runId]);
+      assert.deepEqual(fs.readdirSync(u.root).sort(), ['a', 'b']);
 
-      assert.deepEqual(await store.prune(budget), { deletedRuns: 0, freedBytes: 0, totalBytes: sizes[3]! + sizes[4]! });
-      assert.deepEqual(await store.prune(0), { deletedRuns: 2, freedBytes: sizes[3]! + sizes[4]!, totalBytes: 0 });
+      assert.deepEqual(await u.store.prune(budget), { deletedRuns: 0, freedBytes: 0, totalBytes: sizes[3]! + sizes[4]! });
+      assert.deepEqual(await u.store.prune(0), { deletedRuns: 2, freedBytes: sizes[3]! + sizes[4]!, totalBytes: 0 });
     });
 
     it('never deletes the run being written, even when it is the oldest', async () => {
-      const writing = store.beginRun('s', 'l');
+      const writing = u.store.beginRun('s', 'l');
       await writing.addFile('big.bin', Buffer.alloc(5000), 5000);
-      clock += 1000;
+      u.now += 1000;
       const done = await finishedRun('s', 10);
-      const result = await store.prune(0);
+      const result = await u.store.prune(0);
       assert.equal(result.deletedRuns, 1);
       assert.equal(result.totalBytes, 5000);
       assert.ok(fs.existsSync(path.join(writing.filesDir, 'big.bin')));
@@ -72,42 +51,42 @@ describe('artifact store sizes and pruning (unit)', () => {
     });
 
     it("leaves another window's fresh unfinished run alone, and removes one left by a crash", async () => {
-      const otherWindow = new ArtifactStore(root, { now: () => clock });
+      const otherWindow = new ArtifactStore(u.root, { now: () => u.now });
       const theirs = otherWindow.beginRun('s', 'l');
       await theirs.addFile('x', Buffer.alloc(100), 100);
-      clock += HOUR;
-      assert.deepEqual(await store.prune(0), { deletedRuns: 0, freedBytes: 0, totalBytes: 100 });
-      clock += 24 * HOUR;
-      assert.deepEqual(await store.prune(0), { deletedRuns: 1, freedBytes: 100, totalBytes: 0 });
+      u.now += HOUR;
+      assert.deepEqual(await u.store.prune(0), { deletedRuns: 0, freedBytes: 0, totalBytes: 100 });
+      u.now += 24 * HOUR;
+      assert.deepEqual(await u.store.prune(0), { deletedRuns: 1, freedBytes: 100, totalBytes: 0 });
     });
   });
 
   describe('change notification', () => {
     it('notifies on finish, delete, clear and prune, not on begin or discard, until disposed', async () => {
       let calls = 0;
-      const sub = store.onDidChange(() => calls++);
-      const throwing = store.onDidChange(() => {
+      const sub = u.store.onDidChange(() => calls++);
+      const throwing = u.store.onDidChange(() => {
         throw new Error('a broken view');
       });
-      const w = store.beginRun('s', 'l');
+      const w = u.store.beginRun('s', 'l');
       assert.equal(calls, 0);
       w.finish(outcome());
       assert.equal(calls, 1);
-      store.beginRun('s', 'l').discard();
+      u.store.beginRun('s', 'l').discard();
       assert.equal(calls, 1);
-      await store.deleteRun('s', w.runId);
+      await u.store.deleteRun('s', w.runId);
       assert.equal(calls, 2);
       await finishedRun('s', 1);
-      await store.deleteSession('s');
+      await u.store.deleteSession('s');
       assert.equal(calls, 4);
       await finishedRun('s', 1);
-      await store.clear();
+      await u.store.clear();
       assert.equal(calls, 6);
       await finishedRun('s', 1);
-      await store.prune(0);
+      await u.store.prune(0);
       assert.equal(calls, 8);
-      await store.prune(0);
-      await store.clear();
+      await u.store.prune(0);
+      await u.store.clear();
       assert.equal(calls, 8);
       sub.dispose();
       throwing.dispose();
@@ -136,7 +115,7 @@ describe('artifact store sizes and pruning (unit)', () => {
           const dir = path.join(scratch, `store-${count}`);
           const ids = writeRuns(dir, 'old', count, T0 - HOUR, 1000);
           const counting = countingFs();
-          const s = new ArtifactStore(dir, { now: () => clock, fs: counting.fs });
+          const s = new ArtifactStore(dir, { now: () => u.now, fs: counting.fs });
           const total = dirBytes(dir);
           // The first use walks the whole store, once.
           assert.deepEqual(await s.prune(total), { deletedRuns: 0, freedBytes: 0, totalBytes: total });
@@ -168,9 +147,9 @@ describe('artifact store sizes and pruning (unit)', () => {
     });
 
     it('lists from the index after the first walk: a call adds its own record and reads no other', async () => {
-      writeRuns(root, 'old', 3, T0 - HOUR, 10);
+      writeRuns(u.root, 'old', 3, T0 - HOUR, 10);
       const counting = countingFs();
-      const s = new ArtifactStore(root, { now: () => clock, fs: counting.fs });
+      const s = new ArtifactStore(u.root, { now: () => u.now, fs: counting.fs });
       assert.equal((await s.listSessions()).length, 1);
       counting.reset();
       const w = s.beginRun('live', 'label live');
@@ -188,63 +167,63 @@ describe('artifact store sizes and pruning (unit)', () => {
     });
 
     it('keeps the sizes a fresh walk would find, through runs, streams, deletes and discards', async () => {
-      assert.equal(await store.totalBytes(), 0);
+      assert.equal(await u.store.totalBytes(), 0);
       const a = await finishedRun('a', 500);
-      const b = store.beginRun('b', 'l');
+      const b = u.store.beginRun('b', 'l');
       fs.writeFileSync(path.join(b.dir, 'stdout.txt'), 'x'.repeat(70));
       await b.addFile('t.txt', Buffer.from('hello'), 5);
       b.finish(outcome({ stdoutTruncated: true }));
-      store.beginRun('c', 'l').discard();
-      clock += 1000;
+      u.store.beginRun('c', 'l').discard();
+      u.now += 1000;
       await finishedRun('a', 7);
-      assert.equal(await store.totalBytes(), dirBytes(root));
-      assert.equal(await store.totalBytes(), await new ArtifactStore(root).totalBytes());
-      assert.equal(await store.deleteRun('a', a.runId), true);
-      assert.equal(await store.totalBytes(), dirBytes(root));
-      assert.equal(await store.deleteSession('b'), 1);
-      assert.equal(await store.totalBytes(), dirBytes(root));
+      assert.equal(await u.store.totalBytes(), dirBytes(u.root));
+      assert.equal(await u.store.totalBytes(), await new ArtifactStore(u.root).totalBytes());
+      assert.equal(await u.store.deleteRun('a', a.runId), true);
+      assert.equal(await u.store.totalBytes(), dirBytes(u.root));
+      assert.equal(await u.store.deleteSession('b'), 1);
+      assert.equal(await u.store.totalBytes(), dirBytes(u.root));
     });
 
     it('measures a run being written again at each prune, so its growth counts', async () => {
-      assert.equal(await store.totalBytes(), 0);
-      const writing = store.beginRun('s', 'l');
+      assert.equal(await u.store.totalBytes(), 0);
+      const writing = u.store.beginRun('s', 'l');
       await writing.addFile('a.bin', Buffer.alloc(300), 300);
-      assert.deepEqual(await store.prune(1_000_000), { deletedRuns: 0, freedBytes: 0, totalBytes: 300 });
+      assert.deepEqual(await u.store.prune(1_000_000), { deletedRuns: 0, freedBytes: 0, totalBytes: 300 });
       await writing.addFile('b.bin', Buffer.alloc(200), 200);
-      assert.deepEqual(await store.prune(1_000_000), { deletedRuns: 0, freedBytes: 0, totalBytes: 500 });
+      assert.deepEqual(await u.store.prune(1_000_000), { deletedRuns: 0, freedBytes: 0, totalBytes: 500 });
     });
 
     it("does not count a run another window deleted first as freed", async () => {
       const gone = await finishedRun('s', 1000);
-      clock += 1000;
+      u.now += 1000;
       const kept = await finishedRun('s', 10);
-      assert.equal(await store.totalBytes(), dirBytes(root));
+      assert.equal(await u.store.totalBytes(), dirBytes(u.root));
       fs.rmSync(gone.dir, { recursive: true });
-      assert.deepEqual(await store.prune(dirBytes(kept.dir)), { deletedRuns: 0, freedBytes: 0, totalBytes: dirBytes(kept.dir) });
+      assert.deepEqual(await u.store.prune(dirBytes(kept.dir)), { deletedRuns: 0, freedBytes: 0, totalBytes: dirBytes(kept.dir) });
     });
 
     it("lists another window's unfinished run once it finished, and its new runs after reload", async () => {
-      const other = new ArtifactStore(root, { now: () => clock });
+      const other = new ArtifactStore(u.root, { now: () => u.now });
       const inFlight = other.beginRun('o', 'theirs');
-      assert.deepEqual(await store.listSessions(), []);
+      assert.deepEqual(await u.store.listSessions(), []);
       inFlight.finish(outcome());
-      await store.prune(1_000_000);
-      assert.deepEqual((await store.listSessions()).map((x) => [x.sessionDigest, x.runCount]), [['o', 1]]);
+      await u.store.prune(1_000_000);
+      assert.deepEqual((await u.store.listSessions()).map((x) => [x.sessionDigest, x.runCount]), [['o', 1]]);
 
-      clock += 1000;
+      u.now += 1000;
       const later = other.beginRun('o', 'theirs');
       later.finish(outcome());
-      assert.equal((await store.listRuns('o')).length, 1);
+      assert.equal((await u.store.listRuns('o')).length, 1);
       let changes = 0;
-      store.onDidChange(() => changes++);
-      await store.reload();
+      u.store.onDidChange(() => changes++);
+      await u.store.reload();
       assert.equal(changes, 1);
-      assert.deepEqual((await store.listRuns('o')).map((r) => r.runId), [later.runId, inFlight.runId]);
+      assert.deepEqual((await u.store.listRuns('o')).map((r) => r.runId), [later.runId, inFlight.runId]);
     });
 
     it('walks again after an operation failed half way', async () => {
       const w = await finishedRun('s', 10);
-      assert.equal(await store.totalBytes(), dirBytes(root));
+      assert.equal(await u.store.totalBytes(), dirBytes(u.root));
       let failRm = true;
       const flaky: StoreFs = {
         ...fs.promises,
@@ -253,11 +232,11 @@ describe('artifact store sizes and pruning (unit)', () => {
           await fs.promises.rm(target, options);
         },
       };
-      const s = new ArtifactStore(root, { now: () => clock, fs: flaky });
+      const s = new ArtifactStore(u.root, { now: () => u.now, fs: flaky });
       await assert.rejects(s.deleteRun('s', w.runId), /EACCES/);
       failRm = false;
       fs.writeFileSync(path.join(w.dir, 'stderr.txt'), 'late');
-      assert.equal(await s.totalBytes(), dirBytes(root));
+      assert.equal(await s.totalBytes(), dirBytes(u.root));
       assert.equal(await s.deleteRun('s', w.runId), true);
       assert.equal(await s.totalBytes(), 0);
     });

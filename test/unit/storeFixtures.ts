@@ -1,7 +1,8 @@
 // Shared by the artifact store's unit tests: a fixed clock, a valid outcome, and views of the disk.
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
-import { RunRecord, type RunOutcome, type StoreFs } from '../../src/storage/artifactStore';
+import { ArtifactStore, RunRecord, type RunOutcome, type StoreFs } from '../../src/storage/artifactStore';
 
 export const T0 = Date.UTC(2025, 0, 2, 3, 4, 5, 678);
 export const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52]);
@@ -95,4 +96,34 @@ export function writeRuns(root: string, session: string, count: number, start: n
     ids.push(runId);
   }
   return ids;
+}
+
+/** A test's store: its temporary folder, the store's root in it, and the time the store reads. */
+export interface StoreUnderTest {
+  tmp: string;
+  root: string;
+  /** The store's clock: starts at T0; a test moves it. */
+  now: number;
+  store: ArtifactStore;
+}
+
+/** A fresh store in a temporary folder for each test of the calling suite, removed after it. */
+export function useStore(prefix: string): StoreUnderTest {
+  const s = { now: T0 } as StoreUnderTest;
+  beforeEach(() => {
+    s.tmp = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    s.root = path.join(s.tmp, 'store');
+    s.now = T0;
+    s.store = new ArtifactStore(s.root, { now: () => s.now });
+  });
+  afterEach(() => fs.rmSync(s.tmp, { recursive: true, force: true }));
+  return s;
+}
+
+/** A finished run with one file of `size` bytes, at the store's current time. */
+export async function finishedRunIn(store: ArtifactStore, session: string, size: number, label = `label ${session}`) {
+  const w = store.beginRun(session, label);
+  await w.addFile('out.bin', Buffer.alloc(size, 1), size);
+  w.finish(outcome());
+  return w;
 }

@@ -23,7 +23,7 @@ export async function createOrAdopt(ctx: SharedContext, digest: string, spec: Sa
   const { docker, log, owner } = ctx;
   const giveUp = Date.now() + SHARED_CREATE_WAIT_MS;
   while (Date.now() < giveUp) {
-    const made = await DockerSandbox.createShared(docker, spec, runtime, owner, digest, log);
+    const made = await DockerSandbox.createShared({ docker, spec, runtime, owner, sessionDigest: digest, log });
     if (made) return made;
     for (let i = 0; i < 20; i++) {
       const adopted = await adoptSession(ctx, digest, spec, runtime, signal);

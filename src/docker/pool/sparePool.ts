@@ -216,15 +216,15 @@ export class SharedSparePool {
       await removeQuietly(this.docker, c.Id, volumeOf(c), this.log);
     }
     for (let have = (await this.list(pool)).length; have < size; have++) {
-      const made = await DockerSandbox.createShared(
-        this.docker,
+      const made = await DockerSandbox.createShared({
+        docker: this.docker,
         spec,
         runtime,
-        this.owner,
-        `${SPARE_SESSION}-${pool}-${randomBytes(2).toString('hex')}`,
-        this.log,
-        spareLabels(pool),
-      );
+        owner: this.owner,
+        sessionDigest: `${SPARE_SESSION}-${pool}-${randomBytes(2).toString('hex')}`,
+        log: this.log,
+        labels: spareLabels(pool),
+      });
       if (!made) continue;
       // Nobody uses a spare until a session takes it: let go of its lock and runner at once.
       made.detach();

@@ -43,6 +43,18 @@ import { imageDistributions } from '../images';
 /** A container another process just created: how long it may take to start (on a busy engine) before we give up on it. */
 const SHARED_START_WAIT_MS = ENGINE_DEADLINE_MS;
 
+/** What a new sandbox is made of, and for whom. */
+export interface NewSandbox {
+  docker: Dockerode;
+  spec: SandboxSpec;
+  runtime: RuntimeChoice;
+  owner: Owner;
+  sessionDigest: string;
+  log: Logger;
+  /** Added to the owner's labels (a spare's pool). */
+  labels?: Record<string, string>;
+}
+
 /** What re-attaching to a sandbox found by its labels gave. */
 export type AttachResult =
   | { kind: 'attached'; sandbox: DockerSandbox }
@@ -116,17 +128,10 @@ export class DockerSandbox implements Sandbox, WarmOps {
   }
 
   /** A new sandbox for this process alone (VS Code windows, tests). */
-  static async create(
-    docker: Dockerode,
-    spec: SandboxSpec,
-    runtime: RuntimeChoice,
-    owner: Owner,
-    sessionDigest: string,
-    log: Logger,
-    extraLabels: Record<string, string> = {},
-  ): Promise<DockerSandbox> {
+  static async create(request: NewSandbox): Promise<DockerSandbox> {
+    const { docker, spec, runtime, sessionDigest, log } = request;
     const name = `codeact-${sessionDigest.slice(0, 12)}-${randomBytes(3).toString('hex')}`;
-    const made = await DockerSandbox.make(docker, spec, runtime, { ...ownerLabels(owner, sessionDigest), ...extraLabels }, name, log, false);
+    const made = await DockerSandbox.make(request, name, false);
     if (!made) throw sandboxFailed();
     try {
       await made.start();
@@ -144,17 +149,10 @@ export class DockerSandbox implements Sandbox, WarmOps {
    * two processes creating it at once, one succeeds and the other gets undefined (and adopts it).
    * Returned started, locked for this process, with the runner greeted under the lock.
    */
-  static async createShared(
-    docker: Dockerode,
-    spec: SandboxSpec,
-    runtime: RuntimeChoice,
-    owner: Owner,
-    sessionDigest: string,
-    log: Logger,
-    extraLabels: Record<string, string> = {},
-  ): Promise<DockerSandbox | undefined> {
+  static async createShared(request: NewSandbox): Promise<DockerSandbox | undefined> {
+    const { docker, spec, runtime, owner, sessionDigest, log } = request;
     const name = sharedSandboxName(owner.kind, sessionDigest);
-    const made = await DockerSandbox.make(docker, spec, runtime, { ...ownerLabels(owner, sessionDigest), ...extraLabels }, name, log, true);
+    const made = await DockerSandbox.make(request, name, true);
     if (!made) return undefined;
     try {
       await made.start({ greet: false });
@@ -169,15 +167,9 @@ export class DockerSandbox implements Sandbox, WarmOps {
   }
 
   /** Creates the work-area volume and the container; undefined when `shared` and the name is taken. */
-  private static async make(
-    docker: Dockerode,
-    spec: SandboxSpec,
-    runtime: RuntimeChoice,
-    labels: Record<string, string>,
-    name: string,
-    log: Logger,
-    shared: boolean,
-  ): Promise<DockerSandbox | undefined> {
+  private static async make(request: NewSandbox, name: string, shared: boolean): Promise<DockerSandbox | undefined> {
+    const { docker, spec, runtime, log } = request;
+    const labels = { ...ownerLabels(request.owner, request.sessionDigest), ...request.labels };
     let containerId: string | undefined;
     try {
       // Creating a volume whose name exists returns the existing one (the other process's).

@@ -1,9 +1,8 @@
 import type Dockerode from 'dockerode';
 import type { Logger } from '../../core/logger';
-import type { SandboxSpec } from '../container';
-import { DockerSandbox } from './dockerSandbox';
+import type { Owner, SandboxSpec } from '../container';
 import type { RuntimeChoice } from '../engine';
-import type { Owner } from '../container';
+import { DockerSandbox } from './dockerSandbox';
 
 /**
  * How the provider gets a new sandbox of its own (a session's, or a spare). On an engine it is
@@ -17,5 +16,5 @@ export interface SandboxFactory {
 
 /** Sandboxes created on `docker`. */
 export function engineSandboxes(docker: Dockerode, log: Logger): SandboxFactory {
-  return { create: (spec, runtime, owner, sessionDigest, labels) => DockerSandbox.create(docker, spec, runtime, owner, sessionDigest, log, labels) };
+  return { create: (spec, runtime, owner, sessionDigest, labels) => DockerSandbox.create({ docker, spec, runtime, owner, sessionDigest, log, labels }) };
 }

@@ -16,49 +16,19 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseRunnerCli } from './cli.mjs';
 import { runTests, TestRunFailedError } from '@vscode/test-electron';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '..', '..', '..');
 const EXIT = { pass: 0, fail: 1, timeout: 2, harness: 3 };
 
+const USAGE = 'usage: node test/host/runner/electron.mjs: the options of run.mjs (--help there); --seed-storage and --untrusted apply only to it';
+
 function parseCli(argv) {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    options: {
-      ext: { type: 'string', multiple: true },
-      tests: { type: 'string' },
-      workspace: { type: 'string' },
-      timeout: { type: 'string', default: '300' },
-      settings: { type: 'string' },
-      'seed-storage': { type: 'string' },
-      artifacts: { type: 'string' },
-      keep: { type: 'boolean', default: false },
-      verbose: { type: 'boolean', default: false },
-    },
-  });
-  const problems = [];
-  const existing = (label, p) => {
-    if (!p) { problems.push(`${label} is required`); return undefined; }
-    const abs = path.resolve(p);
-    if (!fs.existsSync(abs)) problems.push(`${label} does not exist: ${abs}`);
-    return abs;
-  };
-  const opts = {
-    exts: (values.ext || []).map((p) => existing('--ext', p)),
-    tests: existing('--tests', values.tests),
-    workspace: existing('--workspace', values.workspace),
-    timeoutS: Number(values.timeout),
-    settings: values.settings && existing('--settings', values.settings),
-    artifacts: path.resolve(values.artifacts || path.join(repoRoot, 'test-results', 'host')),
-    keep: values.keep,
-  };
-  if (opts.exts.length === 0) problems.push('--ext is required');
-  if (!(opts.timeoutS > 0)) problems.push(`--timeout must be a positive number of seconds, got ${values.timeout}`);
-  if (values['seed-storage']) console.warn('electron: --seed-storage only applies to the browser workbench of run.mjs; ignored');
-  if (problems.length) throw new Error(problems.join('\n'));
+  const opts = parseRunnerCli(argv, { usage: USAGE, repoRoot });
+  if (opts.seedStorage) console.warn('electron: --seed-storage only applies to the browser workbench of run.mjs; ignored');
+  if (opts.untrusted) console.warn('electron: --untrusted only applies to the browser workbench of run.mjs; ignored');
   return opts;
 }
 

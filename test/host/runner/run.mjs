@@ -14,8 +14,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { format, parseArgs } from 'node:util';
+import { format } from 'node:util';
 import { chromium } from 'playwright-core';
+import { parseRunnerCli } from './cli.mjs';
 import { chromiumPath, codeServerEntry, hostNode, missingParts, runsDir } from './paths.mjs';
 
 const EXIT = { pass: 0, fail: 1, timeout: 2, harness: 3 };
@@ -27,54 +28,6 @@ const USAGE = `usage: node test/host/runner/run.mjs --ext <extensionDevelopmentP
          [--timeout <seconds, default 300>] [--settings <settings.json to merge>]
          [--seed-storage <json of browser storage keys>] [--artifacts <dir>] [--keep] [--verbose]
          [--untrusted]   open the workspace in Restricted Mode (Workspace Trust on, folder not trusted)`;
-
-// ---------------------------------------------------------------------------------------------
-// Command line
-
-function parseCli(argv) {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    options: {
-      ext: { type: 'string', multiple: true },
-      tests: { type: 'string' },
-      workspace: { type: 'string' },
-      timeout: { type: 'string', default: '300' },
-      settings: { type: 'string' },
-      'seed-storage': { type: 'string' },
-      artifacts: { type: 'string' },
-      keep: { type: 'boolean', default: false },
-      untrusted: { type: 'boolean', default: false },
-      verbose: { type: 'boolean', default: false },
-      help: { type: 'boolean', default: false },
-    },
-  });
-  if (values.help) { console.log(USAGE); process.exit(0); }
-  const problems = [];
-  const existing = (label, p) => {
-    if (!p) { problems.push(`${label} is required`); return undefined; }
-    const abs = path.resolve(p);
-    if (!fs.existsSync(abs)) problems.push(`${label} does not exist: ${abs}`);
-    return abs;
-  };
-  const exts = [...new Set((values.ext || []).map((p) => existing('--ext', p)))];
-  if (exts.length === 0) problems.push('--ext is required');
-  const opts = {
-    exts,
-    tests: existing('--tests', values.tests),
-    workspace: existing('--workspace', values.workspace),
-    timeoutS: Number(values.timeout),
-    settings: values.settings && existing('--settings', values.settings),
-    seedStorage: values['seed-storage'] && existing('--seed-storage', values['seed-storage']),
-    artifacts: path.resolve(values.artifacts || path.join(repoRoot, 'test-results', 'host')),
-    keep: values.keep,
-    untrusted: values.untrusted,
-    verbose: values.verbose || process.env.CODEACT_HOST_VERBOSE === '1',
-  };
-  if (!(opts.timeoutS > 0)) problems.push(`--timeout must be a positive number of seconds, got ${values.timeout}`);
-  if (problems.length) throw new Error(problems.join('\n'));
-  return opts;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Output: runner lines are prefixed, extension host output is printed as is so that mocha's
@@ -492,7 +445,7 @@ class Interrupted extends Error {
 async function main() {
   let opts;
   try {
-    opts = parseCli(process.argv.slice(2));
+    opts = parseRunnerCli(process.argv.slice(2), { usage: USAGE, repoRoot });
   } catch (e) {
     console.error(`host-runner: ${e.message}\n${USAGE}`);
     return EXIT.harness;
