@@ -12,18 +12,53 @@ const require = createRequire(import.meta.url);
 
 const pkg = JSON.parse(fs.readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
 
+// The sandbox runner is kept as parts (resources/runner/NN_name.py, in the order of their
+// numbers) and ships as one source, joined here: each part is compiled under its own file name, so
+// a traceback names the part and its line, and all run in one namespace, so nothing is imported
+// to join them (sys.modules stays what the runner's checks expect). The last part is the start,
+// placed at the joined source's own top level: the program runs in that frame. The result is
+// written to dist/runner.py, which the tests and the sources (tsx) read: they run what ships.
+const RUNNER_DIR = 'resources/runner';
+const RUNNER_PART = /^\d\d_[a-z0-9_]+\.py$/;
 // The runner starts as one `python3 -c SOURCE` argument, and Linux refuses any single argument
 // over 131,072 bytes (MAX_ARG_STRLEN): past that, every sandbox would fail to start. The build
 // stops well before it, while there is still room to move code out.
 const RUNNER_MAX_BYTES = 120_000;
-const runnerSource = fs.readFileSync(new URL('./resources/runner.py', import.meta.url), 'utf8');
-if (Buffer.byteLength(runnerSource, 'utf8') > RUNNER_MAX_BYTES) {
-  console.error(
-    `resources/runner.py is ${Buffer.byteLength(runnerSource, 'utf8')} bytes, over the ${RUNNER_MAX_BYTES} this build allows: it is passed ` +
-      'to python3 as one argument, which Linux refuses over 131,072 bytes. Make it smaller before building.',
-  );
+
+function joinRunner() {
+  const names = fs.readdirSync(RUNNER_DIR).filter((name) => RUNNER_PART.test(name)).sort();
+  const parts = names.map((name) => ({ file: `${RUNNER_DIR}/${name}`, text: fs.readFileSync(path.join(RUNNER_DIR, name), 'utf8') }));
+  for (const { file, text } of parts) {
+    // Each part travels as a raw triple-quoted string, which holds any text but these.
+    if (text.includes("'''") || !text.endsWith('\n')) fail(`${file} must end with a newline and may not hold three single quotes in a row (it travels as r'''...''')`);
+  }
+  const start = parts.pop();
+  return [
+    `# The CodeAct Sandbox runner, joined by esbuild.mjs from ${RUNNER_DIR}/ (edit the parts there).`,
+    'for _codeact_part, _codeact_text in (',
+    ...parts.map(({ file, text }) => `    (${JSON.stringify(file)}, r'''${text}'''),`),
+    '):',
+    "    exec(compile(_codeact_text, _codeact_part, 'exec'))",
+    'del _codeact_part, _codeact_text',
+    start.text,
+  ].join('\n');
+}
+
+function fail(message) {
+  console.error(message);
   process.exit(1);
 }
+
+const runnerSource = joinRunner();
+const runnerBytes = Buffer.byteLength(runnerSource, 'utf8');
+if (runnerBytes > RUNNER_MAX_BYTES) {
+  fail(
+    `the sandbox runner joined from ${RUNNER_DIR}/ is ${runnerBytes} bytes, over the ${RUNNER_MAX_BYTES} this build allows: it is passed ` +
+      'to python3 as one argument, which Linux refuses over 131,072 bytes. Make it smaller before building.',
+  );
+}
+fs.mkdirSync('dist', { recursive: true });
+fs.writeFileSync('dist/runner.py', runnerSource);
 const watch = process.argv.includes('--watch');
 
 /** @type {import('esbuild').BuildOptions} */
@@ -42,8 +77,8 @@ const common = {
   alias: { 'jsonc-parser': 'jsonc-parser/lib/esm/main.js' },
   define: {
     __CODEACT_VERSION__: JSON.stringify(pkg.version),
-    // The sandbox's warm runner (Python) travels inside the bundle; src/docker/container/runnerProgram.ts reads
-    // resources/runner.py itself when run from the sources.
+    // The sandbox's warm runner (Python) travels inside the bundle; run from the sources,
+    // src/docker/container/runnerProgram.ts reads dist/runner.py.
     __CODEACT_RUNNER_SOURCE__: JSON.stringify(runnerSource),
   },
 };

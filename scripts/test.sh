@@ -74,7 +74,8 @@ stage "typecheck, lint, bundle"
 npx tsc --noEmit -p .
 npx eslint src test/unit test/docker
 if /usr/bin/python3 -m flake8 --version >/dev/null 2>&1; then
-  /usr/bin/python3 -m flake8 resources/runner.py test/python
+  /usr/bin/python3 scripts/lint-runner.py
+  /usr/bin/python3 -m flake8 scripts/lint-runner.py test/python
 else
   echo "flake8 skipped: Debian's python3-flake8 is not installed (scripts/ensure-python-tools.sh said why)"
 fi

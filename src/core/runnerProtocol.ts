@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The framed channel between the host and the warm runner inside a sandbox (resources/runner.py).
+ * The framed channel between the host and the warm runner inside a sandbox (resources/runner/).
  * Pure logic: encoding, bounded decoding and validation. What arrives is untrusted input: a frame
  * is rejected (and the channel given up) when its magic, kind or length is wrong, and every JSON
  * reply is checked against its schema before anything acts on it.

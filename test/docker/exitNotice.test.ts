@@ -9,7 +9,7 @@ describe('the warm runner reports an exit before the process is gone (integratio
   this.timeout(WAITING_TEST_MS);
   const sandboxes = useDocker();
 
-  /** The runner stops a child that reported its exit once its grace is over (runner.py's DYING_GRACE_S). */
+  /** The runner stops a child that reported its exit once its grace is over (the runner's DYING_GRACE_S). */
   const stoppedAfterGrace = (container: string) => waitFor(async () => (await programProcesses(container)) === 0, 'the runner to stop the process after its grace');
 
   it('answers once Python has finished, though a C-level exit handler never returns; the process is stopped later', async function () {

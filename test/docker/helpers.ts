@@ -15,6 +15,7 @@ import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
 import { DEFAULTS, type RunLimits, type SandboxLimits } from '../../src/core/limits';
 import type { Logger } from '../../src/core/logger';
 import { createDockerClient } from '../../src/docker/engine/connection';
+import { runnerSource } from '../../src/docker/container/runnerProgram';
 import { removeQuietly, type SandboxSpec } from '../../src/docker/container/spec';
 import type { DockerSandbox } from '../../src/docker/sandbox/dockerSandbox';
 import { DockerSandboxProvider, type ProviderOptions } from '../../src/docker/pool/dockerSandboxProvider';
@@ -346,8 +347,6 @@ export const SENTENCES = {
     `The sandbox image "${image}" is not on this machine and could not be pulled. Ask the user to pull it, or to set ${hint} to an image that has python3.`,
 };
 
-const RUNNER_SOURCE = path.join(__dirname, '../../resources/runner.py');
-
 /**
  * The CLI bundled as esbuild.mjs bundles it (cpu-features and .node files left out, the sandbox
  * runner inline), into a directory of the test's own so dist/ is left alone, and with this
@@ -368,7 +367,7 @@ export async function bundleCli(dir: string): Promise<string> {
     alias: { 'jsonc-parser': 'jsonc-parser/lib/esm/main.js' },
     define: {
       __CODEACT_VERSION__: JSON.stringify(TEST_VERSION),
-      __CODEACT_RUNNER_SOURCE__: JSON.stringify(fs.readFileSync(RUNNER_SOURCE, 'utf8')),
+      __CODEACT_RUNNER_SOURCE__: JSON.stringify(runnerSource()),
     },
   });
   return cli;

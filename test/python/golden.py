@@ -1,4 +1,5 @@
-"""The runner as the sandbox gets it (resources/runner.py, imported: nothing starts), and the
+"""The runner as the sandbox gets it (dist/runner.py, which the build joins from resources/runner/;
+imported: nothing starts), and the
 golden frames that test/unit/runnerProtocol.test.ts holds the host's end to."""
 import importlib.util
 import json
@@ -6,6 +7,9 @@ import os
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+RUNNER = os.path.join(ROOT, 'dist', 'runner.py')
+if not os.path.exists(RUNNER):
+    raise SystemExit('%s is missing: run `npm run build` first, which joins it from resources/runner/' % RUNNER)
 
 
 def _load_runner():
@@ -13,7 +17,7 @@ def _load_runner():
     saved = sys.dont_write_bytecode
     sys.dont_write_bytecode = True
     try:
-        spec = importlib.util.spec_from_file_location('codeact_runner', os.path.join(ROOT, 'resources', 'runner.py'))
+        spec = importlib.util.spec_from_file_location('codeact_runner', RUNNER)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module

@@ -9,7 +9,7 @@ import tempfile
 import textwrap
 import unittest
 
-from golden import ROOT
+from golden import RUNNER
 
 CHILD = textwrap.dedent('''
     import importlib.util, json, sys
@@ -32,7 +32,7 @@ def preload(modules):
             f.write('VALUE = 1\n')
         env = {k: v for k, v in os.environ.items() if k not in ('PYTHONUNBUFFERED', 'PYTHONPATH')}
         p = subprocess.run(
-            [sys.executable, '-B', '-c', CHILD, os.path.join(ROOT, 'resources', 'runner.py'), d, d, ','.join(modules)],
+            [sys.executable, '-B', '-c', CHILD, RUNNER, d, d, ','.join(modules)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60, check=True,
         )
     return json.loads(p.stderr), p.stdout

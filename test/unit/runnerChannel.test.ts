@@ -246,8 +246,8 @@ describe('runner channel over a stream, with a fake runner and clock (unit)', ()
       assert.equal(clock.timers, 0);
     });
 
-    it('the start deadline covers the waits resources/runner.py may make before it says started, and 5 s more', () => {
-      const source = fs.readFileSync(path.join(__dirname, '../../resources/runner.py'), 'utf8');
+    it('the start deadline covers the waits the runner may make before it says started, and 5 s more', () => {
+      const source = fs.readFileSync(path.join(__dirname, '../../resources/runner/00_protocol.py'), 'utf8');
       const seconds = (name: string) => Number(new RegExp(`^${name} = ([0-9.]+)$`, 'm').exec(source)?.[1]);
       assert.equal(seconds('DYING_GRACE_S'), 5);
       assert.equal(seconds('HOLDER_START_SECONDS'), 5);

@@ -7,17 +7,18 @@ declare const __CODEACT_RUNNER_SOURCE__: string | undefined;
 let cachedSource: string | undefined;
 
 /**
- * The runner's Python source (resources/runner.py). Bundles carry it inline (esbuild defines
- * __CODEACT_RUNNER_SOURCE__); from the sources (tsx, tests) it is read next to the repository.
+ * The runner's Python source, as it ships: joined by the build from resources/runner/. Bundles
+ * carry it inline (esbuild defines __CODEACT_RUNNER_SOURCE__); run from the sources (tsx, tests),
+ * it is the build's dist/runner.py, so tests run exactly what ships.
  */
 export function runnerSource(): string {
   if (cachedSource !== undefined) return cachedSource;
   if (typeof __CODEACT_RUNNER_SOURCE__ === 'string') return (cachedSource = __CODEACT_RUNNER_SOURCE__);
-  const candidates = [path.resolve(__dirname, '../../../resources/runner.py'), path.resolve(__dirname, '../resources/runner.py')];
-  for (const file of candidates) {
-    if (fs.existsSync(file)) return (cachedSource = fs.readFileSync(file, 'utf8'));
+  const built = path.resolve(__dirname, '../../../dist/runner.py');
+  if (!fs.existsSync(built)) {
+    throw new Error(`the sandbox runner has not been built (${built} is missing): run \`npm run build\` first, which joins it from resources/runner/`);
   }
-  throw new Error(`the sandbox runner (resources/runner.py) was not found next to ${__dirname}`);
+  return (cachedSource = fs.readFileSync(built, 'utf8'));
 }
 
 /** PID 1 of a warm sandbox: the runner, which also does the keeper's work (reaping orphans). */

@@ -25,13 +25,13 @@ import {
 /**
  * How long the runner may take to say a program started; no answer in this long means it is stuck.
  * It usually answers at once (it forks), but first it may legitimately wait, each wait bounded in
- * resources/runner.py: up to DYING_GRACE_S (5 s) for the previous program to finish exiting, then,
+ * resources/runner/: up to DYING_GRACE_S (5 s) for the previous program to finish exiting, then,
  * in session mode, up to HOLDER_START_SECONDS (5 s) for the state's holder to fork the program. A
  * 5 s deadline could run out inside those waits (a slow exit, a large state forked under gVisor or
  * on a loaded machine): the runner declared stuck while doing its job, the run killed and run by
  * docker exec instead (in session mode, without its state). So: both waits, plus 5 s for the fork
  * and the scheduler. A runner that is really stuck (frozen) costs the call this long before it
- * falls back to docker exec; test/unit/runnerChannel.test.ts keeps the sum in step with runner.py.
+ * falls back to docker exec; test/unit/runnerChannel.test.ts keeps the sum in step with the runner.
  */
 export const START_DEADLINE_MS = 15_000;
 /** Hellos are repeated this often until answered (one may be lost with a host that died mid-frame). */

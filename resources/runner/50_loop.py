@@ -1,0 +1,533 @@
+# The sandbox runner, part 50: the runner's loop (PID 1 serving the host).
+
+
+class Runner:
+    """PID 1 once set up: answers hellos, runs each program in a forked child, reaps orphans."""
+
+    def __init__(self, channel, unusable, preloaded, missing, noted_dirty, extra, own_fds):
+        self.channel = channel
+        self.unusable = unusable
+        self.problem = None  # why programs run a little differently here (the hello says it)
+        self.preloaded = preloaded
+        self.missing = missing
+        self.noted_dirty = noted_dirty
+        self.extra = extra
+        self.pending_hellos = []
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        # Descriptors every child closes, whatever a preloaded module keeps open.
+        self.own_fds = set(own_fds) | {channel.fd_in, channel.fd_out, self.wake_r, self.wake_w}
+        if not unusable:
+            _signal.signal(_SIGCHLD, _on_sigchld)
+            _signal.siginterrupt(_SIGCHLD, False)
+            _signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
+        self.stale_paths = _stale_paths(extra)
+        self.native = None  # set by main() when the runner is usable
+        self._loaded = None
+        self._loaded_len = 0
+        self.waiting = None  # the child forked ahead for the next fresh run
+        # Children that reported their exit and are still in exit(), with the time they must be gone by.
+        self.exiting = {}
+        self.stale_state = {p: _stat_key(p) for p in self.stale_paths}
+        # Session mode's state holder, {'pid', 'sock', 'id'}: the interpreter the next session call
+        # is forked from. None: the next one starts from an empty state.
+        self.state = None
+        # Holders killed and not yet reaped: a large one takes a moment to go, and a program must
+        # not be told it left them running.
+        self.dying = set()
+
+    def spared(self):
+        return (self.state['pid'],) if self.state else ()
+
+    def not_the_programs(self):
+        """The processes a session program may find running that are not its doing."""
+        return self.spared() + tuple(self.dying) + tuple(self.exiting)
+
+    def drop_state(self):
+        """Lets the holder go (a fresh call, a holder that failed): its memory goes back to the sandbox."""
+        st, self.state = self.state, None
+        if st is not None:
+            self.kill_holder(st)
+
+    def kill_holder(self, st):
+        """Ends a holder that is no longer the state; it counts as dying until it is reaped."""
+        self.own_fds.discard(st['sock'].fileno())
+        self.dying.add(st['pid'])
+        try:
+            os.kill(st['pid'], _SIGKILL)
+        except OSError:
+            pass
+        st['sock'].close()
+
+    def await_start(self, link):
+        """The pid of the program a holder forked, as the program reports it; None when it does not."""
+        poller = select.poll()
+        poller.register(link.fileno(), select.POLLIN)
+        deadline = time.monotonic() + HOLDER_START_SECONDS
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            try:
+                ready = poller.poll(int(left * 1000) + 1)
+            except InterruptedError:
+                continue
+            if ready:
+                data, _fds = _recv(link)
+                return int(data[1:]) if data[:1] == b'S' and data[1:].isdigit() else None
+
+    def hello(self, payload):
+        nonce = hello_nonce(payload)
+        python = '%d.%d.%d' % sys.version_info[:3]
+        reply = hello_reply(nonce, os.getpid(), python, self.unusable, self.problem, self.preloaded, self.missing, self.noted_dirty)
+        self.channel.send(b'H', 0, reply)
+
+    def reap(self, watch):
+        """Reaps every finished child (we are PID 1: orphans are ours); returns the status of `watch`."""
+        try:
+            while os.read(self.wake_r, 4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+        found = None
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+            if pid == 0:
+                break
+            self.exiting.pop(pid, None)
+            if self.waiting is not None and pid == self.waiting['pid']:
+                self.drop_waiting()
+            if pid == watch:
+                found = status
+            self.dying.discard(pid)
+            if self.state and pid == self.state['pid']:
+                # The holder died (the OOM killer, a program's signal): its state is gone, and the
+                # next session call says so (it starts from an empty state).
+                _log('the state holder died; its state is gone')
+                self.own_fds.discard(self.state['sock'].fileno())
+                self.state['sock'].close()
+                self.state = None
+        return found
+
+    def kill_overdue(self):
+        """A child that reported its exit but is still there is not exiting: it is stopped. Returns
+        the poll timeout (ms) until the next deadline, or None."""
+        if not self.exiting:
+            return None
+        now = time.monotonic()
+        for pid, deadline in list(self.exiting.items()):
+            if now >= deadline:
+                del self.exiting[pid]
+                _log('run child %d reported its exit %.0f s ago and is still there; stopping it' % (pid, DYING_GRACE_S))
+                for kill in (os.killpg, os.kill):
+                    try:
+                        kill(pid, _SIGKILL)
+                    except OSError:
+                        pass
+        if not self.exiting:
+            return None
+        return max(1, int((min(self.exiting.values()) - now) * 1000) + 1)
+
+    def fork_ahead(self):
+        """Forks the child for the next fresh run now, while the host is quiet: a fork of this
+        interpreter is the largest part of a warm call (a few ms on runc, about 100 ms under gVisor).
+        The child does what does not depend on the run, then waits, not dumpable, for its run's
+        directory. Returns the child's spec in the child; None here."""
+        if self.waiting is not None or self.native is None or self.state is not None:
+            return None
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        ctl_r, ctl_w = os.pipe()
+        notice = ExitNotice(self.native.libc)
+        mods = self.loaded_modules()
+        try:
+            pid = os.fork()
+        except OSError as e:
+            for fd in (out_r, out_w, err_r, err_w, ctl_r, ctl_w):
+                os.close(fd)
+            notice.close()
+            _log('cannot fork ahead: %s' % e.strerror)
+            return None
+        if pid == 0:
+            os.close(ctl_w)
+            return (None, out_w, err_w, notice.addr, mods, None, (), ctl_r)
+        for fd in (out_w, err_w, ctl_r):
+            os.close(fd)
+        self.waiting = {'pid': pid, 'ctl': ctl_w, 'out_r': out_r, 'err_r': err_r, 'notice': notice}
+        return None
+
+    def take_waiting(self, d):
+        """Hands a fresh run to the child forked ahead: (pid, out_r, err_r, notice), or None."""
+        w = self.waiting
+        if w is None:
+            return None
+        try:
+            os.write(w['ctl'], d.encode() + b'\n')
+        except OSError:
+            self.drop_waiting()
+            return None
+        self.waiting = None
+        os.close(w['ctl'])
+        return w['pid'], w['out_r'], w['err_r'], w['notice']
+
+    def drop_waiting(self):
+        """Lets the child forked ahead go (it died, or a session run needs the sandbox to itself)."""
+        w, self.waiting = self.waiting, None
+        if w is None:
+            return
+        for fd in (w['ctl'], w['out_r'], w['err_r']):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        w['notice'].close()
+        self.dying.add(w['pid'])  # not something a session program left, until it is reaped
+        try:
+            os.kill(w['pid'], _SIGKILL)
+        except OSError:
+            pass
+
+    def await_exits(self):
+        """Waits until the children that reported their exit early are gone (stopping those past
+        their grace), so that a program never finds its predecessor still in /proc."""
+        poller = None
+        while self.exiting:
+            timeout = self.kill_overdue()
+            self.reap(None)
+            if not self.exiting:
+                break
+            if poller is None:
+                poller = select.poll()
+                poller.register(self.wake_r, select.POLLIN)
+            try:
+                poller.poll(timeout)
+            except InterruptedError:
+                pass
+            self.reap(None)
+
+    def loaded_modules(self):
+        """The modules a child starts with, taken here rather than in every child: building the set
+        touches every module name, and each page touched after a fork is a copy-on-write fault
+        (2.4 ms of a warm call on runc, 25 ms under gVisor, measured in the data image)."""
+        if self._loaded is None or len(sys.modules) != self._loaded_len:
+            self._loaded_len = len(sys.modules)
+            self._loaded = frozenset(sys.modules)
+        return self._loaded
+
+    def stale(self):
+        """Import-time inputs that changed since preloading (a later fresh import would see them)."""
+        for p in self.stale_paths:
+            if _stat_key(p) != self.stale_state.get(p):
+                return 'changed: %s' % p
+        return None
+
+    def serve(self):
+        """The runner's loop. Returns only in a forked child, with what it needs to become the program."""
+        poller = select.poll()
+        poller.register(self.channel.fd_in, select.POLLIN)
+        poller.register(self.wake_r, select.POLLIN)
+        child = self.fork_ahead()
+        if child is not None:
+            return child
+        while True:
+            while self.pending_hellos:
+                self.hello(self.pending_hellos.pop(0))
+            try:
+                events = poller.poll(self.kill_overdue())
+            except InterruptedError:
+                continue
+            for fd, _ev in events:
+                if fd == self.wake_r:
+                    self.reap(None)
+                elif fd == self.channel.fd_in:
+                    self.channel.feed()
+                    if self.channel.closed:
+                        # No host can reach us any more; go on reaping orphans like the keeper.
+                        poller.unregister(self.channel.fd_in)
+            # Lazily, one frame at a time: a kill sent right behind a run must stay in the buffer
+            # for that run's supervisor to see, not be consumed (and dropped) here.
+            for kind, rid, payload in self.channel.frames():
+                if kind == b'h':
+                    self.hello(payload)
+                elif kind == b'r':
+                    req = parse_run_request(payload)
+                    if req is None:
+                        self.channel.send(b'D', rid, declined_reply('invalid request', False))
+                        continue
+                    child = self.run(rid, req, poller)
+                    if child is not None:
+                        return child
+                    self.reap(None)
+
+    def serve_unusable(self):
+        """Nothing is safe to run here. Answers hellos (so the host stops waiting) and reaps orphans."""
+        poller = select.poll()
+        poller.register(self.channel.fd_in, select.POLLIN)
+        while True:
+            try:
+                for _fd, _ev in poller.poll(1000):
+                    self.channel.feed()
+                    if self.channel.closed:
+                        poller.unregister(self.channel.fd_in)
+                    for kind, rid, payload in list(self.channel.frames()):
+                        if kind == b'h':
+                            self.hello(payload)
+                        elif kind == b'r':
+                            self.channel.send(b'D', rid, declined_reply(self.unusable, False))
+            except InterruptedError:
+                pass
+            try:
+                while os.waitpid(-1, os.WNOHANG)[0]:
+                    pass
+            except ChildProcessError:
+                pass
+
+    def run(self, rid, req, poller):
+        """Runs one program in a forked child. Returns the child's spec in the child; None in the runner."""
+        d = req['dir']
+        session = req['session']
+        if not session:
+            self.drop_state()
+        if req['code'] is not None:
+            problem = _write_program(d, req['code'])
+            if problem:
+                self.channel.send(b'D', rid, declined_reply(problem, False))
+                return None
+        # Only fresh mode must be indistinguishable from `python3 file`; a session's interpreter
+        # keeps what earlier calls imported, as a notebook's kernel does.
+        why = None if session else self.stale() or _shadowing(d, self.extra)
+        if why:
+            self.channel.send(b'D', rid, declined_reply(why, True))
+            return None
+        self.await_exits()
+        oom_before = read_oom_kills()
+        if session:
+            # A session program must find no process it did not start (see Program.hold).
+            self.drop_waiting()
+        else:
+            taken = self.take_waiting(d)
+            if taken is not None:
+                pid, out_r, err_r, notice = taken
+                return self.started(rid, req, pid, out_r, err_r, poller, oom_before, None, '', notice)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        link = theirs = None
+        if session:
+            link, theirs = _link_pair()
+        pid = None
+        base = ''
+        notice = None
+        if session and self.state and not req['reset']:
+            st = self.state
+            msg = ('F%s\n%s' % (d, ','.join(str(p) for p in self.not_the_programs()))).encode()
+            if _send(st['sock'], msg, (out_w, err_w, theirs.fileno())):
+                pid = self.await_start(link)
+            if pid is None:
+                _log('the state holder did not start the program; its state is given up')
+                self.drop_state()
+                try:
+                    os.kill(-1, _SIGKILL)  # whatever it may have started
+                except OSError:
+                    pass
+                link.close()
+                theirs.close()
+                link, theirs = _link_pair()
+            else:
+                base = st['id']
+        if pid is None:
+            # Fresh mode only: a session program's end is told over its link (kept or not).
+            if not session:
+                notice = ExitNotice(self.native.libc)
+            try:
+                pid = os.fork()
+            except OSError as e:
+                for fd in (out_r, out_w, err_r, err_w):
+                    os.close(fd)
+                if notice is not None:
+                    notice.close()
+                if session:
+                    link.close()
+                    theirs.close()
+                self.channel.send(b'D', rid, declined_reply('fork: %s' % e.strerror, True))
+                return None
+            if pid == 0:
+                if not session:
+                    return (d, out_w, err_w, notice.addr, self.loaded_modules(), None, (), None)
+                # Our sockets' fds are closed by become(); detached first, so that no object of
+                # ours closes the same number again later, when the program may be using it.
+                link.detach()
+                if self.state:
+                    self.state['sock'].detach()
+                return (d, out_w, err_w, None, self.loaded_modules(), theirs, self.not_the_programs(), None)
+        os.close(out_w)
+        os.close(err_w)
+        if theirs is not None:
+            theirs.close()
+        return self.started(rid, req, pid, out_r, err_r, poller, oom_before, link, base, notice)
+
+    def started(self, rid, req, pid, out_r, err_r, poller, oom_before, link, base, notice):
+        """A run whose program is under way: says so, supervises it, then forks the next child
+        ahead (fresh mode). Returns that child's spec in the child; None here."""
+        self.channel.send(b'S', rid, started_reply(pid))
+        try:
+            self.supervise(rid, req, pid, out_r, err_r, poller, oom_before, link, base, notice)
+        finally:
+            if notice is not None:
+                notice.close()
+        return None if req['session'] else self.fork_ahead()
+
+    def supervise(self, rid, req, pid, out_r, err_r, poller, oom_before, link=None, base='', notice=None):
+        """Streams the program's output, enforces the backstop, kills on a k frame, reports its
+        end. `link`: a session program's, over which it says it is kept (K: it is now a holder,
+        and counts as exited 0) or why it cannot be (N). `notice`: a fresh program's exit notice."""
+        channel = self.channel
+        streams = {out_r: b'O', err_r: b'E'}
+        for fd in streams:
+            poller.register(fd, select.POLLIN)
+        status = None
+        killed = limited = orphans = False
+        kept = False
+        unkept = None
+        own_oom = False
+        link_fd = None
+        if link is not None:
+            link_fd = link.fileno()
+            poller.register(link_fd, select.POLLIN)
+        total = 0
+        exited_at = kill_at = None
+        limit = req['max']
+
+        def kill():
+            nonlocal kill_at
+            if kill_at is None:
+                kill_at = time.monotonic()
+                _kill_all(pid, self.spared())
+
+        def handle_input():
+            nonlocal killed
+            for kind, frid, payload in channel.frames():
+                if kind == b'k' and frid == rid:
+                    killed = True
+                    kill()
+                elif kind == b'h':
+                    # A new host attached: the one that started this run is gone.
+                    killed = True
+                    kill()
+                    self.pending_hellos.append(payload)
+
+        # Frames that arrived together with the run request (a kill sent at once) are already buffered.
+        handle_input()
+
+        while True:
+            reaped = self.reap(pid)
+            now = time.monotonic()
+            if status is None and reaped is not None:
+                status = reaped
+                exited_at = now
+            if status is None and not streams and kill_at is None and notice is not None:
+                status = notice.status()
+                if status is not None:
+                    # Told, not reaped: the child is in exit(). It has this long to be gone.
+                    exited_at = now
+                    self.exiting[pid] = now + DYING_GRACE_S
+            if status is not None and not streams:
+                break
+            if kill_at is not None and now - kill_at > 5:
+                break  # what we killed does not go away (uninterruptible sleep?): report what we have
+            if status is not None and kill_at is None:
+                left = exited_at + req['grace'] - now
+                if left <= 0:
+                    # The program is gone but something it started still holds its output.
+                    orphans = True
+                    kill()
+                    timeout = 50
+                else:
+                    timeout = int(left * 1000) + 1
+            elif kill_at is not None:
+                timeout = 50
+            else:
+                timeout = None
+            try:
+                events = poller.poll(timeout)
+            except InterruptedError:
+                continue
+            for fd, _ev in events:
+                if fd == self.wake_r:
+                    continue  # reaped at the top of the loop
+                if fd == link_fd:
+                    data, _fds = _recv(link)
+                    if data == b'K' and status is None:
+                        kept = True
+                        status = 0  # as waitpid says exit 0
+                        exited_at = time.monotonic()
+                    elif data[:1] == b'N':
+                        unkept = data[1:41].decode('ascii', 'replace')
+                    elif data == b'M':
+                        own_oom = True  # it ends with MemoryError at its own limit
+                    if data[:1] not in (b'N', b'M'):
+                        # Kept, or the program is gone: nothing more comes this call.
+                        poller.unregister(link_fd)
+                        link_fd = None
+                    continue
+                if fd == channel.fd_in:
+                    channel.feed()
+                    if channel.closed:
+                        poller.unregister(channel.fd_in)
+                    handle_input()
+                    continue
+                kind = streams.get(fd)
+                if kind is None:
+                    continue
+                try:
+                    data = os.read(fd, CHUNK)
+                except InterruptedError:
+                    continue
+                except OSError:
+                    data = b''
+                if not data:
+                    poller.unregister(fd)
+                    os.close(fd)
+                    del streams[fd]
+                    continue
+                if limited:
+                    continue
+                total += len(data)
+                channel.send(kind, rid, data)
+                if limit and total > limit:
+                    limited = True
+                    kill()
+        for fd in list(streams):
+            poller.unregister(fd)
+            os.close(fd)
+        if link_fd is not None:
+            poller.unregister(link_fd)
+        state = None
+        if link is not None:
+            state = self.commit(pid, link, base, kept and not (killed or limited or orphans or kill_at), status, unkept)
+        # The kernel counts an OOM kill before it sends the SIGKILL: a reaped child's is in.
+        channel.send(b'X', rid, exit_reply(status, killed, limited, orphans, oom_before, read_oom_kills(), state, own_oom and not kept))
+
+    def commit(self, pid, link, base, keep, status, unkept):
+        """The end of a session call: the program that is now a holder replaces the previous one
+        (killed only now), or, when the call did not succeed, the previous holder stays."""
+        if keep:
+            old = self.state
+            self.state = {'pid': pid, 'sock': link, 'id': os.urandom(4).hex()}
+            self.own_fds.add(link.fileno())
+            if old is not None:
+                self.kill_holder(old)
+        else:
+            # Nothing a call that is not kept started may outlive it: it would make every later
+            # call unkeepable (processes), and the state is to be as the last kept call left it.
+            _kill_all(pid, self.spared())
+            link.close()
+            if status == 0 and unkept is None:
+                unkept = 'link'  # exited 0 without saying it was kept (it closed its link)
+        now, holder = (self.state['id'], self.state['pid']) if self.state else ('', 0)
+        return state_reply(base, now, keep, holder, None if keep or status != 0 else unkept)
