@@ -57,8 +57,12 @@ if (runnerBytes > RUNNER_MAX_BYTES) {
       'to python3 as one argument, which Linux refuses over 131,072 bytes. Make it smaller before building.',
   );
 }
+// The programs the host runs by docker exec when no runner is there to ask are made from part 05
+// alone (src/docker/container/guest.ts), so they and the runner kill and count the same way.
+const guestSource = fs.readFileSync(path.join(RUNNER_DIR, '05_guest.py'), 'utf8');
 fs.mkdirSync('dist', { recursive: true });
 fs.writeFileSync('dist/runner.py', runnerSource);
+fs.writeFileSync('dist/guest.py', guestSource);
 const watch = process.argv.includes('--watch');
 
 /** @type {import('esbuild').BuildOptions} */
@@ -78,8 +82,9 @@ const common = {
   define: {
     __CODEACT_VERSION__: JSON.stringify(pkg.version),
     // The sandbox's warm runner (Python) travels inside the bundle; run from the sources,
-    // src/docker/container/runnerProgram.ts reads dist/runner.py.
+    // src/docker/container/runnerProgram.ts reads dist/runner.py and dist/guest.py.
     __CODEACT_RUNNER_SOURCE__: JSON.stringify(runnerSource),
+    __CODEACT_GUEST_SOURCE__: JSON.stringify(guestSource),
   },
 };
 

@@ -13,7 +13,6 @@ _BUILTINS_COPY = dict(sys.modules['builtins'].__dict__)
 import _signal  # noqa: E402  (loaded by the interpreter already: adds nothing to sys.modules)
 import gc  # noqa: E402
 import select  # noqa: E402
-import time  # noqa: E402  (loaded by the interpreter already)
 
 try:
     import ctypes  # noqa: E402
@@ -35,8 +34,6 @@ WAITING_NAME = b'codeact-waiting'
 # exit() of a large process takes milliseconds; a program that faked the report is not exiting).
 DYING_GRACE_S = 5
 
-# Where the container's cgroup counts the processes the kernel killed for memory (v2, then v1).
-OOM_COUNTERS = ('/sys/fs/cgroup/memory.events', '/sys/fs/cgroup/memory/memory.oom_control')
 # A session program's own limits (see own_limits). Left to the sandbox of what is free when the
 # program starts: at least this or a sixteenth of the total (gVisor's own memory, outside what its
 # /proc/meminfo counts, took up to 10 MB here; a hog at its limit left 15 MB of 256 unused).
@@ -50,10 +47,7 @@ OWN_PROCESS_CAP = 64
 _RLIMIT_NPROC = 6
 _RLIMIT_AS = 9
 _SIGINT = 2
-_SIGKILL = 9
 _SIGCHLD = 17
-_SIGCONT = 18
-_SIGSTOP = 19
 # How long a state holder has to fork the next program before its state is given up.
 HOLDER_START_SECONDS = 5.0
 _BOOT = 'import os;exec(os.read(3,1<<20)) '
@@ -251,34 +245,6 @@ def parse_run_request(payload):
         } if is_run_dir(d) else None
     except (KeyError, ValueError):
         return None
-
-
-def oom_kill_count(text):
-    """The `oom_kill N` line of cgroup v2's memory.events or v1's memory.oom_control."""
-    for line in text.splitlines():
-        key, _, value = line.partition(' ')
-        if key == 'oom_kill' and value.strip().isdigit():
-            return int(value)
-    return None
-
-
-def read_oom_kills(paths=OOM_COUNTERS):
-    """The container's OOM-kill count, or None where no cgroup file says it."""
-    for path in paths:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            text = os.read(fd, 4096).decode('ascii', 'replace')
-        except OSError:
-            continue
-        finally:
-            os.close(fd)
-        n = oom_kill_count(text)
-        if n is not None:
-            return n
-    return None
 
 
 def proc_number(text, key):

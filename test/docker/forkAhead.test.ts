@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { KILL_ALL_SOURCE } from '../../src/docker/container/guest';
+import { killAllSparingSource } from '../../src/docker/container/guest';
 import { WAITING_TEST_MS, delay, dockerCli, programProcesses, run, uniqueSessionKey, useDocker, waitFor, warmSandbox } from './helpers';
 
 /** How long ago (s) the program's own process was started, from the kernel's clock ticks. */
@@ -68,7 +68,7 @@ describe('the warm runner forks the next child ahead of its run (integration)', 
   it('a waiting child that was killed is replaced: the next call forks on demand, the one after is ahead again', async function () {
     const { provider, key, container } = await waitingSandbox('fork-ahead-killed', 0);
     // What the host's leftover kill does before it collects files: every process of the sandbox user.
-    await dockerCli('exec', container, 'python3', '-c', KILL_ALL_SOURCE);
+    await dockerCli('exec', container, 'python3', '-c', killAllSparingSource([]));
     // Killed, then reaped by the runner; it forks no new one until the next call.
     await waitFor(async () => (await others(container)).length === 0, 'the killed child to be reaped');
     const r = await run(provider, key, OWN_AGE);

@@ -15,7 +15,7 @@ import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
 import { DEFAULTS, type RunLimits, type SandboxLimits } from '../../src/core/limits';
 import type { Logger } from '../../src/core/logger';
 import { createDockerClient } from '../../src/docker/engine/connection';
-import { runnerSource } from '../../src/docker/container/runnerProgram';
+import { guestSource, runnerSource } from '../../src/docker/container/runnerProgram';
 import { removeQuietly, type SandboxSpec } from '../../src/docker/container/spec';
 import type { DockerSandbox } from '../../src/docker/sandbox/dockerSandbox';
 import { DockerSandboxProvider, type ProviderOptions } from '../../src/docker/pool/dockerSandboxProvider';
@@ -368,6 +368,7 @@ export async function bundleCli(dir: string): Promise<string> {
     define: {
       __CODEACT_VERSION__: JSON.stringify(TEST_VERSION),
       __CODEACT_RUNNER_SOURCE__: JSON.stringify(runnerSource()),
+      __CODEACT_GUEST_SOURCE__: JSON.stringify(guestSource()),
     },
   });
   return cli;

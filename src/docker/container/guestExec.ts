@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { ENGINE_DEADLINE_MS, withDeadline } from '../engine';
-import { OOM_COUNT_SOURCE, SANDBOX_USER } from './guest';
+import { SANDBOX_USER, oomCountSource } from './guest';
 
 /** Starts one of our fixed sources (never the model's) as the sandbox user; returns its output stream. */
 export async function startGuest(container: Dockerode.Container, source: string, deadlineMs: number): Promise<NodeJS.ReadableStream> {
@@ -16,7 +16,7 @@ export async function startGuest(container: Dockerode.Container, source: string,
 
 /** The container cgroup's count of OOM kills since it started; undefined when it cannot be read. */
 export async function oomKillCount(docker: Dockerode, container: Dockerode.Container): Promise<number | undefined> {
-  const stream = await startGuest(container, OOM_COUNT_SOURCE, ENGINE_DEADLINE_MS);
+  const stream = await startGuest(container, oomCountSource(), ENGINE_DEADLINE_MS);
   const out: Buffer[] = [];
   const ended = new Promise<void>((resolve) => {
     stream.on('end', resolve);

@@ -3,22 +3,37 @@ import * as path from 'node:path';
 import { runnerConfig } from '../../core/runnerProtocol';
 
 declare const __CODEACT_RUNNER_SOURCE__: string | undefined;
+declare const __CODEACT_GUEST_SOURCE__: string | undefined;
 
-let cachedSource: string | undefined;
+const cached = new Map<string, string>();
 
 /**
- * The runner's Python source, as it ships: joined by the build from resources/runner/. Bundles
- * carry it inline (esbuild defines __CODEACT_RUNNER_SOURCE__); run from the sources (tsx, tests),
- * it is the build's dist/runner.py, so tests run exactly what ships.
+ * Python the build makes from resources/runner/ (esbuild.mjs). Bundles carry it inline (esbuild
+ * defines it); run from the sources (tsx, tests), it is the build's file in dist/, so tests run
+ * exactly what ships.
  */
-export function runnerSource(): string {
-  if (cachedSource !== undefined) return cachedSource;
-  if (typeof __CODEACT_RUNNER_SOURCE__ === 'string') return (cachedSource = __CODEACT_RUNNER_SOURCE__);
-  const built = path.resolve(__dirname, '../../../dist/runner.py');
-  if (!fs.existsSync(built)) {
-    throw new Error(`the sandbox runner has not been built (${built} is missing): run \`npm run build\` first, which joins it from resources/runner/`);
+function built(file: 'runner.py' | 'guest.py', inline: string | undefined): string {
+  if (typeof inline === 'string') return inline;
+  let source = cached.get(file);
+  if (source === undefined) {
+    const at = path.resolve(__dirname, '../../../dist', file);
+    if (!fs.existsSync(at)) {
+      throw new Error(`the sandbox runner has not been built (${at} is missing): run \`npm run build\` first, which makes it from resources/runner/`);
+    }
+    source = fs.readFileSync(at, 'utf8');
+    cached.set(file, source);
   }
-  return (cachedSource = fs.readFileSync(built, 'utf8'));
+  return source;
+}
+
+/** The runner's source as it ships: its parts joined into one. */
+export function runnerSource(): string {
+  return built('runner.py', typeof __CODEACT_RUNNER_SOURCE__ === 'string' ? __CODEACT_RUNNER_SOURCE__ : undefined);
+}
+
+/** The runner's part 05 alone: what the host's docker exec programs are made of (guest.ts). */
+export function guestSource(): string {
+  return built('guest.py', typeof __CODEACT_GUEST_SOURCE__ === 'string' ? __CODEACT_GUEST_SOURCE__ : undefined);
 }
 
 /** PID 1 of a warm sandbox: the runner, which also does the keeper's work (reaping orphans). */

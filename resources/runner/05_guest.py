@@ -1,0 +1,121 @@
+# The sandbox runner, part 05: what the host also runs by `docker exec` when there is no runner to
+# ask (warmRunner off, a runner gone): the container's OOM-kill count, and killing a program's
+# processes. The build makes those two programs from this part alone (dist/guest.py), so it
+# imports what it uses and reads nothing the other parts define.
+import os
+import time
+
+_SIGKILL = 9
+_SIGCONT = 18
+_SIGSTOP = 19
+# Where the container's cgroup counts the processes the kernel killed for memory (v2, then v1).
+OOM_COUNTERS = ('/sys/fs/cgroup/memory.events', '/sys/fs/cgroup/memory/memory.oom_control')
+
+
+def oom_kill_count(text):
+    """The `oom_kill N` line of cgroup v2's memory.events or v1's memory.oom_control."""
+    for line in text.splitlines():
+        key, _, value = line.partition(' ')
+        if key == 'oom_kill' and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+def read_oom_kills(paths=OOM_COUNTERS):
+    """The container's OOM-kill count, or None where no cgroup file says it."""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            text = os.read(fd, 4096).decode('ascii', 'replace')
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        n = oom_kill_count(text)
+        if n is not None:
+            return n
+    return None
+
+
+def _proc_status(pid):
+    """(state letter, real uid) from /proc/<pid>/status (b'Z' for a zombie), None when it is gone.
+    Its Uid line is the process's own even where it is not dumpable (the directory is root's then)."""
+    try:
+        fd = os.open('/proc/%d/status' % pid, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        text = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    state = uid = None
+    for line in text.split(b'\n'):
+        if line.startswith(b'State:'):
+            state = line[6:].strip()[:1]
+        elif line.startswith(b'Uid:'):
+            fields = line[4:].split()
+            uid = int(fields[0]) if fields and fields[0].isdigit() else None
+    return (state, uid) if state is not None and uid is not None else None
+
+
+def _live_pids():
+    """Every process of our uid that is not yet dead (zombies cannot do anything): what kill(-1)
+    reaches. Others (the host's lock holder runs as root) are not a program's to leave or ours to kill."""
+    try:
+        names = os.listdir('/proc')
+    except OSError:
+        return []
+    uid = os.getuid()
+    pids = []
+    for n in names:
+        if n.isdigit():
+            st = _proc_status(int(n))
+            if st is not None and st[1] == uid and st[0] not in (b'Z', b'X', b'x'):
+                pids.append(int(n))
+    return pids
+
+
+def _kill_all(pid, spare=()):
+    """The program's group (`pid`; None from docker exec, which knows no group), then every other
+    process of ours (those that left the group); PID 1 and the caller are never hit by kill(-1).
+    `spare`: state holders, which kill(-1) would take too (same uid): then everything is stopped
+    first (a stopped process cannot fork, so a fork bomb cannot outrun the loop), and each process
+    but PID 1, the caller and the holders is killed until no other is left."""
+    if pid is not None:
+        try:
+            os.killpg(pid, _SIGKILL)
+        except OSError:
+            pass
+    if not spare:
+        try:
+            os.kill(-1, _SIGKILL)
+        except OSError:
+            pass
+        return
+    try:
+        os.kill(-1, _SIGSTOP)
+    except OSError:
+        pass
+    me = os.getpid()
+    # Bounded: a process stuck in the kernel (uninterruptible sleep) dies when it comes out, and
+    # PID 1 must not hang on it (supervise gives up on such a kill after 5 s as well).
+    give_up = time.monotonic() + 3
+    while time.monotonic() < give_up:
+        others = [p for p in _live_pids() if p != 1 and p != me and p not in spare]
+        if not others:
+            break
+        for p in others:
+            try:
+                os.kill(p, _SIGKILL)
+            except OSError:
+                pass
+    for p in spare:
+        try:
+            os.kill(p, _SIGCONT)
+        except OSError:
+            pass
