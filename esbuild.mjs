@@ -90,7 +90,7 @@ const common = {
 
 const builds = [
   { ...common, entryPoints: ['src/vscode/extension.ts'], outfile: 'dist/extension.js' },
-  { ...common, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.js', },
+  { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', },
 ];
 
 // The Dev Container backend runs the Dev Containers CLI (@devcontainers/cli) as a child process.

@@ -11,7 +11,7 @@ const VSCODE = { name: 'vscode', message: 'only src/vscode imports vscode' };
 const VSCODE_AT_RUNTIME = { ...VSCODE, message: 'only src/vscode imports vscode at run time (import type is fine)', allowTypeImports: true };
 const DOCKER_CLIENT = ['dockerode', 'docker-modem'].map((name) => ({ name, message: 'only src/docker talks to the Docker client' }));
 
-const ADAPTERS = ['./src/vscode', './src/mcp', './src/cli.ts'];
+const ADAPTERS = ['./src/vscode', './src/mcp', './src/cli'];
 /** The wiring the CLI and the MCP server share: on the adapters' floor, below them. */
 const STANDALONE = './src/standalone';
 const zone = (target, from, message, except) => ({ target, from, message, ...(except ? { except } : {}) });
@@ -62,9 +62,9 @@ export default tseslint.config(
             zone('./src/docker', ['./src/storage', STANDALONE, ...ADAPTERS], 'the Docker layer imports only core'),
             zone('./src/storage', ['./src/docker', STANDALONE, ...ADAPTERS], 'storage imports only core'),
             zone(STANDALONE, ADAPTERS, 'the shared wiring imports no adapter'),
-            zone('./src/vscode', ['./src/mcp', './src/cli.ts', STANDALONE], 'the adapters never import one another'),
-            zone('./src/mcp', ['./src/vscode', './src/cli.ts'], 'the adapters never import one another'),
-            zone('./src/cli.ts', ['./src/vscode'], 'the CLI runs without VS Code'),
+            zone('./src/vscode', ['./src/mcp', './src/cli', STANDALONE], 'the adapters never import one another'),
+            zone('./src/mcp', ['./src/vscode', './src/cli'], 'the adapters never import one another'),
+            zone('./src/cli', ['./src/vscode'], 'the CLI runs without VS Code'),
             zone([STANDALONE, ...ADAPTERS], './src/docker', 'import the Docker layer through src/docker/index.ts', ['./index.ts']),
             ...dockerRoomZones,
           ],

@@ -355,7 +355,7 @@ export const SENTENCES = {
 export async function bundleCli(dir: string): Promise<string> {
   const cli = path.join(dir, 'cli.js');
   await esbuild.build({
-    entryPoints: [path.join(__dirname, '../../src/cli.ts')],
+    entryPoints: [path.join(__dirname, '../../src/cli/main.ts')],
     outfile: cli,
     bundle: true,
     platform: 'node',

@@ -35,7 +35,7 @@ describe('import layering lint rules (unit)', function () {
   });
 
   it('outside src/vscode nothing imports vscode at run time; a type import is allowed there', async () => {
-    assert.deepEqual(await violations('src/cli.ts', use("import * as a from 'vscode';")), [
+    assert.deepEqual(await violations('src/cli/main.ts', use("import * as a from 'vscode';")), [
       'only src/vscode imports vscode at run time (import type is fine)',
     ]);
     assert.deepEqual(await violations('src/mcp/x.ts', use("import * as a from 'vscode';")), [
@@ -45,7 +45,7 @@ describe('import layering lint rules (unit)', function () {
   });
 
   it('the MCP adapter and the wiring it shares with the CLI may not import vscode or another adapter', async () => {
-    assert.deepEqual(await violations('src/mcp/x.ts', use("import { main as a } from '../cli';")), ['the adapters never import one another']);
+    assert.deepEqual(await violations('src/mcp/x.ts', use("import { main as a } from '../cli/main';")), ['the adapters never import one another']);
     assert.deepEqual(await violations('src/standalone/x.ts', use("import { serveMcp as a } from '../mcp/serve';")), ['the shared wiring imports no adapter']);
     assert.deepEqual(await violations('src/core/x.ts', use("import * as a from '../standalone/pipeline';")), ['core imports nothing above it']);
     assert.deepEqual(await violations('src/mcp/x.ts', use("import { currentOwner } from '../docker';\nimport { ArtifactStore } from '../storage/artifactStore';\nconst a = [currentOwner, ArtifactStore];")), []);
@@ -53,7 +53,7 @@ describe('import layering lint rules (unit)', function () {
 
   it('the adapters may import everything below them, never one another', async () => {
     assert.deepEqual(await violations('src/vscode/x.ts', use("import * as v from 'vscode';\nimport { currentOwner } from '../docker';\nconst a = [v, currentOwner];")), []);
-    assert.deepEqual(await violations('src/cli.ts', use("import { ExecuteCodeTool as a } from './vscode/executeCodeTool';")), [
+    assert.deepEqual(await violations('src/cli/main.ts', use("import { ExecuteCodeTool as a } from '../vscode/executeCodeTool';")), [
       'the CLI runs without VS Code',
     ]);
   });
@@ -63,8 +63,8 @@ describe('import layering lint rules (unit)', function () {
     for (const file of ['src/vscode/x.ts', 'src/mcp/x.ts', 'src/standalone/x.ts']) {
       assert.deepEqual(await violations(file, deep), ['import the Docker layer through src/docker/index.ts']);
     }
-    assert.deepEqual(await violations('src/cli.ts', use("import { LABEL as a } from './docker/container/labels';")), ['import the Docker layer through src/docker/index.ts']);
-    assert.deepEqual(await violations('src/cli.ts', use("import { currentOwner as a } from './docker';")), []);
+    assert.deepEqual(await violations('src/cli/main.ts', use("import { LABEL as a } from '../docker/container/labels';")), ['import the Docker layer through src/docker/index.ts']);
+    assert.deepEqual(await violations('src/cli/main.ts', use("import { currentOwner as a } from '../docker';")), []);
   });
 
   it('a room of src/docker imports only the rooms below it, each through its index.ts', async () => {

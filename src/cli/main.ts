@@ -7,19 +7,19 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ToolError, describeError } from './core/errors';
-import { DEFAULTS } from './core/limits';
-import { settingsShape } from './core/settings';
-import { requirementName } from './core/requirements';
-import { preloadModuleSchema } from './core/runnerProtocol';
-import { consoleLogger } from './core/logger';
-import { sessionDigest } from './core/session';
-import { STATE_MODES, SessionStates, type StateMode } from './core/sessionState';
-import { executeToolCall } from './core/toolCall';
-import { ArtifactStore } from './storage/artifactStore';
-import { RunRecording } from './storage/runRecorder';
-import { folderSource } from './storage/workspaceFolder';
-import { parseToolInput } from './core/toolInput';
+import { ToolError, describeError } from '../core/errors';
+import { DEFAULTS } from '../core/limits';
+import { settingsShape } from '../core/settings';
+import { requirementName } from '../core/requirements';
+import { preloadModuleSchema } from '../core/runnerProtocol';
+import { consoleLogger } from '../core/logger';
+import { sessionDigest } from '../core/session';
+import { STATE_MODES, SessionStates, type StateMode } from '../core/sessionState';
+import { executeToolCall } from '../core/toolCall';
+import { ArtifactStore } from '../storage/artifactStore';
+import { RunRecording } from '../storage/runRecorder';
+import { folderSource } from '../storage/workspaceFolder';
+import { parseToolInput } from '../core/toolInput';
 import {
   BACKEND_SETTINGS,
   createDockerClient,
@@ -29,121 +29,13 @@ import {
   resolveEngine,
   type BackendSetting,
   type EngineTarget,
-} from './docker';
-import { defaultArtifactsDir } from './mcp/cacheDir';
-import { serveMcp } from './mcp/serve';
-import { exportNotebook } from './standalone/exportNotebook';
-import { createSandboxProvider, dataImage, toolCallOptions, type SandboxConfig } from './standalone/pipeline';
-import { VERSION } from './version';
-
-const USAGE = `usage:
-  codeact-sandbox run [options] PROGRAM.py|-      run a program, print what the model would get
-  codeact-sandbox mcp [options]                   serve execute_code to an MCP client over stdio
-  codeact-sandbox cleanup [--session KEY]         remove sandboxes kept by --session (and, without
-                                                  it, the spares and those of MCP servers that are gone)
-  codeact-sandbox prepare [--packages REQ]        build the default image (and the packages) and exit
-  codeact-sandbox export --session KEY [--artifacts DIR] [--out FILE] [--kept-state-only]
-                                                  a session's runs as a Jupyter notebook (.ipynb):
-                                                  a --session KEY of run, or the start of an MCP
-                                                  session's folder name (default DIR: the MCP
-                                                  server's; without --out: to standard output;
-                                                  --kept-state-only: only the runs whose state
-                                                  the session went on from)
-
-run options (mcp takes them too, except --session, --file and --output):
-  --image IMAGE        run exactly this image (default: the data image, built on first use)
-  --packages REQ       a pip requirement added to the data image (repeatable; not with --image)
-  --session KEY        keep the sandbox under this name and reuse it on the next run
-  --spares N           with --session: sandboxes kept warm for the next new --session, shared
-                       by every run (default ${DEFAULTS.spareSandboxes}; 0: none; \`cleanup\` removes them)
-  --timeout SECONDS    stop the program after this long (default ${DEFAULTS.timeoutSeconds})
-  --memory MB          memory limit (default ${DEFAULTS.memoryMb})
-  --cpus N             CPU limit (default ${DEFAULTS.cpus})
-  --pids N             process limit (default ${DEFAULTS.pidsLimit})
-  --work-area MB       size of the writable work area (default ${DEFAULTS.workAreaMb})
-  --output-budget N    bytes of output shown (default ${DEFAULTS.outputBudgetBytes})
-  --workspace DIR      the file store: --file names are looked up in its listing
-  --file NAME          share a workspace file into the run's directory (repeatable)
-  --output NAME        a file the program writes, to be saved (repeatable; declared mode)
-  --outputs MODE       declared (default) or manifest (the program writes outputs.json)
-  --artifacts DIR      where runs and saved files are kept (needed to save files)
-  --backend B          docker (the --image), devcontainer (built from the --workspace's
-                       .devcontainer/devcontainer.json) or auto (devcontainer when it has one)
-  --rebuild            build the Dev Container image even when it is up to date
-  --runtime NAME       container runtime: auto (default: gVisor's runsc when the engine has it,
-                       else the engine's default) or a runtime the engine must have (runsc, runc)
-  --state MODE         fresh (default: a new Python process per run) or session (with --session:
-                       the variables, functions and imports a successful run leaves are there in
-                       the session's next run; a run that fails changes nothing)
-  --reset              with --state session: run on an empty state
-  --no-warm            start every program with docker exec (no warm runner in the sandbox)
-  --preload MOD        a module the warm runner imports up front (repeatable; default
-                       ${DEFAULTS.preloadModules.join(', ')}; --preload '' for none)
-  --verbose            log engine activity to stderr
-
-mcp options:
-  --workspace DIR      the file store (default: the client's roots, when it offers them)
-  --artifacts DIR      where runs and saved files are kept (default: a folder of the user's cache)
-  --idle-minutes N     remove the sandbox after this long idle (default ${DEFAULTS.idleMinutes}; 0: at disconnect)
-
-engine options (run, mcp and cleanup; default: DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH,
-then DOCKER_CONTEXT, then the docker CLI's current context, then the local engine):
-  --docker-host URL       unix:///path, npipe:////./pipe/name, tcp://HOST:PORT, ssh://USER@HOST
-  --context NAME          a docker CLI context (docker context ls); not with --docker-host
-  --docker-cert-path DIR  folder with ca.pem, cert.pem, key.pem (TLS for tcp://)
-  --docker-tls-verify     verify the engine's certificate (on when --docker-cert-path is given)
-`;
-
-class UsageError extends Error {}
-
-interface Parsed {
-  command: string;
-  flags: Map<string, string[]>;
-  positional: string[];
-}
-
-const VALUE_FLAGS = new Set([
-  'image', 'session', 'timeout', 'memory', 'cpus', 'pids', 'work-area', 'output-budget', 'workspace', 'file', 'output', 'outputs', 'artifacts',
-  'backend', 'docker-host', 'docker-cert-path', 'preload', 'idle-minutes', 'runtime', 'context', 'packages', 'spares', 'state', 'out',
-]);
-const BOOLEAN_FLAGS = new Set(['verbose', 'help', 'docker-tls-verify', 'rebuild', 'no-warm', 'reset', 'kept-state-only']);
-
-function parse(argv: string[]): Parsed {
-  const [command = 'help', ...rest] = argv;
-  const flags = new Map<string, string[]>();
-  const positional: string[] = [];
-  for (let i = 0; i < rest.length; i++) {
-    const arg = rest[i]!;
-    if (arg.startsWith('--')) {
-      const [name, inline] = arg.slice(2).split(/=(.*)/s, 2) as [string, string | undefined];
-      if (BOOLEAN_FLAGS.has(name)) {
-        flags.set(name, ['true']);
-        continue;
-      }
-      if (!VALUE_FLAGS.has(name)) throw new UsageError(`unknown option --${name}`);
-      const value = inline ?? rest[++i];
-      if (value === undefined) throw new UsageError(`--${name} needs a value`);
-      flags.set(name, [...(flags.get(name) ?? []), value]);
-    } else {
-      positional.push(arg);
-    }
-  }
-  return { command, flags, positional };
-}
-
-function one(p: Parsed, name: string): string | undefined {
-  const v = p.flags.get(name);
-  if (v && v.length > 1) throw new UsageError(`--${name} given more than once`);
-  return v?.[0];
-}
-
-function number(p: Parsed, name: string, fallback: number, min: number, max: number): number {
-  const raw = one(p, name);
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < min || n > max) throw new UsageError(`--${name} must be a number from ${min} to ${max}`);
-  return n;
-}
+} from '../docker';
+import { defaultArtifactsDir } from '../mcp/cacheDir';
+import { serveMcp } from '../mcp/serve';
+import { exportNotebook } from '../standalone/exportNotebook';
+import { createSandboxProvider, dataImage, toolCallOptions, type SandboxConfig } from '../standalone/pipeline';
+import { VERSION } from '../version';
+import { USAGE, UsageError, number, one, parse, type Parsed } from './options';
 
 async function readProgram(file: string): Promise<string> {
   if (file === '-') {
