@@ -70,6 +70,32 @@ export interface ExecuteReport {
 
 type StopReason = 'timeout' | 'cancel' | 'output';
 
+/** Stops a run once, for the first reason given; the reason is the signal's. */
+class Stopper {
+  private readonly controller = new AbortController();
+  readonly signal = this.controller.signal;
+
+  stop(reason: StopReason): void {
+    if (!this.signal.aborted) this.controller.abort(reason);
+  }
+
+  get reason(): StopReason | undefined {
+    return this.signal.aborted ? (this.signal.reason as StopReason) : undefined;
+  }
+}
+
+/** What one run in the sandbox gave: its exit, its captured streams, and what the sandbox said about it. */
+interface RunOutcome {
+  exitCode: number | null;
+  workDir: string;
+  notes: string[];
+  replaced: boolean;
+  oomKilled: boolean;
+  stateOutcome: StateOutcome | undefined;
+  stdout: StreamCapture;
+  stderr: StreamCapture;
+}
+
 /**
  * One execute_code call: get the session's sandbox, run the program in a fresh directory with a
  * timeout, the caller's cancellation and an output ceiling, and phrase the result for the model.
@@ -85,11 +111,8 @@ export async function executeCode(
 ): Promise<ExecuteReport> {
   if (signal?.aborted) throw new ToolError('cancelled', 'The run was cancelled before it started.');
   const started = Date.now();
-  const stopper = new AbortController();
-  const stop = (reason: StopReason) => {
-    if (!stopper.signal.aborted) stopper.abort(reason);
-  };
-  const onCallerAbort = () => stop('cancel');
+  const stopper = new Stopper();
+  const onCallerAbort = () => stopper.stop('cancel');
   signal?.addEventListener('abort', onCallerAbort, { once: true });
 
   let sandbox: Sandbox | undefined;
@@ -98,109 +121,9 @@ export async function executeCode(
       if (signal?.aborted) throw new ToolError('cancelled', 'The run was cancelled before it started.', { cause: e });
       throw e;
     });
-
-    if (request.spillDir) fs.mkdirSync(request.spillDir, { recursive: true });
-    const keep = limits.outputBudgetBytes;
-    const stdout = new StreamCapture(keep, request.spillDir && path.join(request.spillDir, 'stdout.txt'));
-    const stderr = new StreamCapture(keep, request.spillDir && path.join(request.spillDir, 'stderr.txt'));
-    const checkFlood = () => {
-      if (stdout.totalBytes + stderr.totalBytes > limits.maxOutputBytes) stop('output');
-    };
-
-    let timer: NodeJS.Timeout | undefined;
-    let exitCode: number | null;
-    let workDir = '';
-    let notes: string[] = [];
-    let replaced = false;
-    let oomKilled = false;
-    let stateOutcome: StateOutcome | undefined;
-    try {
-      const exit = await sandbox.run({
-        code: request.code,
-        ...(request.files?.length ? { files: request.files } : {}),
-        ...(request.state ? { state: { reset: request.state.reset } } : {}),
-        signal: stopper.signal,
-        onStart: () => {
-          clearTimeout(timer);
-          timer = setTimeout(() => stop('timeout'), limits.timeoutMs);
-        },
-        onStdout: (chunk) => {
-          stdout.write(chunk);
-          checkFlood();
-        },
-        onStderr: (chunk) => {
-          stderr.write(chunk);
-          checkFlood();
-        },
-      });
-      exitCode = exit.exitCode;
-      workDir = exit.workDir;
-      notes = exit.notes ?? [];
-      replaced = exit.replaced === true;
-      oomKilled = exit.oomKilled === true;
-      stateOutcome = exit.state;
-      if (exit.replaced) {
-        log.warn(`sandbox for ${request.sessionKey} was restarted to stop the program`);
-        notes.push('The sandbox had to be restarted to stop the program; files written by earlier calls are gone.');
-      }
-    } finally {
-      clearTimeout(timer);
-      await Promise.all([stdout.close(), stderr.close()]);
-    }
-
-    const reason = stopper.signal.aborted ? (stopper.signal.reason as StopReason) : undefined;
-    let saved: CollectedFile[] = [];
-    // A stopped program's files are still collected: a partial result the user may want.
-    if (request.filesOut && workDir && reason !== 'cancel' && !replaced) {
-      const collected = await collectOutputs(sandbox, workDir, request.filesOut);
-      saved = collected.saved;
-      notes.push(...collected.notes);
-    }
-    if (!reason && exitCode !== 0) {
-      const hint = await moduleHint(sandbox, stderr.snapshot(), log);
-      if (hint) notes.push(hint);
-    }
-    // Last, so that every session-mode result ends with it.
-    if (request.state) {
-      const succeeded = !reason && exitCode === 0 && !oomKilled && !replaced;
-      notes.push(request.state.states.settle(request.sessionKey, { reset: request.state.reset, succeeded, outcome: stateOutcome }));
-    }
-    const facts = {
-      stdout: stdout.snapshot(),
-      stderr: stderr.snapshot(),
-      exitCode: reason ? null : exitCode,
-      ...(reason === 'timeout' ? { timedOut: { seconds: Math.round(limits.timeoutMs / 100) / 10 } } : {}),
-      ...(reason === 'cancel' ? { cancelled: true } : {}),
-      ...(reason === 'output' ? { outputLimited: { maxBytes: limits.maxOutputBytes } } : {}),
-      ...(oomKilled ? { oomKilled: { memoryLimitMb: request.memoryMb } } : {}),
-      notes,
-    };
-    const text = formatResult(facts, limits.outputBudgetBytes);
-    const durationMs = Date.now() - started;
-    log.info(
-      `run in ${sandbox.id} ${workDir}: exit=${exitCode ?? '-'}${reason ? ` stopped=${reason}` : ''} ` +
-        `stdout=${stdout.totalBytes}B stderr=${stderr.totalBytes}B ${durationMs}ms`,
-    );
-    return {
-      text,
-      exitCode: facts.exitCode,
-      timedOut: reason === 'timeout',
-      cancelled: reason === 'cancel',
-      outputLimited: reason === 'output',
-      durationMs,
-      sandboxId: sandbox.id,
-      image: sandbox.image,
-      ...(sandbox.runtime ? { runtime: sandbox.runtime } : {}),
-      stdout: facts.stdout,
-      stderr: facts.stderr,
-      shown: shownStreams(facts, limits.outputBudgetBytes),
-      oomKilled,
-      ...(request.state ? { state: { reset: request.state.reset, kept: stateOutcome?.kept === true } } : {}),
-      ...(stdout.spillFile ? { stdoutFile: stdout.spillFile } : {}),
-      ...(stderr.spillFile ? { stderrFile: stderr.spillFile } : {}),
-      files: saved,
-      startedAt: new Date(started),
-    };
+    const run = await runProgram(sandbox, request, limits, stopper, log);
+    const after = await afterRun(sandbox, request, run, stopper.reason, log);
+    return report(sandbox, request, limits, run, stopper.reason, after, started, log);
   } catch (e) {
     if (isToolError(e)) {
       log.warn(`execute_code failed (${e.code}): ${describeError(e)}`);
@@ -216,6 +139,136 @@ export async function executeCode(
     signal?.removeEventListener('abort', onCallerAbort);
     await sandbox?.release?.().catch((e: unknown) => log.warn(`releasing the sandbox failed: ${describeError(e)}`));
   }
+}
+
+/** Runs the program with its timeout (from when it started) and output ceiling, capturing both streams. */
+async function runProgram(sandbox: Sandbox, request: ExecuteRequest, limits: RunLimits, stopper: Stopper, log: Logger): Promise<RunOutcome> {
+  if (request.spillDir) fs.mkdirSync(request.spillDir, { recursive: true });
+  const keep = limits.outputBudgetBytes;
+  const stdout = new StreamCapture(keep, request.spillDir && path.join(request.spillDir, 'stdout.txt'));
+  const stderr = new StreamCapture(keep, request.spillDir && path.join(request.spillDir, 'stderr.txt'));
+  const checkFlood = () => {
+    if (stdout.totalBytes + stderr.totalBytes > limits.maxOutputBytes) stopper.stop('output');
+  };
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const exit = await sandbox.run({
+      code: request.code,
+      ...(request.files?.length ? { files: request.files } : {}),
+      ...(request.state ? { state: { reset: request.state.reset } } : {}),
+      signal: stopper.signal,
+      onStart: () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => stopper.stop('timeout'), limits.timeoutMs);
+      },
+      onStdout: (chunk) => {
+        stdout.write(chunk);
+        checkFlood();
+      },
+      onStderr: (chunk) => {
+        stderr.write(chunk);
+        checkFlood();
+      },
+    });
+    const notes = exit.notes ?? [];
+    if (exit.replaced) {
+      log.warn(`sandbox for ${request.sessionKey} was restarted to stop the program`);
+      notes.push('The sandbox had to be restarted to stop the program; files written by earlier calls are gone.');
+    }
+    return {
+      exitCode: exit.exitCode,
+      workDir: exit.workDir,
+      notes,
+      replaced: exit.replaced === true,
+      oomKilled: exit.oomKilled === true,
+      stateOutcome: exit.state,
+      stdout,
+      stderr,
+    };
+  } finally {
+    clearTimeout(timer);
+    await Promise.all([stdout.close(), stderr.close()]);
+  }
+}
+
+/**
+ * After the run: the files saved, and what the model is told after the streams (what the run
+ * itself noted, saved files, a missing module, and last the session state).
+ */
+async function afterRun(
+  sandbox: Sandbox,
+  request: ExecuteRequest,
+  run: RunOutcome,
+  reason: StopReason | undefined,
+  log: Logger,
+): Promise<{ notes: string[]; saved: CollectedFile[] }> {
+  const notes = [...run.notes];
+  let saved: CollectedFile[] = [];
+  // A stopped program's files are still collected: a partial result the user may want.
+  if (request.filesOut && run.workDir && reason !== 'cancel' && !run.replaced) {
+    const collected = await collectOutputs(sandbox, run.workDir, request.filesOut);
+    saved = collected.saved;
+    notes.push(...collected.notes);
+  }
+  if (!reason && run.exitCode !== 0) {
+    const hint = await moduleHint(sandbox, run.stderr.snapshot(), log);
+    if (hint) notes.push(hint);
+  }
+  // Last, so that every session-mode result ends with it.
+  if (request.state) {
+    const succeeded = !reason && run.exitCode === 0 && !run.oomKilled && !run.replaced;
+    notes.push(request.state.states.settle(request.sessionKey, { reset: request.state.reset, succeeded, outcome: run.stateOutcome }));
+  }
+  return { notes, saved };
+}
+
+/** The result: the model's text, and the facts the recorder and the adapters keep. */
+function report(
+  sandbox: Sandbox,
+  request: ExecuteRequest,
+  limits: RunLimits,
+  run: RunOutcome,
+  reason: StopReason | undefined,
+  { notes, saved }: { notes: string[]; saved: CollectedFile[] },
+  started: number,
+  log: Logger,
+): ExecuteReport {
+  const { stdout, stderr } = run;
+  const facts = {
+    stdout: stdout.snapshot(),
+    stderr: stderr.snapshot(),
+    exitCode: reason ? null : run.exitCode,
+    ...(reason === 'timeout' ? { timedOut: { seconds: Math.round(limits.timeoutMs / 100) / 10 } } : {}),
+    ...(reason === 'cancel' ? { cancelled: true } : {}),
+    ...(reason === 'output' ? { outputLimited: { maxBytes: limits.maxOutputBytes } } : {}),
+    ...(run.oomKilled ? { oomKilled: { memoryLimitMb: request.memoryMb } } : {}),
+    notes,
+  };
+  const durationMs = Date.now() - started;
+  log.info(
+    `run in ${sandbox.id} ${run.workDir}: exit=${run.exitCode ?? '-'}${reason ? ` stopped=${reason}` : ''} ` +
+      `stdout=${stdout.totalBytes}B stderr=${stderr.totalBytes}B ${durationMs}ms`,
+  );
+  return {
+    text: formatResult(facts, limits.outputBudgetBytes),
+    exitCode: facts.exitCode,
+    timedOut: reason === 'timeout',
+    cancelled: reason === 'cancel',
+    outputLimited: reason === 'output',
+    durationMs,
+    sandboxId: sandbox.id,
+    image: sandbox.image,
+    ...(sandbox.runtime ? { runtime: sandbox.runtime } : {}),
+    stdout: facts.stdout,
+    stderr: facts.stderr,
+    shown: shownStreams(facts, limits.outputBudgetBytes),
+    oomKilled: run.oomKilled,
+    ...(request.state ? { state: { reset: request.state.reset, kept: run.stateOutcome?.kept === true } } : {}),
+    ...(stdout.spillFile ? { stdoutFile: stdout.spillFile } : {}),
+    ...(stderr.spillFile ? { stderrFile: stderr.spillFile } : {}),
+    files: saved,
+    startedAt: new Date(started),
+  };
 }
 
 /**
