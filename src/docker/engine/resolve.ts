@@ -126,12 +126,18 @@ interface AddressContext extends AddressTls {
   context?: EngineContext;
 }
 
+/** What every target of one address carries: where it came from and how to fix it. */
+type Common = Pick<EngineTarget, 'source' | 'reason' | 'hint' | 'context'>;
+
 /** The target for one address (undefined: the platform's socket or pipe). */
 function parseAddress(raw: string | undefined, at: AddressContext): EngineTarget {
-  const { source, reason, hint, tls } = at;
-  const origin = source === 'default' ? reason : `from ${reason}`;
-  const common = { source, reason, hint, ...(at.context ? { context: at.context } : {}) };
-
+  const origin = at.source === 'default' ? at.reason : `from ${at.reason}`;
+  const common: Common = { source: at.source, reason: at.reason, hint: at.hint, ...(at.context ? { context: at.context } : {}) };
+  const invalid = (why = '') =>
+    new ToolError(
+      'invalid_settings',
+      `The Docker engine address in ${at.where} is not valid${why}, so the program was not run. Ask the user to correct it (unix:///path, npipe:////./pipe/name, tcp://HOST:PORT or ssh://USER@HOST[:PORT]).`,
+    );
   if (raw === undefined) {
     const pipe = at.platform === 'win32';
     return {
@@ -142,32 +148,41 @@ function parseAddress(raw: string | undefined, at: AddressContext): EngineTarget
       description: `local Docker engine (${pipe ? 'default named pipe' : 'default socket'}; ${origin})`,
     };
   }
-
-  const invalid = (why = '') =>
-    new ToolError(
-      'invalid_settings',
-      `The Docker engine address in ${at.where} is not valid${why}, so the program was not run. Ask the user to correct it (unix:///path, npipe:////./pipe/name, tcp://HOST:PORT or ssh://USER@HOST[:PORT]).`,
-    );
-
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(raw)?.[1]?.toLowerCase();
-  if (scheme === 'unix' || scheme === 'npipe') {
-    const rest = raw.slice(scheme.length + 3);
-    const socketPath = rest === '' ? undefined : rest;
-    if (socketPath !== undefined && /[\0\n]/.test(socketPath)) throw invalid();
-    return {
-      protocol: scheme,
-      ...common,
-      ...(socketPath !== undefined ? { socketPath } : {}),
-      url: `${scheme}://${socketPath ?? ''}`,
-      displayName: 'the local Docker engine',
-      description: `local Docker engine at ${scheme}://${socketPath ?? (scheme === 'npipe' ? '(default pipe)' : '(default socket)')} (${origin})`,
-    };
-  }
+  if (scheme === 'unix' || scheme === 'npipe') return socketTarget(scheme, raw.slice(scheme.length + 3), common, origin, invalid);
   if (scheme !== undefined && scheme !== 'tcp' && scheme !== 'ssh') throw invalid(` (the ${scheme}:// scheme is not supported)`);
+  const address = networkAddress(scheme ? raw : `tcp://${raw}`, invalid);
+  return scheme === 'ssh' ? sshTarget(address, at, common, origin) : tcpTarget(address, at, common, origin, invalid);
+}
 
+type Invalid = (why?: string) => ToolError;
+
+function socketTarget(scheme: 'unix' | 'npipe', rest: string, common: Common, origin: string, invalid: Invalid): EngineTarget {
+  const socketPath = rest === '' ? undefined : rest;
+  if (socketPath !== undefined && /[\0\n]/.test(socketPath)) throw invalid();
+  return {
+    protocol: scheme,
+    ...common,
+    ...(socketPath !== undefined ? { socketPath } : {}),
+    url: `${scheme}://${socketPath ?? ''}`,
+    displayName: 'the local Docker engine',
+    description: `local Docker engine at ${scheme}://${socketPath ?? (scheme === 'npipe' ? '(default pipe)' : '(default socket)')} (${origin})`,
+  };
+}
+
+/** A tcp:// or ssh:// address, checked: a host, no path, query or fragment, a port in range. */
+interface NetworkAddress {
+  url: URL;
+  hostname: string;
+  /** The host without an IPv6 address's brackets. */
+  bare: string;
+  port: number | undefined;
+}
+
+function networkAddress(raw: string, invalid: Invalid): NetworkAddress {
   let url: URL;
   try {
-    url = new URL(scheme ? raw : `tcp://${raw}`);
+    url = new URL(raw);
   } catch {
     throw invalid();
   }
@@ -177,31 +192,34 @@ function parseAddress(raw: string | undefined, at: AddressContext): EngineTarget
   if (url.search || url.hash) throw invalid();
   const port = url.port === '' ? undefined : Number(url.port);
   if (port !== undefined && (!Number.isInteger(port) || port < 1 || port > 65535)) throw invalid();
-  const bare = hostname.replace(/^\[(.*)\]$/, '$1');
+  return { url, hostname, bare: hostname.replace(/^\[(.*)\]$/, '$1'), port };
+}
 
-  if (scheme === 'ssh') {
-    if (url.password) {
-      throw new ToolError(
-        'invalid_settings',
-        `The Docker engine address in ${at.where} contains a password, which is not supported, so the program was not run. Ask the user to remove it and log in with an SSH key or agent instead.`,
-      );
-    }
-    const username = url.username ? decodeURIComponent(url.username) : undefined;
-    const p = port ?? 22;
-    const login = username ? `${encodeURIComponent(username)}@` : '';
-    const shown = `ssh://${login}${hostname}:${p}`;
-    return {
-      protocol: 'ssh',
-      ...common,
-      host: bare,
-      port: p,
-      ...(username !== undefined ? { username } : {}),
-      url: `ssh://${login}${hostname}${port !== undefined ? `:${port}` : ''}`,
-      displayName: shown,
-      description: `Docker engine over SSH at ${shown} (${origin}; key from the SSH agent or ~/.ssh, host key checked against known_hosts)`,
-    };
+function sshTarget({ url, hostname, bare, port }: NetworkAddress, at: AddressContext, common: Common, origin: string): EngineTarget {
+  if (url.password) {
+    throw new ToolError(
+      'invalid_settings',
+      `The Docker engine address in ${at.where} contains a password, which is not supported, so the program was not run. Ask the user to remove it and log in with an SSH key or agent instead.`,
+    );
   }
+  const username = url.username ? decodeURIComponent(url.username) : undefined;
+  const p = port ?? 22;
+  const login = username ? `${encodeURIComponent(username)}@` : '';
+  const shown = `ssh://${login}${hostname}:${p}`;
+  return {
+    protocol: 'ssh',
+    ...common,
+    host: bare,
+    port: p,
+    ...(username !== undefined ? { username } : {}),
+    url: `ssh://${login}${hostname}${port !== undefined ? `:${port}` : ''}`,
+    displayName: shown,
+    description: `Docker engine over SSH at ${shown} (${origin}; key from the SSH agent or ~/.ssh, host key checked against known_hosts)`,
+  };
+}
 
+function tcpTarget({ url, hostname, bare, port }: NetworkAddress, at: AddressContext, common: Common, origin: string, invalid: Invalid): EngineTarget {
+  const { tls } = at;
   if (url.username || url.password) throw invalid(' (tcp:// addresses take no user name or password)');
   const p = port ?? (tls ? 2376 : 2375);
   const shown = `tcp://${hostname}:${p}`;
