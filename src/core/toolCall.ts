@@ -5,7 +5,7 @@ import { checkManifestCaps, MANIFEST_EXAMPLE, MANIFEST_NAME } from './files/mani
 import { validateOutputNames } from './files/names';
 import type { FilesOutCaps, RunLimits } from './limits';
 import type { Logger } from './logger';
-import type { CollectedFile, SandboxProvider } from './sandbox';
+import type { CollectedFile, SandboxProvider, StagedFile } from './sandbox';
 import type { SessionStates } from './sessionState';
 import type { FilesInCaps } from './settings';
 import type { ToolInput } from './toolInput';
@@ -77,39 +77,8 @@ export async function executeToolCall(
   options: ToolCallOptions,
   signal?: AbortSignal,
 ): Promise<ToolCallResult> {
-  const programBytes = Buffer.byteLength(input.code, 'utf8');
-  const requested = input.files ?? [];
-  let files: Awaited<ReturnType<typeof selectFilesIn>> = [];
-  if (requested.length > 0) {
-    const { source, caps } = options.filesIn;
-    if (!source) {
-      throw new ToolError('invalid_input', 'No workspace folder is open, so no files can be shared. Call execute_code without `files`, or ask the user to open the folder that holds the data.');
-    }
-    if (caps.maxFiles === 0) {
-      throw new ToolError('invalid_input', 'The user has turned off sharing workspace files with the sandbox. Call execute_code without `files`.');
-    }
-    files = await selectFilesIn(requested, source, { ...caps, programBytes });
-  }
-
-  const out = options.filesOut;
-  let filesOut: Omit<FilesOutRequest, 'sink'> | undefined;
-  if (out.mode === 'manifest') {
-    if (input.outputs && input.outputs.length > 0) {
-      throw new ToolError(
-        'invalid_input',
-        `The user chose manifest mode for produced files: do not pass \`outputs\`. Have the program write ${MANIFEST_NAME} listing the files it produced, as ${MANIFEST_EXAMPLE}.`,
-      );
-    }
-    checkManifestCaps(out.caps.maxFiles);
-    filesOut = { outputs: { mode: 'manifest' }, caps: out.caps, savedWhere: out.savedWhere };
-  } else if (input.outputs && input.outputs.length > 0) {
-    if (out.caps.maxFiles === 0) {
-      throw new ToolError('invalid_input', 'The user has turned off saving files from the sandbox. Call execute_code without `outputs` and print the results instead.');
-    }
-    const names = validateOutputNames(input.outputs, { maxFiles: out.caps.maxFiles });
-    filesOut = { outputs: { mode: 'declared', names }, caps: out.caps, savedWhere: out.savedWhere };
-  }
-
+  const files = await filesInFor(input, options);
+  const filesOut = filesOutFor(input, options);
   const recorder = options.record?.();
   if (!recorder && filesOut?.outputs.mode === 'declared') {
     throw new ToolError('invalid_input', 'Produced files cannot be saved here. Call execute_code without `outputs` and print the results instead.');
@@ -135,7 +104,49 @@ export async function executeToolCall(
     recorder?.discard();
     throw e;
   }
-  recorder?.finish({
+  recorder?.finish(outcomeRecord(input, options, report, files));
+  return { report, files: report.files };
+}
+
+/** The workspace files the call shares, checked against the listing and the caps before any is read. */
+async function filesInFor(input: ToolInput, options: ToolCallOptions): Promise<StagedFile[]> {
+  const requested = input.files ?? [];
+  if (requested.length === 0) return [];
+  const { source, caps } = options.filesIn;
+  if (!source) {
+    throw new ToolError('invalid_input', 'No workspace folder is open, so no files can be shared. Call execute_code without `files`, or ask the user to open the folder that holds the data.');
+  }
+  if (caps.maxFiles === 0) {
+    throw new ToolError('invalid_input', 'The user has turned off sharing workspace files with the sandbox. Call execute_code without `files`.');
+  }
+  return selectFilesIn(requested, source, { ...caps, programBytes: Buffer.byteLength(input.code, 'utf8') });
+}
+
+/** Which produced files are collected: the declared names (checked), the manifest's, or none. */
+function filesOutFor(input: ToolInput, options: ToolCallOptions): Omit<FilesOutRequest, 'sink'> | undefined {
+  const out = options.filesOut;
+  const declared = input.outputs ?? [];
+  if (out.mode === 'manifest') {
+    if (declared.length > 0) {
+      throw new ToolError(
+        'invalid_input',
+        `The user chose manifest mode for produced files: do not pass \`outputs\`. Have the program write ${MANIFEST_NAME} listing the files it produced, as ${MANIFEST_EXAMPLE}.`,
+      );
+    }
+    checkManifestCaps(out.caps.maxFiles);
+    return { outputs: { mode: 'manifest' }, caps: out.caps, savedWhere: out.savedWhere };
+  }
+  if (declared.length === 0) return undefined;
+  if (out.caps.maxFiles === 0) {
+    throw new ToolError('invalid_input', 'The user has turned off saving files from the sandbox. Call execute_code without `outputs` and print the results instead.');
+  }
+  const names = validateOutputNames(declared, { maxFiles: out.caps.maxFiles });
+  return { outputs: { mode: 'declared', names }, caps: out.caps, savedWhere: out.savedWhere };
+}
+
+/** The run's record: what ran, on what, and what the model was shown. */
+function outcomeRecord(input: ToolInput, options: ToolCallOptions, report: ExecuteReport, files: readonly StagedFile[]): RunOutcomeRecord {
+  return {
     startedAt: report.startedAt.toISOString(),
     durationMs: report.durationMs,
     image: report.image,
@@ -158,6 +169,5 @@ export async function executeToolCall(
     timeoutMs: options.limits.timeoutMs,
     memoryMb: options.memoryMb,
     ...(report.state ? { state: report.state } : {}),
-  });
-  return { report, files: report.files };
+  };
 }
