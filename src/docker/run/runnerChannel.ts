@@ -186,7 +186,7 @@ export class RunnerChannel {
     if (this.stateValue !== 'ready') return Promise.resolve({ kind: 'declined', reason: `runner ${this.stateValue}`, written: false });
     if (this.active) return Promise.resolve({ kind: 'declined', reason: 'runner busy', written: false });
     return new Promise<RunnerOutcome>((resolve) => {
-      let started = false;
+      const progress = { started: false };
       let killTimer: Timer | undefined;
       const finish = (outcome: RunnerOutcome) => {
         this.clock.clearTimeout(startTimer);
@@ -211,46 +211,8 @@ export class RunnerChannel {
       }, START_DEADLINE_MS);
       const active: ActiveRun = {
         id,
-        onFrame: (frame) => {
-          switch (frame.kind) {
-            case RUNNER_KIND.started:
-              parseReply(startedReplySchema, frame.payload, 'started');
-              started = true;
-              this.clock.clearTimeout(startTimer);
-              return;
-            case RUNNER_KIND.stdout:
-              if (!started) throw new ProtocolError('output before the program started');
-              io.onStdout(frame.payload);
-              return;
-            case RUNNER_KIND.stderr:
-              if (!started) throw new ProtocolError('output before the program started');
-              io.onStderr(frame.payload);
-              return;
-            case RUNNER_KIND.exit: {
-              if (!started) throw new ProtocolError('exit before the program started');
-              const x = parseReply(exitReplySchema, frame.payload, 'exit');
-              finish({
-                kind: 'exit',
-                exitCode: x.exitCode,
-                killed: x.killed,
-                limited: x.limited,
-                orphans: x.orphans,
-                ...(x.oomKilled !== undefined ? { oomKilled: x.oomKilled } : {}),
-                ...(x.state ? { state: x.state } : {}),
-              });
-              return;
-            }
-            case RUNNER_KIND.declined: {
-              if (started) throw new ProtocolError('declined after the program started');
-              const d = parseReply(declinedReplySchema, frame.payload, 'declined');
-              finish({ kind: 'declined', reason: d.reason, written: d.written });
-              return;
-            }
-            default:
-              throw new ProtocolError(`unexpected ${frame.kind} frame during a run`);
-          }
-        },
-        onBroken: (error) => finish({ kind: 'failed', started, error }),
+        onFrame: (frame) => readRunFrame(frame, progress, { ...io, onStarted: () => this.clock.clearTimeout(startTimer) }, finish),
+        onBroken: (error) => finish({ kind: 'failed', started: progress.started, error }),
       };
       this.active = active;
       signal.addEventListener('abort', onAbort, { once: true });
@@ -366,5 +328,54 @@ export class RunnerChannel {
   /** Why the channel was given up, for the log. */
   get reason(): string | undefined {
     return this.brokenReason;
+  }
+}
+
+/**
+ * One frame of a run, in the order the runner owes them: started, then output, then an exit (or
+ * declined, before it started). Anything else breaks the channel (a ProtocolError).
+ */
+function readRunFrame(
+  frame: Frame,
+  progress: { started: boolean },
+  io: { onStarted(): void; onStdout(chunk: Buffer): void; onStderr(chunk: Buffer): void },
+  finish: (outcome: RunnerOutcome) => void,
+): void {
+  switch (frame.kind) {
+    case RUNNER_KIND.started:
+      parseReply(startedReplySchema, frame.payload, 'started');
+      progress.started = true;
+      io.onStarted();
+      return;
+    case RUNNER_KIND.stdout:
+      if (!progress.started) throw new ProtocolError('output before the program started');
+      io.onStdout(frame.payload);
+      return;
+    case RUNNER_KIND.stderr:
+      if (!progress.started) throw new ProtocolError('output before the program started');
+      io.onStderr(frame.payload);
+      return;
+    case RUNNER_KIND.exit: {
+      if (!progress.started) throw new ProtocolError('exit before the program started');
+      const x = parseReply(exitReplySchema, frame.payload, 'exit');
+      finish({
+        kind: 'exit',
+        exitCode: x.exitCode,
+        killed: x.killed,
+        limited: x.limited,
+        orphans: x.orphans,
+        ...(x.oomKilled !== undefined ? { oomKilled: x.oomKilled } : {}),
+        ...(x.state ? { state: x.state } : {}),
+      });
+      return;
+    }
+    case RUNNER_KIND.declined: {
+      if (progress.started) throw new ProtocolError('declined after the program started');
+      const d = parseReply(declinedReplySchema, frame.payload, 'declined');
+      finish({ kind: 'declined', reason: d.reason, written: d.written });
+      return;
+    }
+    default:
+      throw new ProtocolError(`unexpected ${frame.kind} frame during a run`);
   }
 }
