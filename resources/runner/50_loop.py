@@ -383,135 +383,16 @@ class Runner:
         return None if req['session'] else self.fork_ahead()
 
     def supervise(self, rid, req, pid, out_r, err_r, poller, oom_before, link=None, base='', notice=None):
-        """Streams the program's output, enforces the backstop, kills on a k frame, reports its
-        end. `link`: a session program's, over which it says it is kept (K: it is now a holder,
-        and counts as exited 0) or why it cannot be (N). `notice`: a fresh program's exit notice."""
-        channel = self.channel
-        streams = {out_r: b'O', err_r: b'E'}
-        for fd in streams:
-            poller.register(fd, select.POLLIN)
-        status = None
-        killed = limited = orphans = False
-        kept = False
-        unkept = None
-        own_oom = False
-        link_fd = None
-        if link is not None:
-            link_fd = link.fileno()
-            poller.register(link_fd, select.POLLIN)
-        total = 0
-        exited_at = kill_at = None
-        limit = req['max']
-
-        def kill():
-            nonlocal kill_at
-            if kill_at is None:
-                kill_at = time.monotonic()
-                _kill_all(pid, self.spared())
-
-        def handle_input():
-            nonlocal killed
-            for kind, frid, payload in channel.frames():
-                if kind == b'k' and frid == rid:
-                    killed = True
-                    kill()
-                elif kind == b'h':
-                    # A new host attached: the one that started this run is gone.
-                    killed = True
-                    kill()
-                    self.pending_hellos.append(payload)
-
-        # Frames that arrived together with the run request (a kill sent at once) are already buffered.
-        handle_input()
-
-        while True:
-            reaped = self.reap(pid)
-            now = time.monotonic()
-            if status is None and reaped is not None:
-                status = reaped
-                exited_at = now
-            if status is None and not streams and kill_at is None and notice is not None:
-                status = notice.status()
-                if status is not None:
-                    # Told, not reaped: the child is in exit(). It has this long to be gone.
-                    exited_at = now
-                    self.exiting[pid] = now + DYING_GRACE_S
-            if status is not None and not streams:
-                break
-            if kill_at is not None and now - kill_at > 5:
-                break  # what we killed does not go away (uninterruptible sleep?): report what we have
-            if status is not None and kill_at is None:
-                left = exited_at + req['grace'] - now
-                if left <= 0:
-                    # The program is gone but something it started still holds its output.
-                    orphans = True
-                    kill()
-                    timeout = 50
-                else:
-                    timeout = int(left * 1000) + 1
-            elif kill_at is not None:
-                timeout = 50
-            else:
-                timeout = None
-            try:
-                events = poller.poll(timeout)
-            except InterruptedError:
-                continue
-            for fd, _ev in events:
-                if fd == self.wake_r:
-                    continue  # reaped at the top of the loop
-                if fd == link_fd:
-                    data, _fds = _recv(link)
-                    if data == b'K' and status is None:
-                        kept = True
-                        status = 0  # as waitpid says exit 0
-                        exited_at = time.monotonic()
-                    elif data[:1] == b'N':
-                        unkept = data[1:41].decode('ascii', 'replace')
-                    elif data == b'M':
-                        own_oom = True  # it ends with MemoryError at its own limit
-                    if data[:1] not in (b'N', b'M'):
-                        # Kept, or the program is gone: nothing more comes this call.
-                        poller.unregister(link_fd)
-                        link_fd = None
-                    continue
-                if fd == channel.fd_in:
-                    channel.feed()
-                    if channel.closed:
-                        poller.unregister(channel.fd_in)
-                    handle_input()
-                    continue
-                kind = streams.get(fd)
-                if kind is None:
-                    continue
-                try:
-                    data = os.read(fd, CHUNK)
-                except InterruptedError:
-                    continue
-                except OSError:
-                    data = b''
-                if not data:
-                    poller.unregister(fd)
-                    os.close(fd)
-                    del streams[fd]
-                    continue
-                if limited:
-                    continue
-                total += len(data)
-                channel.send(kind, rid, data)
-                if limit and total > limit:
-                    limited = True
-                    kill()
-        for fd in list(streams):
-            poller.unregister(fd)
-            os.close(fd)
-        if link_fd is not None:
-            poller.unregister(link_fd)
+        """Watches the program until it has ended and its output is drained (_Supervision), then
+        settles a session call's state and reports the end."""
+        w = _Supervision(self, rid, req, pid, out_r, err_r, poller, link, notice)
+        w.watch()
         state = None
         if link is not None:
-            state = self.commit(pid, link, base, kept and not (killed or limited or orphans or kill_at), status, unkept)
+            state = self.commit(pid, link, base, w.kept and not (w.killed or w.limited or w.orphans or w.kill_at), w.status, w.unkept)
         # The kernel counts an OOM kill before it sends the SIGKILL: a reaped child's is in.
-        channel.send(b'X', rid, exit_reply(status, killed, limited, orphans, oom_before, read_oom_kills(), state, own_oom and not kept))
+        reply = exit_reply(w.status, w.killed, w.limited, w.orphans, oom_before, read_oom_kills(), state, w.own_oom and not w.kept)
+        self.channel.send(b'X', rid, reply)
 
     def commit(self, pid, link, base, keep, status, unkept):
         """The end of a session call: the program that is now a holder replaces the previous one
