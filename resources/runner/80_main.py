@@ -5,36 +5,10 @@ def main():
     if '_CODEACT_STAGE' not in globals():
         _stage0_exec(sys.argv[1] if len(sys.argv) > 1 else '')
     # Stage 1. Everything a program could see of this process is kept as `python3 file` has it.
-    try:
-        os.close(3)
-    except OSError:
-        pass
-    cfg = parse_config(_CODEACT_CONFIG)  # noqa: F821 (set by stage 0)
-    # A memory cgroup we can see is one whose OOM killer picks the program (its oom_score_adj);
-    # none (gVisor) is a sandbox that would end whole, so session programs get limits of their own.
-    global _OWN_LIMIT
-    _OWN_LIMIT = read_oom_kills() is None
+    cfg = _stage1_setup()
     preload = [m for m in cfg.get('preload', '').split(',') if m]
     noted_dirty = [m for m in cfg.get('dirty', '').split(',') if m]
-
-    # The work area's layout (the host does the same; whoever is first wins, both are idempotent).
-    for d in ('/sandbox/home', '/sandbox/tmp', RUNS):
-        try:
-            os.makedirs(d, 0o700, exist_ok=True)
-        except OSError as e:
-            _log('cannot create %s: %s' % (d, e))
-
-    # Python handles SIGINT (KeyboardInterrupt); PID 1 must not, or a program could stop the runner
-    # with kill(1, SIGINT). Every other signal has no handler here, so the kernel drops them.
-    _signal.signal(_SIGINT, _signal.SIG_IGN)
-
-    # Channel off fds 0/1: stray prints of preloaded modules go to stderr (the host's log), and a
-    # child's 0/1/2 are simply replaced.
-    chan_in = os.dup(0)
-    chan_out = os.dup(1)
-    devnull = os.open('/dev/null', os.O_RDWR | os.O_CLOEXEC)
-    os.dup2(devnull, 0, inheritable=True)
-    os.dup2(2, 1, inheritable=True)
+    chan_in, chan_out, devnull = _move_channel()
 
     native = unusable = None
     try:
@@ -50,18 +24,7 @@ def main():
     sys.path_importer_cache.pop('', None)
     path_tail = list(sys.path)
 
-    fds_before = _open_fds()
-    preloaded, missing, dirty = _preload(preload if native else [])
-    # Descriptors a preloaded module keeps open (a fresh import would have them too): children keep them.
-    keep_fds = _open_fds() - fds_before
-    if dirty:
-        # Start over without the module: this process can no longer be what a fresh one would be.
-        bad = dirty[0].split('(')[0]
-        _log('not preloading %s: %s' % (bad, dirty[0]))
-        os.dup2(chan_in, 0)
-        os.dup2(chan_out, 1)
-        keep = [m for m in preload if m != bad]
-        _stage0_exec('preload=%s;dirty=%s' % (','.join(keep), ','.join(noted_dirty + [dirty[0]])), _START_ENV)
+    keep_fds, preloaded, missing = _preload_or_restart(preload, native is not None, noted_dirty, chan_in, chan_out)
 
     # Everything preloaded goes to the permanent generation: a child's collections (and its exit)
     # never walk it, so they cost what the program's own objects cost, and its pages stay shared.
@@ -90,3 +53,59 @@ def main():
     program = Program(runner.serve(), native, depth, keep_fds, runner.own_fds, argv_area, path_tail, hook_args_type)
     program.become()
     return program
+
+
+def _stage1_setup():
+    """Stage 1's first steps: the hand-over pipe closed, the config read, the work area laid out,
+    SIGINT ignored. Returns the config."""
+    try:
+        os.close(3)
+    except OSError:
+        pass
+    cfg = parse_config(_CODEACT_CONFIG)  # noqa: F821 (set by stage 0)
+    # A memory cgroup we can see is one whose OOM killer picks the program (its oom_score_adj);
+    # none (gVisor) is a sandbox that would end whole, so session programs get limits of their own.
+    global _OWN_LIMIT
+    _OWN_LIMIT = read_oom_kills() is None
+
+    # The work area's layout (the host does the same; whoever is first wins, both are idempotent).
+    for d in ('/sandbox/home', '/sandbox/tmp', RUNS):
+        try:
+            os.makedirs(d, 0o700, exist_ok=True)
+        except OSError as e:
+            _log('cannot create %s: %s' % (d, e))
+
+    # Python handles SIGINT (KeyboardInterrupt); PID 1 must not, or a program could stop the runner
+    # with kill(1, SIGINT). Every other signal has no handler here, so the kernel drops them.
+    _signal.signal(_SIGINT, _signal.SIG_IGN)
+    return cfg
+
+
+def _move_channel():
+    """The channel off fds 0/1: stray prints of preloaded modules go to stderr (the host's log), and
+    a child's 0/1/2 are simply replaced. Returns the channel's two fds and /dev/null's."""
+    chan_in = os.dup(0)
+    chan_out = os.dup(1)
+    devnull = os.open('/dev/null', os.O_RDWR | os.O_CLOEXEC)
+    os.dup2(devnull, 0, inheritable=True)
+    os.dup2(2, 1, inheritable=True)
+    return chan_in, chan_out, devnull
+
+
+def _preload_or_restart(preload, usable, noted_dirty, chan_in, chan_out):
+    """Preloads (only with a usable runner); a module whose import was not invisible sends the
+    runner back to stage 0 without it. Returns the fds preloading left open, and what was and was
+    not preloaded."""
+    fds_before = _open_fds()
+    preloaded, missing, dirty = _preload(preload if usable else [])
+    # Descriptors a preloaded module keeps open (a fresh import would have them too): children keep them.
+    keep_fds = _open_fds() - fds_before
+    if dirty:
+        # Start over without the module: this process can no longer be what a fresh one would be.
+        bad = dirty[0].split('(')[0]
+        _log('not preloading %s: %s' % (bad, dirty[0]))
+        os.dup2(chan_in, 0)
+        os.dup2(chan_out, 1)
+        keep = [m for m in preload if m != bad]
+        _stage0_exec('preload=%s;dirty=%s' % (','.join(keep), ','.join(noted_dirty + [dirty[0]])), _START_ENV)
+    return keep_fds, preloaded, missing
