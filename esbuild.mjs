@@ -60,10 +60,16 @@ if (runnerBytes > RUNNER_MAX_BYTES) {
 // The programs the host runs by docker exec when no runner is there to ask are made from part 05
 // alone (src/docker/container/guest.ts), so they and the runner kill and count the same way.
 const guestSource = fs.readFileSync(path.join(RUNNER_DIR, '05_guest.py'), 'utf8');
-fs.mkdirSync('dist', { recursive: true });
-fs.writeFileSync('dist/runner.py', runnerSource);
-fs.writeFileSync('dist/guest.py', guestSource);
 const watch = process.argv.includes('--watch');
+// `--cli-into DIR --version V`: only the command line's two files, into DIR, stamped V (the
+// Docker tests bundle their own this way, with their test version, and leave dist/ alone).
+const cliInto = option('--cli-into');
+const version = option('--version') ?? pkg.version;
+
+function option(name) {
+  const at = process.argv.indexOf(name);
+  return at < 0 ? undefined : process.argv[at + 1];
+}
 
 /** @type {import('esbuild').BuildOptions} */
 const common = {
@@ -80,7 +86,7 @@ const common = {
   // cleanly (https://github.com/microsoft/node-jsonc-parser/issues/57).
   alias: { 'jsonc-parser': 'jsonc-parser/lib/esm/main.js' },
   define: {
-    __CODEACT_VERSION__: JSON.stringify(pkg.version),
+    __CODEACT_VERSION__: JSON.stringify(version),
     // The sandbox's warm runner (Python) travels inside the bundle; run from the sources,
     // src/docker/container/runnerProgram.ts reads dist/runner.py and dist/guest.py.
     __CODEACT_RUNNER_SOURCE__: JSON.stringify(runnerSource),
@@ -88,10 +94,26 @@ const common = {
   },
 };
 
-const builds = [
-  { ...common, entryPoints: ['src/vscode/extension.ts'], outfile: 'dist/extension.js' },
-  { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', },
+/**
+ * The command line starts as two files: dist/cli.js reads the options and prints the usage, and
+ * loads dist/cli-commands.js (the engine client, the MCP SDK, everything else) only once a
+ * command runs, so `--help` and a usage error cost what starting Node costs.
+ */
+const lazyCommands = {
+  name: 'lazy-commands',
+  setup(build) {
+    build.onResolve({ filter: /^\.\/commands$/ }, (args) =>
+      args.importer.endsWith(path.join('src', 'cli', 'main.ts')) ? { path: './cli-commands.js', external: true } : undefined,
+    );
+  },
+};
+
+const cliDir = cliInto ?? 'dist';
+const cliBuilds = [
+  { ...common, entryPoints: ['src/cli/main.ts'], outfile: path.join(cliDir, 'cli.js'), plugins: [lazyCommands] },
+  { ...common, entryPoints: ['src/cli/commands.ts'], outfile: path.join(cliDir, 'cli-commands.js') },
 ];
+const builds = [{ ...common, entryPoints: ['src/vscode/extension.ts'], outfile: 'dist/extension.js' }, ...cliBuilds];
 
 // The Dev Container backend runs the Dev Containers CLI (@devcontainers/cli) as a child process.
 // Its npm package ships a prebuilt single-file bundle with no dependencies; node_modules are not
@@ -112,6 +134,13 @@ function copyDevcontainersCli() {
   }
 }
 
+if (cliInto) {
+  await Promise.all(cliBuilds.map((b) => esbuild.build(b)));
+  process.exit(0);
+}
+fs.mkdirSync('dist', { recursive: true });
+fs.writeFileSync('dist/runner.py', runnerSource);
+fs.writeFileSync('dist/guest.py', guestSource);
 if (watch) {
   copyDevcontainersCli();
   for (const b of builds) await (await esbuild.context(b)).watch();

@@ -1,4 +1,4 @@
-// Proves the bundles load outside the source tree: the CLI prints its usage, and the extension
+// Proves the bundles load outside the source tree: the CLI prints its usage, its commands load, and the extension
 // module resolves every import (with a stub `vscode`, since only the host provides the real one).
 import { execFileSync } from 'node:child_process';
 import Module from 'node:module';
@@ -13,6 +13,9 @@ const dcVersion = execFileSync(process.execPath, ['dist/devcontainers-cli/dist/s
 assert.match(dcVersion, /^\d+\.\d+\.\d+$/);
 
 const require = createRequire(import.meta.url);
+// The commands, which dist/cli.js loads only once one runs, resolve every import too.
+assert.equal(typeof require('../dist/cli-commands.js').runCommand, 'function');
+
 const originalLoad = Module._load;
 Module._load = function (request, ...rest) {
   if (request === 'vscode') return {};

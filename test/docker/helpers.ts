@@ -1,6 +1,5 @@
 import * as path from 'node:path';
 import * as fs from 'node:fs';
-import * as esbuild from 'esbuild';
 /**
  * Shared setup of the Docker integration tests. They talk to the real engine (never a mock),
  * label everything they create with a version label unique to this test process, and remove it
@@ -15,7 +14,6 @@ import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
 import { DEFAULTS, type RunLimits, type SandboxLimits } from '../../src/core/limits';
 import type { Logger } from '../../src/core/logger';
 import { createDockerClient } from '../../src/docker/engine/connection';
-import { guestSource, runnerSource } from '../../src/docker/container/runnerProgram';
 import { removeQuietly, type SandboxSpec } from '../../src/docker/container/spec';
 import type { DockerSandbox } from '../../src/docker/sandbox/dockerSandbox';
 import { DockerSandboxProvider, type ProviderOptions } from '../../src/docker/pool/dockerSandboxProvider';
@@ -348,30 +346,14 @@ export const SENTENCES = {
 };
 
 /**
- * The CLI bundled as esbuild.mjs bundles it (cpu-features and .node files left out, the sandbox
- * runner inline), into a directory of the test's own so dist/ is left alone, and with this
- * process's test version so cleanup finds what it creates. Returns the bundle's path.
+ * The CLI bundled by esbuild.mjs itself (its two files: the options and the commands it loads on
+ * demand), into a directory of the test's own so dist/ is left alone, and with this process's test
+ * version so cleanup finds what it creates. Returns the path of its cli.js.
  */
 export async function bundleCli(dir: string): Promise<string> {
-  const cli = path.join(dir, 'cli.js');
-  await esbuild.build({
-    entryPoints: [path.join(__dirname, '../../src/cli/main.ts')],
-    outfile: cli,
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    logLevel: 'warning',
-    external: ['vscode', 'cpu-features', '*.node'],
-    // As in esbuild.mjs: jsonc-parser's UMD main cannot be bundled, its ESM build can.
-    alias: { 'jsonc-parser': 'jsonc-parser/lib/esm/main.js' },
-    define: {
-      __CODEACT_VERSION__: JSON.stringify(TEST_VERSION),
-      __CODEACT_RUNNER_SOURCE__: JSON.stringify(runnerSource()),
-      __CODEACT_GUEST_SOURCE__: JSON.stringify(guestSource()),
-    },
-  });
-  return cli;
+  const root = path.join(__dirname, '../..');
+  await execFileP(process.execPath, [path.join(root, 'esbuild.mjs'), '--cli-into', dir, '--version', TEST_VERSION], { cwd: root });
+  return path.join(dir, 'cli.js');
 }
 
 export interface CliResult {
