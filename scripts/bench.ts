@@ -24,6 +24,7 @@ import { putRunFiles } from '../src/docker/files/workArea';
 import { QUICK_MIX, loadCase, type LoadResult } from './bench/load';
 import { FORK_SCRIPT, warmPhases, type Phases } from './bench/phases';
 import { benchDataImage, type DataImageBench } from './bench/dataImage';
+import { benchCliStart, type CliStartBench } from './bench/cliStart';
 import { benchSession, printSession, type SessionBench } from './bench/session';
 import { stat, type Stat } from './bench/stats';
 import { measureRuntimes } from './benchRuntimes';
@@ -147,6 +148,11 @@ async function main(): Promise<void> {
   let dataImage: DataImageBench | undefined;
   let session: SessionBench | undefined;
   const providers = [warm, plain];
+  // First, while nothing else runs: the command line's start against Node's own.
+  process.stdout.write('command line start ... ');
+  const cliStart: CliStartBench = await benchCliStart(N);
+  Object.assign(results, cliStart.results);
+  console.log('done');
   const share = path.join(os.tmpdir(), `codeact-bench-${randomBytes(4).toString('hex')}.bin`);
   try {
     const call = (provider: DockerSandboxProvider, key: string, code: string, files?: StagedFile[]) =>
@@ -319,6 +325,8 @@ async function main(): Promise<void> {
     'first call, cold, print(1) / docker run (no target)': r('first.print1.pipeline.cold') / r('first.print1.dockerRun'),
     [`${SHARE_MB} MB share throughput / docker cp (target >= 1.0)`]: mbps('share.pipeline') / mbps('share.dockerCp'),
     [`${SHARE_MB} MB share, the copy alone / docker cp (no target)`]: mbps('share.copyIn') / mbps('share.dockerCp'),
+    'CLI --help / node -e 0 (target <= 1.5)': r('cli.help') / r('cli.nodeStart'),
+    'CLI --help / node -e 0, minor page faults (no target)': cliStart.faults.help / cliStart.faults.nodeStart,
   };
   const table = (title: string, entries: [string, Stat][]) => {
     const w = Math.max(title.length, ...entries.map((x) => x[0].length));
@@ -336,7 +344,8 @@ async function main(): Promise<void> {
   }
   console.log(`idle chat sandbox ${load!.idleSandboxMb.toFixed(1)} MB; the whole set (${load!.sandboxes} sandboxes, spare included) ${load!.wholeSetMb.toFixed(1)} MB`);
   console.log(`\nshare throughput: pipeline ${mbps('share.pipeline').toFixed(0)} MB/s, its copy alone ${mbps('share.copyIn').toFixed(0)} MB/s, docker cp ${mbps('share.dockerCp').toFixed(0)} MB/s (medians)`);
-  console.log(`Jupyter kernel start-up (once): ${notes.jupyterKernelStartupMs} ms\n`);
+  console.log(`Jupyter kernel start-up (once): ${notes.jupyterKernelStartupMs} ms`);
+  console.log(`minor page faults of one process: node -e 0 ${cliStart.faults.nodeStart}, CLI --help ${cliStart.faults.help}\n`);
   const d = dataImage!;
   console.log(
     `data image ${d.tag} (${d.route} route): ${d.builtFromScratch ? 'built from scratch' : 'found'} in ${(d.ensureMs / 1000).toFixed(1)} s, ${(d.sizeMb / 1000).toFixed(2)} GB; not measured: ${d.notMeasured.join('; ')}\n`,
@@ -348,7 +357,7 @@ async function main(): Promise<void> {
   const out = path.join('test-results', 'bench');
   fs.mkdirSync(out, { recursive: true });
   const file = path.join(out, 'bench.json');
-  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, load, loadSerial, loadQuick, dataImage, session, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios }, notes }, null, 2) + '\n');
+  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, load, loadSerial, loadQuick, dataImage, session, cliStart, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios }, notes }, null, 2) + '\n');
   console.log(`\nwritten to ${file}`);
 }
 
