@@ -57,6 +57,15 @@ export class McpConnection {
     });
   }
 
+  /**
+   * Makes the connection's sandbox now, ahead of its first call, as VS Code does when a chat is
+   * about to call: the first call then finds it started and its runner warming (or warm). Only an
+   * image already on the engine is used; nothing is asked, built or pulled.
+   */
+  prewarm(): void {
+    this.provider.prewarm(this.parts.sessionKey);
+  }
+
   call(args: unknown, signal: AbortSignal): Promise<CallToolResult> {
     const call = this.run(args, AbortSignal.any([signal, this.closing.signal]));
     this.running.add(call);

@@ -45,6 +45,7 @@ export async function serveMcp(options: ServeOptions): Promise<number> {
   });
   await server.connect(new StdioServerTransport());
   log.info(`CodeAct Sandbox ${VERSION} serving MCP on stdio; runs and files in ${artifacts}; engine ${options.engine.description}`);
+  connection.prewarm();
   void removeOrphanedSandboxes(connection.provider.docker, owner, log).then(
     (n) => n > 0 && log.info(`removed ${n} sandbox(es) left by MCP servers that are gone`),
     (e: unknown) => log.info(`orphan cleanup skipped: ${describeError(e)}`),

@@ -75,9 +75,11 @@ export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWir
     docker,
     owner: wiring.owner,
     runtimeSettingHint: '--runtime',
-    // Pre-warming (the MCP server's) never builds: the data image only once it is there.
+    // Pre-warming (the MCP server's, at connect) never builds or pulls: an --image only when the
+    // engine has it (the provider checks), the data image only once it is built.
     prewarmSpec: async () => {
-      if (config.image || config.backend !== 'docker') return undefined;
+      if (config.backend !== 'docker') return undefined;
+      if (config.image) return { image: config.image, ...base };
       const found = await findDataImage(docker);
       const image = found && (await findPackagesImage(docker, found, config.packages).catch(() => undefined));
       return image ? { image: image.tag, packagesSetting: '--packages', ...base } : undefined;

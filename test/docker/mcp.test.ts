@@ -81,15 +81,26 @@ describe('the MCP server (integration)', function () {
 
   const text = (t: string): CallToolResult => ({ content: [{ type: 'text', text: t }] });
   const refusal = (t: string): CallToolResult => ({ content: [{ type: 'text', text: t }], isError: true });
+  /** The runs a store holds (<session>/<run>/run.json). */
+  const runsIn = (root: string) =>
+    fs.existsSync(root) ? (fs.readdirSync(root, { recursive: true }) as string[]).filter((p) => p.endsWith(`${path.sep}run.json`)).sort() : [];
   const sandboxesOf = (pid: number) => containersWith(`${LABEL.ownerKind}=mcp`, `${LABEL.ownerPid}=${pid}`, TEST_LABEL);
 
-  it('lists execute_code with the schema, description and title VS Code declares, creating no sandbox', async function () {
+  it('lists execute_code with the schema, description and title VS Code declares', async function () {
     const r = await start(['--artifacts', artifacts]);
     const declared = manifest.contributes.languageModelTools[0];
     assert.deepEqual((await r.client.listTools()).tools, [
       { name: 'execute_code', title: declared.displayName, description: declared.modelDescription, inputSchema: declared.inputSchema },
     ]);
-    assert.deepEqual(await sandboxesOf(r.pid), []);
+  });
+
+  it("makes the connection's sandbox when the client connects, and the first call runs in it", async function () {
+    const r = await start(['--artifacts', artifacts]);
+    await waitFor(() => r.log().includes('created ahead of its first call'), () => `the sandbox made at connect; server log:\n${r.log()}`);
+    const made = await sandboxesOf(r.pid);
+    assert.equal(made.length, 1, r.log());
+    assert.deepEqual(await call(r, { code: 'print(1)' }), text('stdout:\n1'));
+    assert.deepEqual(await sandboxesOf(r.pid), made);
   });
 
   it('returns exactly the text the model reads in VS Code', async function () {
@@ -131,12 +142,13 @@ describe('the MCP server (integration)', function () {
 
   it('answers a bad input with an isError result holding the model-facing sentence', async function () {
     const r = await start(['--artifacts', artifacts]);
+    const runsBefore = runsIn(artifacts);
     const tail = 'Call execute_code with {"code": "<a complete Python program that prints its results>"}.';
     assert.deepEqual(await call(r, { code: '' }), refusal(`Invalid execute_code input: \`code\` is empty. ${tail}`));
     assert.deepEqual(await call(r, {}), refusal(`Invalid execute_code input: \`code\` must be a string holding the whole Python program. ${tail}`));
     assert.deepEqual(await call(r, { code: 'print(1)', language: 'js' }), refusal(`Invalid execute_code input: unknown parameter(s): "language". ${tail}`));
-    // Refused before anything ran: no sandbox, no run kept.
-    assert.deepEqual(await sandboxesOf(r.pid), []);
+    // Refused before anything ran: no run kept.
+    assert.deepEqual(runsIn(artifacts), runsBefore);
   });
 
   it('refuses a protected or unknown file name with the same sentences as in VS Code', async function () {
