@@ -34,6 +34,21 @@ describe('the CLI (integration)', function () {
 
   const ours = async () => ({ containers: await containersWith(TEST_LABEL), volumes: await volumesWith(TEST_LABEL) });
 
+  it("answers --help and a usage error from cli.js alone: the commands' file is read only when a command runs", async function () {
+    const alone = path.join(dir, 'alone');
+    fs.mkdirSync(alone);
+    fs.copyFileSync(cli, path.join(alone, 'cli.js'));
+    const spawnAlone = (args: string[]) => spawnCli(path.join(alone, 'cli.js'), args, { cwd: dir, env: process.env });
+    const help = await spawnAlone(['--help']);
+    assert.deepEqual([help.code, help.stdout.split('\n')[0], help.stderr], [0, 'usage:', '']);
+    const usage = await spawnAlone(['run', '--frobnicate']);
+    assert.deepEqual([usage.code, usage.stderr.split('\n')[0]], [2, 'codeact-sandbox: unknown option --frobnicate']);
+    // A command needs the other file: without it, this copy cannot run one.
+    const command = await spawnAlone(['cleanup']);
+    assert.notEqual(command.code, 0);
+    assert.match(command.stderr, /cli-commands\.js/);
+  });
+
   it('prints exactly the model text and exits 0 even when the program exits 3', async function () {
     const before = await ours();
     const file = program('exit3.py', "import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)\n");
