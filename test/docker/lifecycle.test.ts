@@ -4,7 +4,8 @@ import * as os from 'node:os';
 import { isToolError } from '../../src/core/errors';
 import { sessionDigest } from '../../src/core/session';
 import { processIsAlive, removeOrphanedSandboxes } from '../../src/docker/pool/cleanup';
-import { DockerSandbox } from '../../src/docker/sandbox/dockerSandbox';
+import type { DockerSandbox } from '../../src/docker/sandbox/dockerSandbox';
+import { createSandbox } from '../../src/docker/sandbox/make';
 import { chooseRuntime } from '../../src/docker/engine/runtime';
 import { LABEL, ownerLabels, type Owner } from '../../src/docker/container/labels';
 import {
@@ -54,7 +55,7 @@ describe('sandbox lifecycle (integration)', function () {
       const window = (pid: number, h = host): Owner => ({ kind: 'vscode', host: h, pid, version: TEST_VERSION });
       const spec = { image: IMAGE, limits: TEST_LIMITS };
       const make = async (o: Owner, what: string) => {
-        const s = await DockerSandbox.create({ docker, spec, runtime: ENGINE_DEFAULT_RUNTIME, owner: o, sessionDigest: sessionDigest(uniqueSessionKey(what)), log });
+        const s = await createSandbox({ docker, spec, runtime: ENGINE_DEFAULT_RUNTIME, owner: o, sessionDigest: sessionDigest(uniqueSessionKey(what)), log });
         created.push(s);
         return s;
       };

@@ -3,7 +3,7 @@ import { isToolError } from '../../src/core/errors';
 import { archiveOf } from '../../src/docker/files/archive';
 import { createDockerClient } from '../../src/docker/engine/connection';
 import { followProgress } from '../../src/docker/engine/progress';
-import { DockerSandbox } from '../../src/docker/sandbox/dockerSandbox';
+import { attachSandbox } from '../../src/docker/sandbox/make';
 import { resolveEngine } from '../../src/docker/engine/resolve';
 import { missingLimits, podmanHost } from '../../src/docker/engine/podmanHost';
 import { engineIdentity } from '../../src/docker/engine/identity';
@@ -98,7 +98,7 @@ describe('engine differences: Docker and Podman (integration)', function () {
     assert.equal(r.text, 'stdout:\n1');
     const { available, engineDefault } = await engineRuntimes(docker);
     const runtime = chooseRuntime(spec.runtime, available, engineDefault, 'the runtime setting', TEST_ENGINE);
-    const attached = await DockerSandbox.attach(docker, r.sandboxId, spec, runtime, log, new AbortController().signal);
+    const attached = await attachSandbox(docker, r.sandboxId, spec, runtime, log, new AbortController().signal);
     assert.equal(attached.kind, 'attached');
     if (attached.kind === 'attached') await attached.sandbox.unlock();
   });

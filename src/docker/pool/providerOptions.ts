@@ -49,7 +49,7 @@ export interface ProviderOptions {
    * is told at its next call); when every one is in use, a call waits, cancellably, for room.
    */
   maxSandboxes?: number;
-  /** Where this process's sandboxes come from (default: DockerSandbox.create on `docker`; tests: fakes). */
+  /** Where this process's sandboxes come from (default: createSandbox on `docker`; tests: fakes). */
   sandboxes?: SandboxFactory;
   /** The time of last use and the idle sweep's timer (default: the system's; tests: a fake). */
   clock?: Clock;

@@ -1,7 +1,7 @@
 import type Dockerode from 'dockerode';
 import { ToolError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
-import { DockerSandbox, sharedSandboxName } from '../sandbox';
+import { DockerSandbox, attachSandbox, createSharedSandbox, sharedSandboxName } from '../sandbox';
 import { ENGINE_DEADLINE_MS, engineFailure, isEngineFailure, readEngine, statusCode, type RuntimeChoice } from '../engine';
 import { LABEL, removeQuietly, sandboxFailed, type Owner, type SandboxSpec } from '../container';
 
@@ -23,7 +23,7 @@ export async function createOrAdopt(ctx: SharedContext, digest: string, spec: Sa
   const { docker, log, owner } = ctx;
   const giveUp = Date.now() + SHARED_CREATE_WAIT_MS;
   while (Date.now() < giveUp) {
-    const made = await DockerSandbox.createShared({ docker, spec, runtime, owner, sessionDigest: digest, log });
+    const made = await createSharedSandbox({ docker, spec, runtime, owner, sessionDigest: digest, log });
     if (made) return made;
     for (let i = 0; i < 20; i++) {
       const adopted = await adoptSession(ctx, digest, spec, runtime, signal);
@@ -66,7 +66,7 @@ export async function adoptSession(
   const found = [...byName, ...byLabels.filter((c) => !byName.some((n) => n.Id === c.Id))];
   for (const c of found) {
     const name = c.Names?.[0]?.replace(/^\//, '');
-    const attached = await DockerSandbox.attach(docker, c.Id, spec, runtime, log, signal);
+    const attached = await attachSandbox(docker, c.Id, spec, runtime, log, signal);
     if (attached.kind === 'attached') return attached.sandbox;
     if (attached.kind === 'gone' || attached.kind === 'busy') continue;
     log.info(`sandbox ${name ?? c.Id} of this session ${attached.reason}; removing it`);

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type Dockerode from 'dockerode';
 import { describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
-import { DockerSandbox } from '../sandbox';
+import { DockerSandbox, attachSandbox, createSharedSandbox } from '../sandbox';
 import { isNameTaken, readEngine, type RuntimeChoice } from '../engine';
 import { LABEL, WORK_ROOT, removeQuietly, sameSpec, specKey, type Owner, type SandboxSpec } from '../container';
 
@@ -174,7 +174,7 @@ export class SharedSparePool {
     // Only a running spare is free: one still being made belongs to its maker until it lets go
     // (taking it then would race the maker's own start and lock, and on a busy engine lose).
     for (const c of (await this.list(pool)).filter((c) => c.State === 'running')) {
-      const attached = await DockerSandbox.attach(this.docker, c.Id, spec, runtime, this.log, signal, { onlyIfFree: true });
+      const attached = await attachSandbox(this.docker, c.Id, spec, runtime, this.log, signal, { onlyIfFree: true });
       if (attached.kind === 'busy' || attached.kind === 'gone') continue;
       if (attached.kind === 'unusable') {
         this.log.info(`spare sandbox ${nameOf(c)} ${attached.reason}; removing it`);
@@ -216,7 +216,7 @@ export class SharedSparePool {
       await removeQuietly(this.docker, c.Id, volumeOf(c), this.log);
     }
     for (let have = (await this.list(pool)).length; have < size; have++) {
-      const made = await DockerSandbox.createShared({
+      const made = await createSharedSandbox({
         docker: this.docker,
         spec,
         runtime,

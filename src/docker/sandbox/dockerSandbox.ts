@@ -2,68 +2,17 @@ import { randomBytes } from 'node:crypto';
 import type Dockerode from 'dockerode';
 import { ToolError, describeError } from '../../core/errors';
 import type { FilesOutCaps } from '../../core/limits';
+import type { InstalledDistribution } from '../../core/missingModule';
 import type { Logger } from '../../core/logger';
 import type { CollectOutcome, OutputSink, ProgramExit, ProgramRun, Sandbox } from '../../core/sandbox';
 import { collectFiles, layOutWorkArea, putRunFiles } from '../files';
-import {
-  ENGINE_DEADLINE_MS,
-  SandboxGoneError,
-  engineFailure,
-  isEngineFailure,
-  isGoneStatus,
-  isNameTaken,
-  statusCode,
-  withDeadline,
-  type RuntimeChoice,
-} from '../engine';
+import { ENGINE_DEADLINE_MS, SandboxGoneError, engineFailure, isEngineFailure, isGoneStatus, statusCode, withDeadline, type RuntimeChoice } from '../engine';
 import { ExecStrategy, KILL_GRACE_MS, RunnerChannel, WarmStrategy, type ExitInfo, type StrategyResult, type WarmOps } from '../run';
-import {
-  RUNS_DIR,
-  SandboxLock,
-  WORK_ROOT,
-  containerMatches,
-  containerOptions,
-  createFailure,
-  declaredVolumes,
-  killAllSparingSource,
-  oomKillCount,
-  ownerLabels,
-  removeQuietly,
-  sandboxFailed,
-  startGuest,
-  translateEngine,
-  workAreaVolumeOptions,
-  type Owner,
-  type OwnerKind,
-  type SandboxSpec,
-} from '../container';
-import type { InstalledDistribution } from '../../core/missingModule';
+import { RUNS_DIR, SandboxLock, killAllSparingSource, oomKillCount, removeQuietly, startGuest, type OwnerKind, type SandboxSpec } from '../container';
 import { imageDistributions } from '../images';
 
 /** A container another process just created: how long it may take to start (on a busy engine) before we give up on it. */
 const SHARED_START_WAIT_MS = ENGINE_DEADLINE_MS;
-
-/** What a new sandbox is made of, and for whom. */
-export interface NewSandbox {
-  docker: Dockerode;
-  spec: SandboxSpec;
-  runtime: RuntimeChoice;
-  owner: Owner;
-  sessionDigest: string;
-  log: Logger;
-  /** Added to the owner's labels (a spare's pool). */
-  labels?: Record<string, string>;
-}
-
-/** What re-attaching to a sandbox found by its labels gave. */
-export type AttachResult =
-  | { kind: 'attached'; sandbox: DockerSandbox }
-  /** Removed meanwhile: nothing to clean up. */
-  | { kind: 'gone' }
-  /** It exists but cannot serve this spec (other settings, no work area, cannot start): remove it. */
-  | { kind: 'unusable'; reason: string; volume?: string }
-  /** Another process holds its lock (asked with `onlyIfFree`). */
-  | { kind: 'busy' };
 
 /**
  * One session's sandbox: a hardened, long-lived container whose PID 1 is the warm runner (or a
@@ -77,7 +26,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
   /** OOM kills of the container's cgroup already accounted for since it started. */
   private oomSeen = 0;
   private channel: RunnerChannel | undefined;
-  private readonly lockHolder: SandboxLock;
+  /** The cross-process lock (taken by make.ts for a sandbox it made or attached, and by lock()). */
+  readonly lockHolder: SandboxLock;
   private distributions: Promise<readonly InstalledDistribution[] | undefined> | undefined;
   private readonly execStrategy: ExecStrategy;
   private readonly warmStrategy: WarmStrategy | undefined;
@@ -85,7 +35,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
   private holderPid = 0;
   lastUsed = Date.now();
 
-  private constructor(
+  /** Made by make.ts (createSandbox, createSharedSandbox, attachSandbox): one object per container it made or found. */
+  constructor(
     readonly docker: Dockerode,
     readonly id: string,
     /** Changes only when a spare is renamed to the session that took it. */
@@ -127,119 +78,11 @@ export class DockerSandbox implements Sandbox, WarmOps {
     return this.channel;
   }
 
-  /** A new sandbox for this process alone (VS Code windows, tests). */
-  static async create(request: NewSandbox): Promise<DockerSandbox> {
-    const { docker, spec, runtime, sessionDigest, log } = request;
-    const name = `codeact-${sessionDigest.slice(0, 12)}-${randomBytes(3).toString('hex')}`;
-    const made = await DockerSandbox.make(request, name, false);
-    if (!made) throw sandboxFailed();
-    try {
-      await made.start();
-    } catch (e) {
-      await made.remove();
-      // An image without python3 fails here, when the runtime looks for the command.
-      throw createFailure(e, spec.image, docker);
-    }
-    log.info(`sandbox ${name} created from ${spec.image} under ${runtime.name} (${runtime.reason}) for session ${sessionDigest}`);
-    return made;
-  }
-
-  /**
-   * A session's sandbox shared by processes (CLI --session): its name comes from the session, so of
-   * two processes creating it at once, one succeeds and the other gets undefined (and adopts it).
-   * Returned started, locked for this process, with the runner greeted under the lock.
-   */
-  static async createShared(request: NewSandbox): Promise<DockerSandbox | undefined> {
-    const { docker, spec, runtime, owner, sessionDigest, log } = request;
-    const name = sharedSandboxName(owner.kind, sessionDigest);
-    const made = await DockerSandbox.make(request, name, true);
-    if (!made) return undefined;
-    try {
-      await made.start({ greet: false });
-      await made.lockHolder.acquire(new AbortController().signal);
-      made.channel?.greet();
-    } catch (e) {
-      await made.remove();
-      throw createFailure(e, spec.image, docker);
-    }
-    log.info(`sandbox ${name} created from ${spec.image} under ${runtime.name} (${runtime.reason}) for session ${sessionDigest}`);
-    return made;
-  }
-
-  /** Creates the work-area volume and the container; undefined when `shared` and the name is taken. */
-  private static async make(request: NewSandbox, name: string, shared: boolean): Promise<DockerSandbox | undefined> {
-    const { docker, spec, runtime, log } = request;
-    const labels = { ...ownerLabels(request.owner, request.sessionDigest), ...request.labels };
-    let containerId: string | undefined;
-    try {
-      // Creating a volume whose name exists returns the existing one (the other process's).
-      await withDeadline(docker.createVolume(workAreaVolumeOptions(name, spec.limits, labels, runtime.engine)), ENGINE_DEADLINE_MS, 'create volume');
-      const imageVolumes = await declaredVolumes(docker, spec.image, ENGINE_DEADLINE_MS);
-      const container = await withDeadline(docker.createContainer(containerOptions(name, spec, labels, imageVolumes, runtime)), ENGINE_DEADLINE_MS, 'create container');
-      containerId = container.id;
-      return new DockerSandbox(docker, container.id, name, name, spec, runtime, log);
-    } catch (e) {
-      // The name is the other process's sandbox: leave it (and its volume) alone.
-      if (shared && containerId === undefined && isNameTaken(e)) return undefined;
-      await removeQuietly(docker, containerId, name, log);
-      throw createFailure(e, spec.image, docker);
-    }
-  }
-
-  /**
-   * Re-attaches to a sandbox created by an earlier or another process (CLI --session), locked for
-   * this process. An engine that does not answer is an error (the container is not judged by it).
-   */
-  static async attach(
-    docker: Dockerode,
-    containerId: string,
-    spec: SandboxSpec,
-    runtime: RuntimeChoice,
-    log: Logger,
-    signal: AbortSignal,
-    options: { onlyIfFree?: boolean } = {},
-  ): Promise<AttachResult> {
-    let info: Dockerode.ContainerInspectInfo;
-    try {
-      info = await withDeadline(docker.getContainer(containerId).inspect(), ENGINE_DEADLINE_MS, 'inspect container');
-    } catch (e) {
-      if (statusCode(e) === 404) return { kind: 'gone' };
-      throw translateEngine(e, docker);
-    }
-    const volume = info.Mounts?.find((m) => m.Destination === WORK_ROOT)?.Name;
-    if (volume === undefined) return { kind: 'unusable', reason: 'has no work area' };
-    if (!containerMatches(info, spec, runtime)) return { kind: 'unusable', reason: 'no longer matches the settings', volume };
-    const sandbox = new DockerSandbox(docker, info.Id, info.Name.replace(/^\//, ''), volume, spec, runtime, log);
-    try {
-      // "created": another process made it a moment ago and is starting it; anything else stopped
-      // (an engine restart) is started again here.
-      if (!info.State.Running) await sandbox.startShared(info.State.Status !== 'created');
-      if (options.onlyIfFree) {
-        if (!(await sandbox.lockHolder.tryAcquire(signal))) return { kind: 'busy' };
-        if (!sandbox.channel || sandbox.channel.state === 'broken') await sandbox.reconnect();
-      } else await sandbox.lock(signal);
-      // Whoever started it laid the work area out; doing it again is harmless and covers a start
-      // that another process had not finished.
-      await sandbox.layOutWorkArea();
-      return { kind: 'attached', sandbox };
-    } catch (e) {
-      sandbox.detach();
-      if (e instanceof ToolError && e.code === 'cancelled') throw e;
-      if (statusCode(e) === 404) return { kind: 'gone' };
-      if (isEngineFailure(e)) throw translateEngine(e, docker);
-      const status = statusCode(e);
-      // 409: being removed, restarting or paused by another process on a busy engine: not ours to remove.
-      if (status === 409) return { kind: 'gone' };
-      if (status !== undefined && status >= 400 && status < 500) return { kind: 'unusable', reason: `cannot be started (${describeError(e)})`, volume };
-      throw translateEngine(e, docker);
-    }
-  }
-
   /**
    * Starts a stopped shared container (`now`), or waits for the process that created it to start
    * it, and starts it itself only if that process never does (it died in between).
    */
-  private async startShared(now: boolean): Promise<void> {
+  async startShared(now: boolean): Promise<void> {
     const giveUp = Date.now() + SHARED_START_WAIT_MS;
     while (!now && !(await this.isAlive())) {
       if (Date.now() > giveUp) now = true;
@@ -280,7 +123,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
   }
 
   /** Starts the container and lays out the work area (a tmpfs: empty after every start). */
-  private async start(options: { greet: boolean } = { greet: true }): Promise<void> {
+  async start(options: { greet: boolean } = { greet: true }): Promise<void> {
     // Attached before the start, so nothing the runner says is missed.
     await this.openRunner();
     try {
@@ -298,7 +141,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
   }
 
 
-  private layOutWorkArea(): Promise<void> {
+  /** Lays out the work area's folders (idempotent: whoever starts the container does it too). */
+  layOutWorkArea(): Promise<void> {
     return layOutWorkArea(this.container, ENGINE_DEADLINE_MS);
   }
 

@@ -2,11 +2,12 @@ import type Dockerode from 'dockerode';
 import type { Logger } from '../../core/logger';
 import type { Owner, SandboxSpec } from '../container';
 import type { RuntimeChoice } from '../engine';
-import { DockerSandbox } from './dockerSandbox';
+import type { DockerSandbox } from './dockerSandbox';
+import { createSandbox } from './make';
 
 /**
  * How the provider gets a new sandbox of its own (a session's, or a spare). On an engine it is
- * DockerSandbox.create; unit tests hand the provider fakes, so the provider's bookkeeping (spares,
+ * createSandbox; unit tests hand the provider fakes, so the provider's bookkeeping (spares,
  * leases, the maximum, retiring and idling out) is tested without one.
  */
 export interface SandboxFactory {
@@ -16,5 +17,5 @@ export interface SandboxFactory {
 
 /** Sandboxes created on `docker`. */
 export function engineSandboxes(docker: Dockerode, log: Logger): SandboxFactory {
-  return { create: (spec, runtime, owner, sessionDigest, labels) => DockerSandbox.create({ docker, spec, runtime, owner, sessionDigest, log, labels }) };
+  return { create: (spec, runtime, owner, sessionDigest, labels) => createSandbox({ docker, spec, runtime, owner, sessionDigest, log, labels }) };
 }

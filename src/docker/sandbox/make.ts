@@ -1,0 +1,155 @@
+/**
+ * Making a sandbox: a new one for this process, a new one shared by processes (its name taken by
+ * whoever comes first), or one an earlier or another process made, attached again.
+ */
+import { randomBytes } from 'node:crypto';
+import type Dockerode from 'dockerode';
+import { ToolError, describeError } from '../../core/errors';
+import type { Logger } from '../../core/logger';
+import {
+  WORK_ROOT,
+  containerMatches,
+  containerOptions,
+  createFailure,
+  declaredVolumes,
+  ownerLabels,
+  removeQuietly,
+  sandboxFailed,
+  translateEngine,
+  workAreaVolumeOptions,
+  type Owner,
+  type SandboxSpec,
+} from '../container';
+import { ENGINE_DEADLINE_MS, isEngineFailure, isNameTaken, statusCode, withDeadline, type RuntimeChoice } from '../engine';
+import { DockerSandbox, sharedSandboxName } from './dockerSandbox';
+
+/** What a new sandbox is made of, and for whom. */
+export interface NewSandbox {
+  docker: Dockerode;
+  spec: SandboxSpec;
+  runtime: RuntimeChoice;
+  owner: Owner;
+  sessionDigest: string;
+  log: Logger;
+  /** Added to the owner's labels (a spare's pool). */
+  labels?: Record<string, string>;
+}
+
+/** What re-attaching to a sandbox found by its labels gave. */
+export type AttachResult =
+  | { kind: 'attached'; sandbox: DockerSandbox }
+  /** Removed meanwhile: nothing to clean up. */
+  | { kind: 'gone' }
+  /** It exists but cannot serve this spec (other settings, no work area, cannot start): remove it. */
+  | { kind: 'unusable'; reason: string; volume?: string }
+  /** Another process holds its lock (asked with `onlyIfFree`). */
+  | { kind: 'busy' };
+
+/** A new sandbox for this process alone (VS Code windows, tests). */
+export async function createSandbox(request: NewSandbox): Promise<DockerSandbox> {
+  const { docker, spec, runtime, sessionDigest, log } = request;
+  const name = `codeact-${sessionDigest.slice(0, 12)}-${randomBytes(3).toString('hex')}`;
+  const made = await make(request, name, false);
+  if (!made) throw sandboxFailed();
+  try {
+    await made.start();
+  } catch (e) {
+    await made.remove();
+    // An image without python3 fails here, when the runtime looks for the command.
+    throw createFailure(e, spec.image, docker);
+  }
+  log.info(`sandbox ${name} created from ${spec.image} under ${runtime.name} (${runtime.reason}) for session ${sessionDigest}`);
+  return made;
+}
+
+/**
+ * A session's sandbox shared by processes (CLI --session): its name comes from the session, so of
+ * two processes creating it at once, one succeeds and the other gets undefined (and adopts it).
+ * Returned started, locked for this process, with the runner greeted under the lock.
+ */
+export async function createSharedSandbox(request: NewSandbox): Promise<DockerSandbox | undefined> {
+  const { docker, spec, runtime, owner, sessionDigest, log } = request;
+  const name = sharedSandboxName(owner.kind, sessionDigest);
+  const made = await make(request, name, true);
+  if (!made) return undefined;
+  try {
+    await made.start({ greet: false });
+    await made.lockHolder.acquire(new AbortController().signal);
+    made.runner?.greet();
+  } catch (e) {
+    await made.remove();
+    throw createFailure(e, spec.image, docker);
+  }
+  log.info(`sandbox ${name} created from ${spec.image} under ${runtime.name} (${runtime.reason}) for session ${sessionDigest}`);
+  return made;
+}
+
+/** Creates the work-area volume and the container; undefined when `shared` and the name is taken. */
+async function make(request: NewSandbox, name: string, shared: boolean): Promise<DockerSandbox | undefined> {
+  const { docker, spec, runtime, log } = request;
+  const labels = { ...ownerLabels(request.owner, request.sessionDigest), ...request.labels };
+  let containerId: string | undefined;
+  try {
+    // Creating a volume whose name exists returns the existing one (the other process's).
+    await withDeadline(docker.createVolume(workAreaVolumeOptions(name, spec.limits, labels, runtime.engine)), ENGINE_DEADLINE_MS, 'create volume');
+    const imageVolumes = await declaredVolumes(docker, spec.image, ENGINE_DEADLINE_MS);
+    const container = await withDeadline(docker.createContainer(containerOptions(name, spec, labels, imageVolumes, runtime)), ENGINE_DEADLINE_MS, 'create container');
+    containerId = container.id;
+    return new DockerSandbox(docker, container.id, name, name, spec, runtime, log);
+  } catch (e) {
+    // The name is the other process's sandbox: leave it (and its volume) alone.
+    if (shared && containerId === undefined && isNameTaken(e)) return undefined;
+    await removeQuietly(docker, containerId, name, log);
+    throw createFailure(e, spec.image, docker);
+  }
+}
+
+/**
+ * Re-attaches to a sandbox created by an earlier or another process (CLI --session), locked for
+ * this process. An engine that does not answer is an error (the container is not judged by it).
+ */
+export async function attachSandbox(
+  docker: Dockerode,
+  containerId: string,
+  spec: SandboxSpec,
+  runtime: RuntimeChoice,
+  log: Logger,
+  signal: AbortSignal,
+  options: { onlyIfFree?: boolean } = {},
+): Promise<AttachResult> {
+  let info: Dockerode.ContainerInspectInfo;
+  try {
+    info = await withDeadline(docker.getContainer(containerId).inspect(), ENGINE_DEADLINE_MS, 'inspect container');
+  } catch (e) {
+    if (statusCode(e) === 404) return { kind: 'gone' };
+    throw translateEngine(e, docker);
+  }
+  const volume = info.Mounts?.find((m) => m.Destination === WORK_ROOT)?.Name;
+  if (volume === undefined) return { kind: 'unusable', reason: 'has no work area' };
+  if (!containerMatches(info, spec, runtime)) return { kind: 'unusable', reason: 'no longer matches the settings', volume };
+  const sandbox = new DockerSandbox(docker, info.Id, info.Name.replace(/^\//, ''), volume, spec, runtime, log);
+  try {
+    // "created": another process made it a moment ago and is starting it; anything else stopped
+    // (an engine restart) is started again here.
+    if (!info.State.Running) await sandbox.startShared(info.State.Status !== 'created');
+    if (options.onlyIfFree) {
+      if (!(await sandbox.lockHolder.tryAcquire(signal))) return { kind: 'busy' };
+      if (!sandbox.runner || sandbox.runner.state === 'broken') await sandbox.reconnect();
+    } else await sandbox.lock(signal);
+    // Whoever started it laid the work area out; doing it again is harmless and covers a start
+    // that another process had not finished.
+    await sandbox.layOutWorkArea();
+    return { kind: 'attached', sandbox };
+  } catch (e) {
+    sandbox.detach();
+    if (e instanceof ToolError && e.code === 'cancelled') throw e;
+    if (statusCode(e) === 404) return { kind: 'gone' };
+    if (isEngineFailure(e)) throw translateEngine(e, docker);
+    const status = statusCode(e);
+    // 409: being removed, restarting or paused by another process on a busy engine: not ours to remove.
+    if (status === 409) return { kind: 'gone' };
+    if (status !== undefined && status >= 400 && status < 500) return { kind: 'unusable', reason: `cannot be started (${describeError(e)})`, volume };
+    throw translateEngine(e, docker);
+  }
+}
+
