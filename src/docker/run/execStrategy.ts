@@ -139,17 +139,25 @@ export class ExecStrategy implements RunStrategy {
     // right after it was started may not exist yet when the first kill runs: kill again until its
     // output ends or the grace time is up.
     const giveUp = Date.now() + KILL_GRACE_MS;
+    const killers: Promise<void>[] = [];
+    let stopped = false;
     try {
-      while (Date.now() < giveUp) {
-        (await ops.startKiller(giveUp - Date.now())).resume();
+      while (Date.now() < giveUp && !stopped) {
+        killers.push(endOf(await ops.startKiller(giveUp - Date.now())));
         const wait = Math.max(0, Math.min(KILL_RETRY_MS, giveUp - Date.now()));
-        if (await Promise.race([streamEnded, delay(wait).then(() => false)])) return false;
+        stopped = await Promise.race([streamEnded, delay(wait).then(() => false)]);
       }
     } catch (e) {
       ops.log.warn(`sandbox ${ops.name}: could not stop the program from inside (${describeError(e)})`);
     }
+    // A killer that has not run yet would kill whatever runs next in the sandbox (the next call's
+    // program; on a loaded machine a killer's python3 can take seconds to start): every one this
+    // started has ended before the sandbox serves again, or the sandbox is restarted.
+    const killersEnded = Promise.all(killers).then(() => true);
+    if (stopped && (await Promise.race([killersEnded, delay(KILL_GRACE_MS).then(() => false)]))) return false;
+    if (stopped) ops.log.warn(`sandbox ${ops.name}: a kill it started has not ended; restarting so that it cannot reach the next program`);
     // A fork bomb can leave no room for even the killer: restart the whole container.
-    ops.log.warn(`sandbox ${ops.name}: restarting to stop the program`);
+    else ops.log.warn(`sandbox ${ops.name}: restarting to stop the program`);
     await ops.restart();
     await Promise.race([streamEnded, delay(KILL_GRACE_MS)]);
     return true;
@@ -221,3 +229,13 @@ function sink(deliver: (chunk: Buffer) => void): Writable {
 }
 
 export type { ExitInfo };
+
+/** Resolves when a guest program's stream has ended (its process is gone), whatever the reason. */
+function endOf(stream: NodeJS.ReadableStream): Promise<void> {
+  return new Promise<void>((resolve) => {
+    stream.on('end', resolve);
+    stream.on('close', resolve);
+    stream.on('error', () => resolve());
+    stream.resume();
+  });
+}
