@@ -32,7 +32,7 @@ import { serveMcp } from '../mcp/serve';
 import { exportNotebook } from '../standalone/exportNotebook';
 import { createSandboxProvider, dataImage, toolCallOptions, type SandboxConfig } from '../standalone/pipeline';
 import { VERSION } from '../version';
-import { UsageError, number, one, type Parsed } from './options';
+import { UsageError, number, one, type CommandName, type Parsed } from './options';
 import { reportFailure } from './report';
 
 async function readProgram(file: string): Promise<string> {
@@ -245,12 +245,12 @@ async function cleanup(p: Parsed): Promise<number> {
   return 0;
 }
 
-const COMMANDS: Record<string, (p: Parsed) => Promise<number>> = { run, mcp, cleanup, prepare, export: exportCommand };
+const COMMANDS: Record<CommandName, (p: Parsed) => Promise<number>> = { run, mcp, cleanup, prepare, export: exportCommand };
 
 /** Runs the command `p` names (main.ts checked it is one), and reports its failure. */
 export async function runCommand(p: Parsed): Promise<number> {
   try {
-    return await COMMANDS[p.command]!(p);
+    return await COMMANDS[p.command as CommandName](p);
   } catch (e) {
     return reportFailure(e);
   }

@@ -4,11 +4,8 @@
  * receive and exits 0 whenever the tool produced a result (whatever the program's exit code);
  * non-zero only when the tool itself failed (2: bad arguments, 1: no engine, no image, ...).
  */
-import { USAGE, UsageError, parse, type Parsed } from './options';
+import { USAGE, UsageError, isCommandName, parse, type Parsed } from './options';
 import { reportFailure } from './report';
-
-/** The commands; each runs from the module main loads on demand (./commands). */
-const COMMAND_NAMES = new Set(['run', 'mcp', 'cleanup', 'prepare', 'export']);
 
 export async function main(argv: string[]): Promise<number> {
   let parsed: Parsed;
@@ -21,7 +18,7 @@ export async function main(argv: string[]): Promise<number> {
     for (const name of ['out', 'kept-state-only']) {
       if (parsed.command !== 'export' && parsed.flags.has(name)) throw new UsageError(`--${name} is an option of export`);
     }
-    if (!COMMAND_NAMES.has(parsed.command)) throw new UsageError(`unknown command ${parsed.command}`);
+    if (!isCommandName(parsed.command)) throw new UsageError(`unknown command ${parsed.command}`);
   } catch (e) {
     return reportFailure(e);
   }

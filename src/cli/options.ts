@@ -7,6 +7,14 @@ import { DEFAULTS } from '../core/limits';
 
 export class UsageError extends Error {}
 
+/** The commands, named once: main.ts checks a name against them before it loads commands.ts, whose table must have each. */
+export const COMMAND_NAMES = ['run', 'mcp', 'cleanup', 'prepare', 'export'] as const;
+export type CommandName = (typeof COMMAND_NAMES)[number];
+
+export function isCommandName(name: string): name is CommandName {
+  return (COMMAND_NAMES as readonly string[]).includes(name);
+}
+
 interface Option {
   name: string;
   /** What the value is called in the usage; a flag without one takes no value. */
