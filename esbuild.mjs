@@ -96,24 +96,78 @@ const common = {
 
 /**
  * The command line starts as two files: dist/cli.js reads the options and prints the usage, and
- * loads dist/cli-commands.js (the engine client, the MCP SDK, everything else) only once a
+ * loads dist/cli-commands.mjs (the engine client and the rest, split in cli-chunks/) only once a
  * command runs, so `--help` and a usage error cost what starting Node costs.
  */
 const lazyCommands = {
   name: 'lazy-commands',
   setup(build) {
     build.onResolve({ filter: /^\.\/commands$/ }, (args) =>
-      args.importer.endsWith(path.join('src', 'cli', 'main.ts')) ? { path: './cli-commands.js', external: true } : undefined,
+      args.importer.endsWith(path.join('src', 'cli', 'main.ts')) ? { path: './cli-commands.mjs', external: true } : undefined,
     );
+  },
+};
+
+/**
+ * Parts of the engine client that no run uses are loaded on first use, so the command line's
+ * first chunk (cli-commands.mjs) leaves them out: dockerode's BuildKit session and decoder (gRPC
+ * and protobuf; builds here use the classic builder) become `import()`s, each a chunk of its own;
+ * docker-modem's SSH transport (ssh2) is never used (ssh:// engines are dialled by
+ * src/docker/engine/ssh.ts, and the client is made without DOCKER_HOST in sight), so it throws.
+ */
+const LAZY_REQUIRES = [
+  {
+    file: /dockerode[\\/]lib[\\/]docker\.js$/,
+    eager: "withSession = require('./session'),",
+    lazy: "withSession = function (docker, auth, handler) { import('./session.js').then(function (m) { (m.default || m)(docker, auth, handler); }, handler); },",
+  },
+  {
+    file: /dockerode[\\/]lib[\\/]docker\.js$/,
+    eager: "var buildkit = require('./buildkit');\n  return buildkit.followProgress(stream, onFinished, onProgress);",
+    lazy: "import('./buildkit.js').then(function (m) { (m.default || m).followProgress(stream, onFinished, onProgress); }, onFinished);",
+  },
+  {
+    file: /docker-modem[\\/]lib[\\/]modem\.js$/,
+    eager: "ssh = require('./ssh'),",
+    lazy: "ssh = function () { throw new Error('docker-modem ssh transport is not bundled: ssh:// engines are dialled by SshDialAgent'); },",
+  },
+];
+const lazyRequires = {
+  name: 'lazy-requires',
+  setup(build) {
+    build.onLoad({ filter: /(dockerode|docker-modem)[\\/]lib[\\/](docker|modem)\.js$/ }, async (args) => {
+      let text = await fs.promises.readFile(args.path, 'utf8');
+      for (const lazy of LAZY_REQUIRES.filter((l) => l.file.test(args.path))) {
+        if (!text.includes(lazy.eager)) throw new Error(`${args.path} no longer has ${JSON.stringify(lazy.eager)}: update LAZY_REQUIRES in esbuild.mjs`);
+        text = text.replace(lazy.eager, lazy.lazy);
+      }
+      return { contents: text, loader: 'js' };
+    });
   },
 };
 
 const cliDir = cliInto ?? 'dist';
 const cliBuilds = [
   { ...common, entryPoints: ['src/cli/main.ts'], outfile: path.join(cliDir, 'cli.js'), plugins: [lazyCommands] },
-  { ...common, entryPoints: ['src/cli/commands.ts'], outfile: path.join(cliDir, 'cli-commands.js') },
+  // ESM, split: what a command imports only when it runs (the MCP SDK, the notebook export, ssh2,
+  // BuildKit) is a chunk of its own in cli-chunks/, read only then. A `run` reads about half the bytes.
+  {
+    ...common,
+    entryPoints: { 'cli-commands': 'src/cli/commands.ts' },
+    outdir: cliDir,
+    format: 'esm',
+    splitting: true,
+    outExtension: { '.js': '.mjs' },
+    chunkNames: 'cli-chunks/[name]-[hash]',
+    // The bundled CommonJS packages require Node's modules; __dirname is the bundle's folder (where
+    // devcontainers-cli/ is), for the chunks in cli-chunks/ too.
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module'; import { fileURLToPath as __fileURLToPath } from 'node:url'; const require = __createRequire(import.meta.url); const __filename = __fileURLToPath(import.meta.url); const __dirname = __fileURLToPath(new URL(import.meta.url.includes('/cli-chunks/') ? '..' : '.', import.meta.url));",
+    },
+    plugins: [lazyRequires],
+  },
 ];
-const builds = [{ ...common, entryPoints: ['src/vscode/extension.ts'], outfile: 'dist/extension.js' }, ...cliBuilds];
+const builds = [{ ...common, entryPoints: ['src/vscode/extension.ts'], outfile: 'dist/extension.js', plugins: [lazyRequires] }, ...cliBuilds];
 
 // The Dev Container backend runs the Dev Containers CLI (@devcontainers/cli) as a child process.
 // Its npm package ships a prebuilt single-file bundle with no dependencies; node_modules are not
@@ -134,6 +188,9 @@ function copyDevcontainersCli() {
   }
 }
 
+// Chunks are named by their hash: those of an earlier build would pile up.
+fs.rmSync(path.join(cliDir, 'cli-chunks'), { recursive: true, force: true });
+fs.rmSync(path.join(cliDir, 'cli-commands.js'), { force: true });
 if (cliInto) {
   await Promise.all(cliBuilds.map((b) => esbuild.build(b)));
   process.exit(0);

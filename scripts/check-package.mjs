@@ -10,9 +10,12 @@ const names = execFileSync('python3', ['-c', 'import sys, zipfile; print("\\n".j
   .trim()
   .split('\n');
 const files = names.filter((n) => n.startsWith('extension/')).map((n) => n.slice('extension/'.length));
-for (const required of ['package.json', 'dist/extension.js', 'dist/cli.js', 'dist/cli-commands.js', 'dist/devcontainers-cli/dist/spec-node/devContainersSpecCLI.js', 'media/icon.png', 'readme.md', 'changelog.md', 'LICENSE.txt']) {
+for (const required of ['package.json', 'dist/extension.js', 'dist/cli.js', 'dist/cli-commands.mjs', 'dist/devcontainers-cli/dist/spec-node/devContainersSpecCLI.js', 'media/icon.png', 'readme.md', 'changelog.md', 'LICENSE.txt']) {
   assert.ok(files.some((f) => f.toLowerCase() === required.toLowerCase()), `${vsix} lacks ${required}: ${files.join(', ')}`);
 }
+// The chunks the commands load are there, each of them.
+const chunks = execFileSync('ls', ['dist/cli-chunks'], { encoding: 'utf8' }).trim().split('\n').filter((f) => f.endsWith('.mjs'));
+for (const chunk of chunks) assert.ok(files.includes(`dist/cli-chunks/${chunk}`), `${vsix} lacks dist/cli-chunks/${chunk}`);
 const forbidden = files.filter((f) => /^(src|test|scripts|node_modules|\.ci)\//.test(f) || f.endsWith('.map') || f.endsWith('.ts'));
 assert.deepEqual(forbidden, [], `${vsix} must not contain sources or tests`);
 console.log(`${vsix}: ${files.length} files, bundle/media/docs present, no sources or tests`);

@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import Module from 'node:module';
 import { createRequire } from 'node:module';
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
 
 const usage = execFileSync(process.execPath, ['dist/cli.js', '--help'], { encoding: 'utf8' });
 assert.match(usage, /codeact-sandbox run \[options\] PROGRAM\.py/);
@@ -13,8 +14,10 @@ const dcVersion = execFileSync(process.execPath, ['dist/devcontainers-cli/dist/s
 assert.match(dcVersion, /^\d+\.\d+\.\d+$/);
 
 const require = createRequire(import.meta.url);
-// The commands, which dist/cli.js loads only once one runs, resolve every import too.
-assert.equal(typeof require('../dist/cli-commands.js').runCommand, 'function');
+// The commands, which dist/cli.js loads only once one runs, resolve every import too, and so does
+// each chunk a command loads only when it needs it (the MCP server, the export, ssh2, BuildKit).
+assert.equal(typeof (await import('../dist/cli-commands.mjs')).runCommand, 'function');
+for (const chunk of fs.readdirSync('dist/cli-chunks').filter((f) => f.endsWith('.mjs'))) await import(`../dist/cli-chunks/${chunk}`);
 
 const originalLoad = Module._load;
 Module._load = function (request, ...rest) {

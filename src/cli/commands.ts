@@ -19,8 +19,10 @@ import { folderSource } from '../storage/workspaceFolder';
 import { parseToolInput } from '../core/toolInput';
 import {
   BACKEND_SETTINGS,
+  DockerSandboxProvider,
   createDockerClient,
   currentOwner,
+  processIsAlive,
   removeCliSandboxes,
   removeOrphanedSandboxes,
   resolveEngine,
@@ -28,12 +30,11 @@ import {
   type EngineTarget,
 } from '../docker';
 import { defaultArtifactsDir } from '../mcp/cacheDir';
-import { serveMcp } from '../mcp/serve';
-import { exportNotebook } from '../standalone/exportNotebook';
 import { createSandboxProvider, dataImage, toolCallOptions, type SandboxConfig } from '../standalone/pipeline';
 import { VERSION } from '../version';
 import { UsageError, number, one, type CommandName, type Parsed } from './options';
 import { reportFailure } from './report';
+import { MAKER_DEADLINE_MS, SPARE_MAKER_COMMAND, liveMakers, makerSpec, makersDir, makersEnded, noteMakerEnd, startSpareMaker } from './spareMaker';
 
 async function readProgram(file: string): Promise<string> {
   if (file === '-') {
@@ -156,6 +157,8 @@ async function run(p: Parsed): Promise<number> {
     adoptExisting: session !== undefined,
     // A run without --session keeps nothing, so there is no next session of its own to keep a spare for.
     spareSandboxes: session === undefined ? 0 : spares,
+    // Made by a process of its own: this one exits once the result is printed.
+    spareMaker: (spec) => startSpareMaker(p, spec, spares, log),
     buildLogHint: 'the build output printed below (all of it with --verbose)',
   });
   const recording = artifacts === undefined ? undefined : new RunRecording(new ArtifactStore(path.resolve(artifacts)), sessionKey);
@@ -203,6 +206,8 @@ async function mcp(p: Parsed): Promise<number> {
   }
   if (p.positional.length > 0) throw new UsageError('mcp takes no PROGRAM.py: the client sends the programs');
   const config = sandboxConfigFrom(p);
+  // The MCP SDK (and its JSON schema validator) is initialised only for this command.
+  const { serveMcp } = await import('../mcp/serve');
   return serveMcp({ ...config, idleMinutes: number(p, 'idle-minutes', DEFAULTS.idleMinutes, 0, 1440) });
 }
 
@@ -228,6 +233,7 @@ async function exportCommand(p: Parsed): Promise<number> {
   if (session === undefined) throw new UsageError('export needs --session KEY: the session whose runs become the notebook');
   const store = new ArtifactStore(path.resolve(one(p, 'artifacts') ?? defaultArtifactsDir()));
   const out = one(p, 'out');
+  const { exportNotebook } = await import('../standalone/exportNotebook');
   const result = await exportNotebook(store, { session, keptStateOnly: p.flags.has('kept-state-only'), out });
   if (result.written === undefined) process.stdout.write(result.text);
   else process.stderr.write(`wrote ${result.runs} run${result.runs === 1 ? '' : 's'} to ${result.written}\n`);
@@ -238,6 +244,12 @@ async function cleanup(p: Parsed): Promise<number> {
   const session = one(p, 'session');
   const log = consoleLogger(p.flags.has('verbose'));
   const docker = createDockerClient(engineFrom(p));
+  // A spare being made now would outlive this cleanup.
+  if (session === undefined) {
+    const makers = liveMakers(makersDir(), processIsAlive);
+    if (makers.length > 0) log.info(`waiting for ${makers.length} spare maker(s) to end (process ${makers.join(', ')})`);
+    await makersEnded(makersDir(), processIsAlive);
+  }
   let n = await removeCliSandboxes(docker, log, session === undefined ? undefined : sessionDigest(`cli:${session}`));
   // A live server's sandbox is in use; only those whose server process is gone are removed.
   if (session === undefined) n += await removeOrphanedSandboxes(docker, currentOwner('mcp', VERSION), log);
@@ -245,7 +257,35 @@ async function cleanup(p: Parsed): Promise<number> {
   return 0;
 }
 
-const COMMANDS: Record<CommandName, (p: Parsed) => Promise<number>> = { run, mcp, cleanup, prepare, export: exportCommand };
+/** The process `run` starts to make the next new session's spare (spareMaker.ts). */
+async function makeSpares(p: Parsed): Promise<number> {
+  noteMakerEnd();
+  const spec = makerSpec();
+  if (spec === undefined) throw new UsageError(`unknown command ${SPARE_MAKER_COMMAND}`);
+  setTimeout(() => process.exit(1), MAKER_DEADLINE_MS).unref();
+  const provider = new DockerSandboxProvider({
+    docker: createDockerClient(engineFrom(p)),
+    owner: currentOwner('cli', VERSION),
+    spec: () => spec,
+    imageSettingHint: '--image',
+    log: consoleLogger(false),
+    idleMs: 0,
+    adoptExisting: true,
+    spareSandboxes: number(p, 'spares', DEFAULTS.spareSandboxes, 0, 8),
+  });
+  await provider.fillSpares(spec);
+  await provider.detachAll();
+  return 0;
+}
+
+const COMMANDS: Record<CommandName, (p: Parsed) => Promise<number>> = {
+  run,
+  mcp,
+  cleanup,
+  prepare,
+  export: exportCommand,
+  [SPARE_MAKER_COMMAND]: makeSpares,
+};
 
 /** Runs the command `p` names (main.ts checked it is one), and reports its failure. */
 export async function runCommand(p: Parsed): Promise<number> {

@@ -7,8 +7,11 @@ import { DEFAULTS } from '../core/limits';
 
 export class UsageError extends Error {}
 
-/** The commands, named once: main.ts checks a name against them before it loads commands.ts, whose table must have each. */
-export const COMMAND_NAMES = ['run', 'mcp', 'cleanup', 'prepare', 'export'] as const;
+/**
+ * The commands, named once: main.ts checks a name against them before it loads commands.ts, whose
+ * table must have each. The last is not in the usage: only `run` starts it (spareMaker.ts).
+ */
+export const COMMAND_NAMES = ['run', 'mcp', 'cleanup', 'prepare', 'export', '__make-spares'] as const;
 export type CommandName = (typeof COMMAND_NAMES)[number];
 
 export function isCommandName(name: string): name is CommandName {

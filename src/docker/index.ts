@@ -18,4 +18,4 @@ export {
   type DataImage,
   type PackagesImage,
 } from './images';
-export { DockerSandboxProvider, removeCliSandboxes, removeOrphanedSandboxes, type ProviderOptions } from './pool';
+export { DockerSandboxProvider, processIsAlive, removeCliSandboxes, removeOrphanedSandboxes, type ProviderOptions } from './pool';

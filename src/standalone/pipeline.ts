@@ -23,6 +23,7 @@ import {
   type DataImage,
   type EngineTarget,
   type Owner,
+  type SandboxSpec,
   type PackagesImage,
 } from '../docker';
 import type { RunRecording } from '../storage/runRecorder';
@@ -60,6 +61,8 @@ export interface ProviderWiring {
   buildLogHint: string;
   /** Sandboxes kept warm with no session for the next new one (ProviderOptions.spareSandboxes); unset: none. */
   spareSandboxes?: number;
+  /** Who makes the engine's spares (ProviderOptions.spareMaker); unset: the provider. */
+  spareMaker?: (spec: SandboxSpec) => void;
 }
 
 export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWiring): DockerSandboxProvider {
@@ -104,6 +107,7 @@ export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWir
     idleMs: wiring.idleMs,
     adoptExisting: wiring.adoptExisting,
     spareSandboxes: wiring.spareSandboxes ?? 0,
+    ...(wiring.spareMaker ? { spareMaker: wiring.spareMaker } : {}),
   });
 }
 

@@ -46,7 +46,7 @@ describe('the CLI (integration)', function () {
     // A command needs the other file: without it, this copy cannot run one.
     const command = await spawnAlone(['cleanup']);
     assert.notEqual(command.code, 0);
-    assert.match(command.stderr, /cli-commands\.js/);
+    assert.match(command.stderr, /cli-commands\.mjs/);
   });
 
   it('prints exactly the model text and exits 0 even when the program exits 3', async function () {

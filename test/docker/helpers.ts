@@ -17,6 +17,8 @@ import { createDockerClient } from '../../src/docker/engine/connection';
 import { removeQuietly, type SandboxSpec } from '../../src/docker/container/spec';
 import type { DockerSandbox } from '../../src/docker/sandbox/dockerSandbox';
 import { DockerSandboxProvider, type ProviderOptions } from '../../src/docker/pool/dockerSandboxProvider';
+import { processIsAlive } from '../../src/docker/pool/cleanup';
+import { makersDir, makersEnded } from '../../src/cli/spareMaker';
 import { LABEL, currentOwner, hasAllLabels, type Owner } from '../../src/docker/container/labels';
 
 export const IMAGE = process.env.CODEACT_TEST_IMAGE || 'codeact-sandbox/python:bookworm';
@@ -363,10 +365,14 @@ export interface CliResult {
   ms: number;
 }
 
-/** Runs a bundled CLI with node, feeding `stdin` and collecting both streams. */
-export function spawnCli(cli: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; stdin?: string }): Promise<CliResult> {
+/**
+ * Runs a bundled CLI with node, feeding `stdin` and collecting both streams. A `run` may leave a
+ * process making the next spare: unless `leaveMakers`, it is waited for too, so what a test
+ * asserts next (and the hooks that clean up) find the engine settled.
+ */
+export async function spawnCli(cli: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; stdin?: string; leaveMakers?: boolean }): Promise<CliResult> {
   const started = Date.now();
-  return new Promise((resolve, reject) => {
+  const result = await new Promise<CliResult>((resolve, reject) => {
     const child = spawn(process.execPath, [cli, ...args], { cwd: opts.cwd, env: opts.env, stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
@@ -378,4 +384,6 @@ export function spawnCli(cli: string, args: string[], opts: { cwd: string; env: 
     );
     child.stdin.end(opts.stdin ?? '');
   });
+  if (args[0] === 'run' && !opts.leaveMakers) await makersEnded(makersDir(opts.env), processIsAlive);
+  return result;
 }

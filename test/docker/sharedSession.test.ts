@@ -98,7 +98,8 @@ describe('sessions shared by processes (integration)', function () {
     const [id] = await containersWith(TEST_LABEL, `${LABEL.session}=${sessionDigest(key)}`);
     await first.detachAll();
 
-    const faulty = await FaultyEngine.start({ method: 'GET', path: /\/containers\/[0-9a-f]+\/json/, status: 500 });
+    // Every inspect fails: the session's sandbox is looked up by its name, then by its labels.
+    const faulty = await FaultyEngine.start({ method: 'GET', path: /\/containers\/[^/]+\/json/, status: 500 });
     try {
       const flaky = sandboxes.makeProvider({ options: { adoptExisting: true, docker: createDockerClient(resolveEngine({ host: `unix://${faulty.socketPath}` })) } });
       await assert.rejects(run(flaky, key, 'print(2)'), (e: unknown) => isToolError(e) && e.code === 'sandbox_failed');

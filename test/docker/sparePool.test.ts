@@ -4,7 +4,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { sessionDigest } from '../../src/core/session';
-import { removeOrphanedSandboxes } from '../../src/docker/pool/cleanup';
+import { processIsAlive, removeOrphanedSandboxes } from '../../src/docker/pool/cleanup';
+import { liveMakers, makersDir, makersEnded } from '../../src/cli/spareMaker';
 import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { LABEL, currentOwner, type Owner } from '../../src/docker/container/labels';
 import {
@@ -176,6 +177,33 @@ describe('spare sandboxes shared by CLI processes (integration)', function () {
     } finally {
       await cliRun(['cleanup', '--session', a]);
       await cliRun(['cleanup', '--session', b]);
+    }
+  });
+
+  it('a run ends once its result is printed: the next spare is made by a process of its own', async function () {
+    this.timeout(240_000);
+    const program = path.join(dir, 'hello.py');
+    fs.writeFileSync(program, 'print("hello")\n');
+    const session = `spares-exit-${process.pid}-${Date.now()}`;
+    const go = path.join(dir, 'go');
+    // The maker is held before it does anything until `go` exists: what the run waited for is then plain.
+    const env = { ...process.env, NODE_OPTIONS: `--require ${path.join(__dirname, 'fixtures/holdSpareMaker.cjs')}`, CODEACT_TEST_MAKER_GO: go };
+    try {
+      const r = await spawnCli(cli, ['run', '--image', IMAGE, '--session', session, '--verbose', program], { cwd: dir, env, leaveMakers: true });
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, 'stdout:\nhello\n');
+      const maker = Number(/the next new session's spare is made by process (\d+)\n/.exec(r.stderr)?.[1]);
+      // The run and every pipe of it have ended; its maker still runs and has made nothing yet.
+      assert.deepEqual(liveMakers(makersDir(), processIsAlive), [maker]);
+      assert.deepEqual(await spares(), []);
+
+      // Its note goes as it exits, once the spare is made.
+      fs.writeFileSync(go, '');
+      await makersEnded(makersDir(), processIsAlive);
+      assert.equal((await spares()).length, 1);
+    } finally {
+      fs.writeFileSync(go, '');
+      await cliRun(['cleanup', '--session', session]);
     }
   });
 

@@ -1,6 +1,7 @@
 import * as assert from 'node:assert/strict';
 import { ToolError } from '../../src/core/errors';
 import { chooseRuntime } from '../../src/docker/engine/runtime';
+import { runtimeFromLabels, runtimeLabels } from '../../src/docker/container/labels';
 
 describe('runtime choice (unit)', () => {
   const HINT = 'the codeactSandbox.runtime setting';
@@ -46,5 +47,18 @@ describe('runtime choice (unit)', () => {
 
   it('no request means the engine default, named', () => {
     assert.deepEqual(chooseRuntime(undefined, ['runsc'], 'runsc', HINT), { runtime: undefined, name: 'runsc', reason: "the engine's default", engine: 'docker' });
+  });
+
+  it("a kept sandbox's labels give back the runtime it was made under, for the same setting only", () => {
+    const gvisor = chooseRuntime('auto', ['runc', 'runsc'], 'runc', HINT);
+    const labels = runtimeLabels('auto', gvisor);
+    assert.deepEqual(runtimeFromLabels(labels, 'auto', 'docker'), gvisor);
+    const plain = chooseRuntime(undefined, ['runc'], 'runc', HINT);
+    assert.deepEqual(runtimeFromLabels(runtimeLabels(undefined, plain), undefined, 'podman'), { ...plain, engine: 'podman' });
+    // Made for another setting, or before sandboxes recorded their runtime: the engine is asked.
+    assert.equal(runtimeFromLabels(labels, 'runc', 'docker'), undefined);
+    assert.equal(runtimeFromLabels(labels, undefined, 'docker'), undefined);
+    assert.equal(runtimeFromLabels({ 'dev.codeact-sandbox.session': 'x' }, 'auto', 'docker'), undefined);
+    assert.equal(runtimeFromLabels(undefined, 'auto', 'docker'), undefined);
   });
 });

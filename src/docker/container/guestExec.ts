@@ -1,13 +1,13 @@
 import { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { ENGINE_DEADLINE_MS, withDeadline } from '../engine';
-import { SANDBOX_USER, oomCountSource } from './guest';
+import { GUEST_PYTHON_FLAGS, SANDBOX_USER, oomCountSource } from './guest';
 
 /** Starts one of our fixed sources (never the model's) as the sandbox user; returns its output stream. */
 export async function startGuest(container: Dockerode.Container, source: string, deadlineMs: number): Promise<NodeJS.ReadableStream> {
   const giveUp = Date.now() + deadlineMs;
   const exec = await withDeadline(
-    container.exec({ Cmd: ['python3', '-c', source], User: SANDBOX_USER, AttachStdout: true, AttachStderr: true }),
+    container.exec({ Cmd: ['python3', ...GUEST_PYTHON_FLAGS, '-c', source], User: SANDBOX_USER, AttachStdout: true, AttachStderr: true }),
     Math.max(1, giveUp - Date.now()),
     'create exec',
   );

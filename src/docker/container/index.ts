@@ -6,7 +6,7 @@
 export { createFailure, sandboxFailed, translateEngine } from './errors';
 export { PROGRAM_NAME, RUNS_DIR, SANDBOX_GID, SANDBOX_UID, SANDBOX_USER, WORK_ROOT, killAllSparingSource } from './guest';
 export { oomKillCount, startGuest } from './guestExec';
-export { LABEL, LABEL_SCHEMA, currentOwner, hasAllLabels, ownerLabels, type Owner, type OwnerKind } from './labels';
+export { LABEL, LABEL_SCHEMA, currentOwner, hasAllLabels, ownerLabels, runtimeFromLabels, runtimeLabels, type Owner, type OwnerKind } from './labels';
 export { SandboxLock } from './lock';
 export { logPodmanDifferences } from './podmanSpec';
 export {

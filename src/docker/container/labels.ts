@@ -1,4 +1,5 @@
 import * as os from 'node:os';
+import type { EngineKind, RuntimeChoice, RuntimeRequest } from '../engine';
 
 /** Every container and volume this project creates carries these labels, so it can be found again. */
 export const LABEL = {
@@ -20,6 +21,15 @@ export const LABEL = {
    */
   pool: 'dev.codeact-sandbox.pool',
   version: 'dev.codeact-sandbox.version',
+  /**
+   * The runtime a sandbox was made under (its name, what HostConfig.Runtime was given, why) and
+   * the runtime setting it was made for: a kept session is adopted without asking the engine for
+   * its runtimes again (Podman's info takes most of a second).
+   */
+  runtime: 'dev.codeact-sandbox.runtime',
+  runtimeOption: 'dev.codeact-sandbox.runtime-option',
+  runtimeReason: 'dev.codeact-sandbox.runtime-reason',
+  runtimeRequest: 'dev.codeact-sandbox.runtime-request',
 } as const;
 
 export const LABEL_SCHEMA = '1';
@@ -46,6 +56,22 @@ export function ownerLabels(owner: Owner, sessionDigest: string): Record<string,
     [LABEL.session]: sessionDigest,
     [LABEL.version]: owner.version,
   };
+}
+
+export function runtimeLabels(request: RuntimeRequest | undefined, choice: RuntimeChoice): Record<string, string> {
+  return {
+    [LABEL.runtimeRequest]: request ?? '',
+    [LABEL.runtime]: choice.name,
+    [LABEL.runtimeOption]: choice.runtime ?? '',
+    [LABEL.runtimeReason]: choice.reason,
+  };
+}
+
+/** The runtime `labels` recorded, when the sandbox was made for the runtime setting `request`; else undefined. */
+export function runtimeFromLabels(labels: Record<string, string> | null | undefined, request: RuntimeRequest | undefined, engine: EngineKind): RuntimeChoice | undefined {
+  const name = labels?.[LABEL.runtime];
+  if (!labels || !name || labels[LABEL.runtimeRequest] !== (request ?? '')) return undefined;
+  return { name, runtime: labels[LABEL.runtimeOption] || undefined, reason: labels[LABEL.runtimeReason] ?? 'as the sandbox was made', engine };
 }
 
 /**

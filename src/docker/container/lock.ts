@@ -1,6 +1,7 @@
 import type Dockerode from 'dockerode';
 import { ToolError } from '../../core/errors';
 import { ENGINE_DEADLINE_MS, withDeadline } from '../engine';
+import { GUEST_PYTHON_FLAGS } from './guest';
 
 /**
  * Holds the lock: `flock` on a directory the sandbox user cannot open (root's home, 0700; `/`
@@ -79,7 +80,7 @@ export class SandboxLock {
   private async takeOnce(signal: AbortSignal, onlyIfFree: boolean): Promise<boolean> {
     const exec = await withDeadline(
       this.container.exec({
-        Cmd: ['python3', '-c', LOCK_HOLDER_SOURCE, ...(onlyIfFree ? ['try'] : [])],
+        Cmd: ['python3', ...GUEST_PYTHON_FLAGS, '-c', LOCK_HOLDER_SOURCE, ...(onlyIfFree ? ['try'] : [])],
         User: '0',
         AttachStdin: true,
         AttachStdout: true,

@@ -4,7 +4,7 @@ import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Duplex } from 'node:stream';
-import { Client as SshClient, type ConnectConfig } from 'ssh2';
+import type { ConnectConfig } from 'ssh2';
 import { matchesGlob } from '../../core/files/glob';
 import type { EngineTarget } from './target';
 
@@ -29,29 +29,35 @@ export class SshDialAgent extends http.Agent {
       done = true;
       callback(err, stream);
     };
-    const conn = new SshClient();
-    conn.once('ready', () => {
-      conn.exec('docker system dial-stdio', (err, channel) => {
-        if (err) {
-          conn.end();
-          finish(err);
-          return;
-        }
-        channel.once('close', () => conn.end());
-        // ssh channels lack the socket methods http may call; they are no-ops for a pipe.
-        const stream = Object.assign(channel, { setKeepAlive() {}, setNoDelay() {}, setTimeout() {}, ref() {}, unref() {} });
-        finish(null, stream as unknown as Duplex);
+    // ssh2 and its cryptography are loaded only when an ssh:// engine is dialled: most runs never are.
+    import('ssh2').then((ssh2) => {
+      // A CommonJS package imported from an ES module chunk (the command line's bundle) comes as
+      // its default export; from the extension's bundle and the sources, with named exports.
+      const { Client } = ssh2.Client ? ssh2 : (ssh2 as unknown as { default: typeof ssh2 }).default;
+      const conn = new Client();
+      conn.once('ready', () => {
+        conn.exec('docker system dial-stdio', (err, channel) => {
+          if (err) {
+            conn.end();
+            finish(err);
+            return;
+          }
+          channel.once('close', () => conn.end());
+          // ssh channels lack the socket methods http may call; they are no-ops for a pipe.
+          const stream = Object.assign(channel, { setKeepAlive() {}, setNoDelay() {}, setTimeout() {}, ref() {}, unref() {} });
+          finish(null, stream as unknown as Duplex);
+        });
       });
-    });
-    conn.on('error', (err) => {
-      conn.end();
-      finish(err);
-    });
-    try {
-      conn.connect(this.config);
-    } catch (e) {
-      finish(e as Error);
-    }
+      conn.on('error', (err) => {
+        conn.end();
+        finish(err);
+      });
+      try {
+        conn.connect(this.config);
+      } catch (e) {
+        finish(e as Error);
+      }
+    }, finish);
     return undefined;
   }
 }

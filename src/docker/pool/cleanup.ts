@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import type Dockerode from 'dockerode';
 import type { Logger } from '../../core/logger';
 import { sharedSandboxName } from '../sandbox';
@@ -8,10 +9,20 @@ import { LABEL, WORK_ROOT, hasAllLabels, removeQuietly, type Owner } from '../co
 export function processIsAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
     // EPERM: it exists but belongs to someone else.
     return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  // A zombie has ended; only its parent has not reaped it (where PID 1 reaps nothing, never).
+  return !isZombie(pid);
+}
+
+function isZombie(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+  } catch {
+    return false; // no /proc (macOS, Windows): kill's answer stands
   }
 }
 

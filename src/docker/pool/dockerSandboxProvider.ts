@@ -3,22 +3,13 @@ import { ToolError, describeError } from '../../core/errors';
 import type { Sandbox, SandboxProvider } from '../../core/sandbox';
 import { sessionDigest } from '../../core/session';
 import { DockerSandbox, engineSandboxes, sharedSandboxName, type SandboxFactory } from '../sandbox';
-import {
-  checkPodmanLimits,
-  chooseRuntime,
-  engineFailure,
-  engineIdentity,
-  engineRefused,
-  engineRuntimes,
-  isEngineFailure,
-  statusCode,
-  type RuntimeChoice,
-} from '../engine';
+import type { RuntimeChoice } from '../engine';
 import { ensureImage, imagePresent, type PullProgress } from '../images';
 import { RoomWaiters, evictedNote, leastRecentlyUsedIdle } from './capacity';
 import { Lease, type Entry, type LeaseHolder } from './lease';
 import { adoptSession, createOrAdopt } from './sharedSessions';
-import { logPodmanDifferences, sameSpec, type SandboxSpec } from '../container';
+import { sameSpec, type SandboxSpec } from '../container';
+import { keptRuntime, runtimeFor } from './runtimeFor';
 import { SPARE_SESSION, SharedSparePool, SparePool, poolDigest, spareFailed, spareLabels } from './sparePool';
 import type { ProviderOptions } from './providerOptions';
 import { systemClock, type Clock, type Timer } from '../../core/clock';
@@ -43,6 +34,8 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   /** The engine's spares (sessions shared by processes), and the fill this process started. */
   private readonly sharedPool: SharedSparePool | undefined;
   private sharedFill: Promise<void> | undefined;
+  /** Sessions this process claimed a spare for or made a sandbox for: the pool may be short by one. */
+  private readonly madeHere = new WeakSet<Entry>();
   /** Sessions whose idle sandbox made room for another: their next call is told. */
   private readonly evicted = new Set<string>();
   private readonly roomWaiters = new RoomWaiters();
@@ -86,12 +79,13 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
 
   /**
    * Creates the spares now (a host calls this at start-up, so even the first chat's first call is
-   * warm). Like pre-warming it never asks, builds or pulls. Resolves when they exist; never throws.
+   * warm), for `given` or the pre-warming spec. Like pre-warming it never asks, builds or pulls.
+   * Resolves when they exist; never throws.
    */
-  async fillSpares(): Promise<void> {
+  async fillSpares(given?: SandboxSpec): Promise<void> {
     if (!this.options.spareSandboxes) return;
     try {
-      const spec = this.options.prewarmSpec ? await this.options.prewarmSpec() : await this.options.spec(new AbortController().signal);
+      const spec = given ?? (this.options.prewarmSpec ? await this.options.prewarmSpec() : await this.options.spec(new AbortController().signal));
       if (!spec || this.disposed || !(await this.imagePresent(spec.image))) return;
       await this.refill(spec);
     } catch (e) {
@@ -261,7 +255,17 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     if (entry.retired) await this.retire(entry);
     else if (this.options.adoptExisting) await entry.sandbox.unlock();
     // After the call, not during it: making a spare costs the engine and the CPU the call ran on.
-    if (!entry.retired) void this.refill(entry.sandbox.spec);
+    if (!entry.retired) this.afterCall(entry);
+  }
+
+  private afterCall(entry: Entry): void {
+    const maker = this.options.spareMaker;
+    if (!maker || !this.sharedPool) {
+      void this.refill(entry.sandbox.spec);
+      return;
+    }
+    // Only a new session can have taken the engine's spare; a kept session's call asks nothing more.
+    if (this.madeHere.delete(entry)) maker(entry.sandbox.spec);
   }
 
   /**
@@ -284,13 +288,16 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   private async create(sessionKey: string, spec: SandboxSpec, signal: AbortSignal): Promise<Entry> {
     const { docker } = this.options;
     const digest = sessionDigest(sessionKey);
+    if (this.options.adoptExisting) {
+      // A kept session's sandbox says which runtime it runs under: the engine is not asked again.
+      const adopted = await adoptSession(this.options, digest, spec, (labels) => keptRuntime(this.options, spec, labels), signal);
+      if (adopted) return this.track(sessionKey, adopted);
+    }
     const runtime = await this.runtimeFor(spec, true);
     if (this.options.adoptExisting) {
-      const adopted = await adoptSession(this.options, digest, spec, runtime, signal);
-      if (adopted) return this.track(sessionKey, adopted);
       const pool = poolDigest(spec, runtime.name, this.options.owner.version);
       const claimed = await this.sharedPool?.claim(pool, spec, runtime, sharedSandboxName(this.options.owner.kind, digest), signal);
-      if (claimed) return this.track(sessionKey, claimed);
+      if (claimed) return this.madeNow(this.track(sessionKey, claimed));
     }
     const pull = (progress: PullProgress, pullSignal: AbortSignal) =>
       ensureImage(docker, spec.image, this.options.imageSettingHint, { signal: pullSignal, onProgress: progress });
@@ -313,28 +320,16 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
       await sandbox.remove();
       throw shuttingDown();
     }
-    return this.track(sessionKey, sandbox);
+    return this.madeNow(this.track(sessionKey, sandbox));
   }
 
-  private async runtimeFor(spec: SandboxSpec, logChoice = false): Promise<RuntimeChoice> {
-    const { docker, log } = this.options;
-    const ask = <T>(question: Promise<T>, what: string): Promise<T> =>
-      question.catch((e: unknown) => {
-        if (isEngineFailure(e)) throw engineFailure(e, docker);
-        throw statusCode(e) !== undefined ? engineRefused(e, docker, what) : e;
-      });
-    // Each question once per process (cached per client), and only those this engine needs: a busy
-    // Podman answers one heavy question at a time.
-    const engine = await ask(engineIdentity(docker), 'a ping');
-    const podman = engine.kind === 'podman' ? await checkPodmanLimits(docker, engine, log) : undefined;
-    // Podman's own info names its default runtime; its runtime list matters only for a named runtime.
-    const named = spec.runtime !== undefined && spec.runtime !== 'auto';
-    const { available, engineDefault } =
-      podman?.ociRuntime && !named ? { available: [], engineDefault: podman.ociRuntime } : await ask(engineRuntimes(docker), 'its runtimes (info)');
-    const runtime = chooseRuntime(spec.runtime, available, engineDefault, this.options.runtimeSettingHint ?? 'the runtime setting', engine.kind);
-    if (logChoice && spec.runtime !== undefined) log.info(`runtime ${runtime.name} (${runtime.reason}); the engine (${engine.label}) has ${available.join(', ') || (podman ? `${engineDefault} as its default` : 'no runtimes listed')}`);
-    if (logChoice && engine.kind === 'podman') logPodmanDifferences(log, engine);
-    return runtime;
+  private madeNow(entry: Entry): Entry {
+    this.madeHere.add(entry);
+    return entry;
+  }
+
+  private runtimeFor(spec: SandboxSpec, logChoice = false): Promise<RuntimeChoice> {
+    return runtimeFor(this.options, spec, logChoice);
   }
 
   private track(sessionKey: string, sandbox: DockerSandbox): Entry {
@@ -372,7 +367,8 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
 
   /** Lets go of every sandbox without removing it (CLI sessions: kept for the next process). */
   async detachAll(): Promise<void> {
-    // Spares for the next process are made before this one goes (the call's answer is out already).
+    // Spares this process is making are made before it goes (the call's answer is out already);
+    // with a spareMaker there are none.
     await this.sharedFill;
     this.disposed = true;
     this.clock.clearInterval(this.idleTimer);

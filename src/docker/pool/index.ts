@@ -2,5 +2,5 @@
  * The sandboxes a process holds: one per chat (or shared by processes), leases and capacity,
  * spares made ahead, idle removal, and cleaning up what a gone process left behind.
  */
-export { removeCliSandboxes, removeOrphanedSandboxes } from './cleanup';
+export { processIsAlive, removeCliSandboxes, removeOrphanedSandboxes } from './cleanup';
 export { DockerSandboxProvider, type ProviderOptions } from './dockerSandboxProvider';

@@ -44,6 +44,12 @@ export interface ProviderOptions {
    */
   spareSandboxes?: number;
   /**
+   * With `adoptExisting` and spares: who tops the engine's pool up after a call whose new session
+   * took a spare or made its sandbox. Unset: this provider, and `detachAll` waits for it. The CLI
+   * hands it to a process of its own, so a run ends when its result is printed.
+   */
+  spareMaker?: (spec: SandboxSpec) => void;
+  /**
    * Most sandboxes this provider keeps at once, spares included (the hosts pass the maxSandboxes
    * setting; unset: no limit). Past it the least recently used idle one is removed (its session
    * is told at its next call); when every one is in use, a call waits, cancellably, for room.

@@ -2,7 +2,7 @@ import type Dockerode from 'dockerode';
 import { ToolError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
 import { DockerSandbox, attachSandbox, createSharedSandbox, sharedSandboxName } from '../sandbox';
-import { ENGINE_DEADLINE_MS, engineFailure, isEngineFailure, readEngine, statusCode, type RuntimeChoice } from '../engine';
+import { ENGINE_DEADLINE_MS, engineFailure, engineRefused, isEngineFailure, readEngine, statusCode, type RuntimeChoice } from '../engine';
 import { LABEL, removeQuietly, sandboxFailed, type Owner, type SandboxSpec } from '../container';
 
 /** How long processes racing to create one session's sandbox keep trying (on a busy engine) before the call fails. */
@@ -26,7 +26,7 @@ export async function createOrAdopt(ctx: SharedContext, digest: string, spec: Sa
     const made = await createSharedSandbox({ docker, spec, runtime, owner, sessionDigest: digest, log });
     if (made) return made;
     for (let i = 0; i < 20; i++) {
-      const adopted = await adoptSession(ctx, digest, spec, runtime, signal);
+      const adopted = await adoptSession(ctx, digest, spec, () => Promise.resolve(runtime), signal);
       if (adopted) return adopted;
       if (signal.aborted) throw new ToolError('cancelled', 'The run was cancelled before it started.');
       await new Promise((r) => setTimeout(r, 100));
@@ -45,32 +45,40 @@ export async function adoptSession(
   ctx: SharedContext,
   digest: string,
   spec: SandboxSpec,
-  runtime: RuntimeChoice,
+  /** The runtime to expect of a container with these labels (a kept one recorded its own). */
+  runtimeOf: (labels: Record<string, string> | undefined) => Promise<RuntimeChoice>,
   signal: AbortSignal,
 ): Promise<DockerSandbox | undefined> {
   const { docker, owner, log } = ctx;
-  const byName = await readEngine(() => docker.getContainer(sharedSandboxName(owner.kind, digest)).inspect(), "the session's sandbox (inspect)").then(
-      (info): Dockerode.ContainerInfo[] =>
-        info.Config.Labels?.[LABEL.managed] && info.Config.Labels[LABEL.ownerKind] === owner.kind
-          ? [{ Id: info.Id, Names: [info.Name] } as Dockerode.ContainerInfo]
-          : [],
-      (e: unknown) => {
-        if (statusCode(e) === 404) return [];
-        throw isEngineFailure(e) ? engineFailure(e, docker) : e;
-      },
-    );
+  const named = await readEngine(() => docker.getContainer(sharedSandboxName(owner.kind, digest)).inspect(), "the session's sandbox (inspect)").then(
+    (info) => (info.Config.Labels?.[LABEL.managed] && info.Config.Labels[LABEL.ownerKind] === owner.kind ? info : undefined),
+    (e: unknown) => {
+      if (statusCode(e) === 404) return undefined;
+      if (isEngineFailure(e)) throw engineFailure(e, docker);
+      throw statusCode(e) !== undefined ? engineRefused(e, docker, "the session's sandbox (inspect)") : e;
+    },
+  );
+  const tryOne = async (id: string, name: string | undefined, labels: Record<string, string> | undefined, inspected?: Dockerode.ContainerInspectInfo): Promise<DockerSandbox | undefined> => {
+    const runtime = await runtimeOf(labels);
+    const attached = await attachSandbox(docker, id, spec, runtime, log, signal, inspected ? { inspected } : {});
+    if (attached.kind === 'attached') return attached.sandbox;
+    if (attached.kind === 'gone' || attached.kind === 'busy') return undefined;
+    log.info(`sandbox ${name ?? id} of this session ${attached.reason}; removing it`);
+    await removeQuietly(docker, id, attached.volume ?? name, log);
+    return undefined;
+  };
+  // By its name first (a kept session's usual case: no list needed), with what that inspect said.
+  if (named) {
+    const sandbox = await tryOne(named.Id, named.Name.replace(/^\//, ''), named.Config.Labels, named);
+    if (sandbox) return sandbox;
+  }
   const byLabels = await readEngine(
     () => docker.listContainers({ all: true, filters: { label: [`${LABEL.session}=${digest}`, `${LABEL.ownerKind}=${owner.kind}`] } }),
     "its list of the session's sandboxes",
   );
-  const found = [...byName, ...byLabels.filter((c) => !byName.some((n) => n.Id === c.Id))];
-  for (const c of found) {
-    const name = c.Names?.[0]?.replace(/^\//, '');
-    const attached = await attachSandbox(docker, c.Id, spec, runtime, log, signal);
-    if (attached.kind === 'attached') return attached.sandbox;
-    if (attached.kind === 'gone' || attached.kind === 'busy') continue;
-    log.info(`sandbox ${name ?? c.Id} of this session ${attached.reason}; removing it`);
-    await removeQuietly(docker, c.Id, attached.volume ?? name, log);
+  for (const c of byLabels.filter((c) => c.Id !== named?.Id)) {
+    const sandbox = await tryOne(c.Id, c.Names?.[0]?.replace(/^\//, ''), c.Labels);
+    if (sandbox) return sandbox;
   }
   return undefined;
 }

@@ -13,6 +13,7 @@ import {
   createFailure,
   declaredVolumes,
   ownerLabels,
+  runtimeLabels,
   removeQuietly,
   sandboxFailed,
   translateEngine,
@@ -87,7 +88,7 @@ export async function createSharedSandbox(request: NewSandbox): Promise<DockerSa
 /** Creates the work-area volume and the container; undefined when `shared` and the name is taken. */
 async function make(request: NewSandbox, name: string, shared: boolean): Promise<DockerSandbox | undefined> {
   const { docker, spec, runtime, log } = request;
-  const labels = { ...ownerLabels(request.owner, request.sessionDigest), ...request.labels };
+  const labels = { ...ownerLabels(request.owner, request.sessionDigest), ...runtimeLabels(spec.runtime, runtime), ...request.labels };
   let containerId: string | undefined;
   try {
     // Creating a volume whose name exists returns the existing one (the other process's).
@@ -115,11 +116,12 @@ export async function attachSandbox(
   runtime: RuntimeChoice,
   log: Logger,
   signal: AbortSignal,
-  options: { onlyIfFree?: boolean } = {},
+  /** `inspected`: what the caller's inspect of this container said a moment ago (not asked again). */
+  options: { onlyIfFree?: boolean; inspected?: Dockerode.ContainerInspectInfo } = {},
 ): Promise<AttachResult> {
   let info: Dockerode.ContainerInspectInfo;
   try {
-    info = await withDeadline(docker.getContainer(containerId).inspect(), ENGINE_DEADLINE_MS, 'inspect container');
+    info = options.inspected ?? (await withDeadline(docker.getContainer(containerId).inspect(), ENGINE_DEADLINE_MS, 'inspect container'));
   } catch (e) {
     if (statusCode(e) === 404) return { kind: 'gone' };
     throw translateEngine(e, docker);
@@ -136,9 +138,9 @@ export async function attachSandbox(
       if (!(await sandbox.lockHolder.tryAcquire(signal))) return { kind: 'busy' };
       if (!sandbox.runner || sandbox.runner.state === 'broken') await sandbox.reconnect();
     } else await sandbox.lock(signal);
-    // Whoever started it laid the work area out; doing it again is harmless and covers a start
-    // that another process had not finished.
-    await sandbox.layOutWorkArea();
+    // Whoever started it laid the work area out, and a warm runner makes the same folders as it
+    // starts. Without a runner, doing it again covers a start that another process never finished.
+    if (spec.warmRunner === false || !info.State.Running) await sandbox.layOutWorkArea();
     return { kind: 'attached', sandbox };
   } catch (e) {
     sandbox.detach();

@@ -1,0 +1,50 @@
+/**
+ * Which runtime a sandbox of a spec runs under on the provider's engine: the engine asked only what
+ * it must be (its identity, Podman's limits, its runtimes), each once per process and client.
+ */
+import {
+  checkPodmanLimits,
+  chooseRuntime,
+  engineFailure,
+  engineIdentity,
+  engineRefused,
+  engineRuntimes,
+  isEngineFailure,
+  statusCode,
+  type RuntimeChoice,
+} from '../engine';
+import { logPodmanDifferences, runtimeFromLabels, type SandboxSpec } from '../container';
+import type { ProviderOptions } from './providerOptions';
+
+/** An engine question whose failure is said as the engine's (not answering, or refusing `what`). */
+function ask<T>(docker: ProviderOptions['docker'], question: Promise<T>, what: string): Promise<T> {
+  return question.catch((e: unknown) => {
+    if (isEngineFailure(e)) throw engineFailure(e, docker);
+    throw statusCode(e) !== undefined ? engineRefused(e, docker, what) : e;
+  });
+}
+
+/**
+ * The runtime of a kept sandbox whose `labels` say what it was made under: as recorded, when it
+ * was made for the same runtime setting (the engine is only pinged); else as for a new sandbox.
+ */
+export async function keptRuntime(options: ProviderOptions, spec: SandboxSpec, labels: Record<string, string> | undefined): Promise<RuntimeChoice> {
+  const engine = await ask(options.docker, engineIdentity(options.docker), 'a ping');
+  return runtimeFromLabels(labels, spec.runtime, engine.kind) ?? runtimeFor(options, spec);
+}
+
+export async function runtimeFor(options: ProviderOptions, spec: SandboxSpec, logChoice = false): Promise<RuntimeChoice> {
+  const { docker, log } = options;
+  // Each question once per process (cached per client), and only those this engine needs: a busy
+  // Podman answers one heavy question at a time.
+  const engine = await ask(docker, engineIdentity(docker), 'a ping');
+  const podman = engine.kind === 'podman' ? await checkPodmanLimits(docker, engine, log) : undefined;
+  // Podman's own info names its default runtime; its runtime list matters only for a named runtime.
+  const named = spec.runtime !== undefined && spec.runtime !== 'auto';
+  const { available, engineDefault } =
+    podman?.ociRuntime && !named ? { available: [], engineDefault: podman.ociRuntime } : await ask(docker, engineRuntimes(docker), 'its runtimes (info)');
+  const runtime = chooseRuntime(spec.runtime, available, engineDefault, options.runtimeSettingHint ?? 'the runtime setting', engine.kind);
+  if (logChoice && spec.runtime !== undefined) log.info(`runtime ${runtime.name} (${runtime.reason}); the engine (${engine.label}) has ${available.join(', ') || (podman ? `${engineDefault} as its default` : 'no runtimes listed')}`);
+  if (logChoice && engine.kind === 'podman') logPodmanDifferences(log, engine);
+  return runtime;
+}
