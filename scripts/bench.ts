@@ -22,11 +22,12 @@ import { SANDBOX_GID, SANDBOX_UID, sandboxEnv } from '../src/docker/container/gu
 import { currentOwner } from '../src/docker/container/labels';
 import { putRunFiles } from '../src/docker/files/workArea';
 import { QUICK_MIX, loadCase, type LoadResult } from './bench/load';
-import { FORK_SCRIPT, warmPhases, type Phases } from './bench/phases';
+import { FORK_SCRIPT, heaviestPhase, warmPhases, type Phases } from './bench/phases';
 import { benchDataImage, type DataImageBench } from './bench/dataImage';
-import { benchCliStart, type CliStartBench } from './bench/cliStart';
+import { benchCliRun, benchCliStart, type CliRunBench, type CliStartBench } from './bench/cliStart';
 import { benchSession, printSession, type SessionBench } from './bench/session';
 import { stat, type Stat } from './bench/stats';
+import { describeFaults, faultsPerCall, pageTouchMicros, type CallFaults } from './bench/faults';
 import { measureRuntimes } from './benchRuntimes';
 
 const execFileP = promisify(execFile);
@@ -147,6 +148,8 @@ async function main(): Promise<void> {
   let loadQuick: LoadResult | undefined;
   let dataImage: DataImageBench | undefined;
   let session: SessionBench | undefined;
+  let cliRun: CliRunBench | undefined;
+  let warmFaults: CallFaults | undefined;
   const providers = [warm, plain];
   // First, while nothing else runs: the command line's start against Node's own.
   process.stdout.write('command line start ... ');
@@ -164,6 +167,8 @@ async function main(): Promise<void> {
     const sandbox = warm.active.get(wKey)!;
     if (!(await sandbox.warmedUp(60_000))) throw new Error('the warm runner did not come up in the bench image');
     const container = first.sandboxId;
+    notes.pageTouchMicros = Math.round((await pageTouchMicros(container)) * 100) / 100;
+    console.log(`the first touch of a page costs ${notes.pageTouchMicros} µs in a sandbox on this machine\n`);
 
     process.stdout.write('print(1) ... ');
     results['print1.pipeline.warm'] = await repeat(N, async () => expectText((await call(warm, wKey, PRINT1)).text, /^stdout:\n1$/, 'warm print(1)'));
@@ -182,7 +187,13 @@ async function main(): Promise<void> {
 
     process.stdout.write('where a warm call goes ... ');
     phases = await warmPhases(sandbox, N, GAP_MS);
-    results['fork.preloadedInterpreter'] = stat(await inside<number[]>(container, FORK_SCRIPT(DEFAULTS.preloadModules, N)));
+    warmFaults = await faultsPerCall(container, N, async () => {
+      await new Promise((r) => setTimeout(r, GAP_MS));
+      expectText((await call(warm, wKey, PRINT1)).text, /^stdout:\n1$/, 'warm print(1)');
+    });
+    const forks = await inside<{ fork: number[]; forkAndExit: number[] }>(container, FORK_SCRIPT(DEFAULTS.preloadModules, N));
+    results['fork.preloadedInterpreter'] = stat(forks.fork);
+    results['forkAndExit.preloadedInterpreter'] = stat(forks.forkAndExit);
     console.log('done');
 
     process.stdout.write('Jupyter kernel round trip ... ');
@@ -266,6 +277,17 @@ async function main(): Promise<void> {
     results['share.copyIn'] = stat(copies);
     console.log('done');
 
+    process.stdout.write('command line runs ... ');
+    const cliDir = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-bench-bundle-'));
+    try {
+      await execFileP(process.execPath, ['esbuild.mjs', '--cli-into', cliDir, '--version', VERSION]);
+      cliRun = await benchCliRun(N, path.join(cliDir, 'cli.js'), IMAGE, VERSION, dockerClient);
+      Object.assign(results, cliRun.results);
+    } finally {
+      fs.rmSync(cliDir, { recursive: true, force: true });
+    }
+    console.log('done');
+
     process.stdout.write('session state ... ');
     session = await benchSession(dockerClient, IMAGE, N, VERSION, LIMITS);
     console.log('done');
@@ -317,6 +339,8 @@ async function main(): Promise<void> {
     'load: p95 warm print(1) under load / unloaded (target <= 3)': load!.latency.print!.p95 / results['print1.pipeline.warm']!.p95,
     'load, 1 in flight per chat: p95 print(1) / unloaded (no target)': loadSerial!.latency.print!.p95 / results['print1.pipeline.warm']!.p95,
     'load, quick calls only, 3 in flight: p95 print(1) / unloaded (no target)': loadQuick!.latency.print!.p95 / results['print1.pipeline.warm']!.p95,
+    [`warm print(1), ${GAP_MS} ms between calls / fork and exit of the preloaded interpreter (target <= 1.2)`]: r('print1.pipeline.warm.gap') / r('forkAndExit.preloadedInterpreter'),
+    'session call (print(x + 1)) / fork and exit of the preloaded interpreter (target <= 1.2)': session!.results['session.print(x+1)']!.median / r('forkAndExit.preloadedInterpreter'),
     'warm print(1) / bare interpreter (target <= 2)': r('print1.pipeline.warm') / r('print1.bareInterpreter'),
     'warm print(1) / docker exec CLI (target < 1)': r('print1.pipeline.warm') / r('print1.dockerExecCli'),
     'warm pandas program / docker exec CLI (target <= 0.1)': r('pandas.pipeline.warm') / r('pandas.dockerExecCli'),
@@ -327,6 +351,9 @@ async function main(): Promise<void> {
     [`${SHARE_MB} MB share, the copy alone / docker cp (no target)`]: mbps('share.copyIn') / mbps('share.dockerCp'),
     'CLI --help / node -e 0 (target <= 1.5)': r('cli.help') / r('cli.nodeStart'),
     'CLI --help / node -e 0, minor page faults (no target)': cliStart.faults.help / cliStart.faults.nodeStart,
+    'CLI run of print(1) on a kept session / node -e 0 (target <= 3)': r('cli.run.warmSession') / r('cli.nodeStart'),
+    'CLI run of print(1) on a kept session / node -e 0, minor page faults (no target)': cliRun!.faults.warmSession / cliStart.faults.nodeStart,
+    'CLI run in a new session: from its result to its exit / node -e 0 (target <= 1)': r('cli.run.newSession.afterResult') / r('cli.nodeStart'),
   };
   const table = (title: string, entries: [string, Stat][]) => {
     const w = Math.max(title.length, ...entries.map((x) => x[0].length));
@@ -338,14 +365,15 @@ async function main(): Promise<void> {
   };
   table('measurement', Object.entries(results));
   table(`warm print(1) on the runner channel, by phase (${GAP_MS} ms between calls)`, Object.entries(phases!));
+  console.log(`page faults of a warm print(1), ${GAP_MS} ms between calls: ${describeFaults(warmFaults!)}\n`);
   for (const [l, what] of [[load!, ''], [loadSerial!, ''], [loadQuick!, ', quick calls only']] as const) {
     table(`load, ${l.inFlightPerChat} in flight per chat${what} (${l.calls} calls, wall ${(l.wallMs / 1000).toFixed(1)} s)`, Object.entries(l.latency) as [string, Stat][]);
     console.log(`${l.failures.length} failed calls${l.failures.length ? `: ${l.failures.slice(0, 5).join('; ')}` : ''}\n`);
   }
   console.log(`idle chat sandbox ${load!.idleSandboxMb.toFixed(1)} MB; the whole set (${load!.sandboxes} sandboxes, spare included) ${load!.wholeSetMb.toFixed(1)} MB`);
   console.log(`\nshare throughput: pipeline ${mbps('share.pipeline').toFixed(0)} MB/s, its copy alone ${mbps('share.copyIn').toFixed(0)} MB/s, docker cp ${mbps('share.dockerCp').toFixed(0)} MB/s (medians)`);
-  console.log(`Jupyter kernel start-up (once): ${notes.jupyterKernelStartupMs} ms`);
-  console.log(`minor page faults of one process: node -e 0 ${cliStart.faults.nodeStart}, CLI --help ${cliStart.faults.help}\n`);
+  console.log(`Jupyter kernel start-up (once): ${notes.jupyterKernelStartupMs} ms; the first touch of a page: ${notes.pageTouchMicros} µs`);
+  console.log(`minor page faults of one process: node -e 0 ${cliStart.faults.nodeStart}, CLI --help ${cliStart.faults.help}, CLI run on a kept session ${cliRun!.faults.warmSession}\n`);
   const d = dataImage!;
   console.log(
     `data image ${d.tag} (${d.route} route): ${d.builtFromScratch ? 'built from scratch' : 'found'} in ${(d.ensureMs / 1000).toFixed(1)} s, ${(d.sizeMb / 1000).toFixed(2)} GB; not measured: ${d.notMeasured.join('; ')}\n`,
@@ -354,10 +382,12 @@ async function main(): Promise<void> {
   const rw = Math.max(...Object.keys(ratios).map((k) => k.length));
   for (const [k, v] of Object.entries(ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
   for (const [k, v] of Object.entries(runtimes.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(2)}`);
+  const floor = ratios[`warm print(1), ${GAP_MS} ms between calls / fork and exit of the preloaded interpreter (target <= 1.2)`]!;
+  if (floor > 1.2) console.log(`\nwarm print(1) is ${floor.toFixed(2)} x the fork-and-exit floor; the phase that holds it: ${heaviestPhase(phases!)}`);
   const out = path.join('test-results', 'bench');
   fs.mkdirSync(out, { recursive: true });
   const file = path.join(out, 'bench.json');
-  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, load, loadSerial, loadQuick, dataImage, session, cliStart, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios }, notes }, null, 2) + '\n');
+  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, load, loadSerial, loadQuick, dataImage, session, cliStart, cliRun, warmFaults, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios }, notes }, null, 2) + '\n');
   console.log(`\nwritten to ${file}`);
 }
 

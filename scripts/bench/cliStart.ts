@@ -1,14 +1,21 @@
 /**
- * How fast the command line starts, against Node itself in the same run: `node -e 0`, then
+ * How fast the command line starts and runs, against Node itself in the same run: `node -e 0`, then
  * `node dist/cli.js --help` (the options only: the commands' bundle is not read). Times are
  * medians of interleaved runs; beside them, each process's minor page faults, a count that does
  * not depend on how fast the machine is.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import type Dockerode from 'dockerode';
+import { makersDir, makersEnded } from '../../src/cli/spareMaker';
+import { silentLogger } from '../../src/core/logger';
+import { LABEL } from '../../src/docker/container/labels';
+import { WORK_ROOT } from '../../src/docker/container/guest';
+import { removeQuietly } from '../../src/docker/container/spec';
+import { processIsAlive } from '../../src/docker/pool/cleanup';
 import { stat, type Stat } from './stats';
 
 const execFileP = promisify(execFile);
@@ -47,4 +54,81 @@ export async function benchCliStart(n: number): Promise<CliStartBench> {
     results: { 'cli.nodeStart': stat(ms.nodeStart), 'cli.help': stat(ms.help) },
     faults: { nodeStart: median(faults.nodeStart), help: median(faults.help) },
   };
+}
+
+export interface CliRunBench {
+  results: { 'cli.run.warmSession': Stat; 'cli.run.newSession': Stat; 'cli.run.newSession.afterResult': Stat };
+  /** Minor page faults of the CLI process of a warm run on a kept session, median. */
+  faults: { warmSession: number };
+}
+
+/**
+ * The command line's `run` of print(1): on a session it keeps (warm), and in a new session each
+ * time (the spare made for the next one by a process of its own), where beside the whole run the
+ * time from its result on standard output to its exit is taken: what a caller waits for after it
+ * has its answer. `cli` is a bundle stamped `version`, so what it leaves is found and removed.
+ */
+export async function benchCliRun(n: number, cli: string, image: string, version: string, docker: Dockerode): Promise<CliRunBench> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-bench-cli-'));
+  const preload = path.join(dir, 'faults.cjs');
+  fs.writeFileSync(preload, FAULTS);
+  const program = path.join(dir, 'print1.py');
+  fs.writeFileSync(program, 'print(1)\n');
+  const kept = `bench-kept-${process.pid}`;
+  const warm: number[] = [];
+  const faults: number[] = [];
+  const fresh: number[] = [];
+  const afterResult: number[] = [];
+  try {
+    for (let i = 0; i < n + 2; i++) {
+      const r = await timedRun(['--require', preload, cli, 'run', '--image', image, '--session', kept, program]);
+      await makersEnded(makersDir(), processIsAlive);
+      if (i < 2) continue; // the first creates the session; both leave the files in the page cache
+      warm.push(r.ms);
+      faults.push(Number(/minflt=(\d+)/.exec(r.stderr)?.[1]));
+    }
+    const FRESH_N = Math.max(3, Math.round(n / 6));
+    for (let i = 0; i < FRESH_N + 1; i++) {
+      const r = await timedRun([cli, 'run', '--image', image, '--session', `bench-new-${process.pid}-${i}`, program]);
+      // The next run takes the spare this one's maker makes: as a user's next new session would.
+      await makersEnded(makersDir(), processIsAlive);
+      if (i === 0) continue;
+      fresh.push(r.ms);
+      afterResult.push(r.ms - r.resultMs);
+    }
+  } finally {
+    const label = [`${LABEL.version}=${version}`, `${LABEL.ownerKind}=cli`];
+    for (const c of await docker.listContainers({ all: true, filters: { label } })) {
+      await removeQuietly(docker, c.Id, c.Mounts?.find((m) => m.Destination === WORK_ROOT)?.Name, silentLogger);
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  return {
+    results: { 'cli.run.warmSession': stat(warm), 'cli.run.newSession': stat(fresh), 'cli.run.newSession.afterResult': stat(afterResult) },
+    faults: { warmSession: median(faults) },
+  };
+}
+
+/** Runs node with `args`; ms to its exit, and to the end of its result (`stdout:\n1\n`) on standard output. */
+function timedRun(args: string[]): Promise<{ ms: number; resultMs: number; stderr: string }> {
+  const t = process.hrtime.bigint();
+  const since = () => Number(process.hrtime.bigint() - t) / 1e6;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let resultMs = NaN;
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+      if (Number.isNaN(resultMs) && stdout.endsWith('\n')) resultMs = since();
+    });
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const ms = since();
+      if (code !== 0 || !stdout.startsWith('stdout:\n1\n')) reject(new Error(`CLI run: exit ${code}, ${JSON.stringify(stdout + stderr)}`));
+      else resolve({ ms, resultMs, stderr });
+    });
+  });
 }

@@ -68,7 +68,10 @@ export async function warmPhases(sandbox: DockerSandbox, n: number, gapMs: numbe
   return Object.fromEntries(Object.entries(rows).map(([k, v]) => [k, stat(v)])) as unknown as Phases;
 }
 
-/** Inside the container, in an interpreter with the preload modules imported: what os.fork() itself costs. */
+/**
+ * Inside the container, in an interpreter with the preload modules imported: what os.fork() itself
+ * costs, and a fork whose child exits at once, waited for (the floor of a fresh process per call).
+ */
 export const FORK_SCRIPT = (modules: readonly string[], n: number) => `
 import json, os, time
 for m in ${JSON.stringify(modules)}:
@@ -76,7 +79,7 @@ for m in ${JSON.stringify(modules)}:
         __import__(m)
     except ImportError:
         pass
-ms = []
+fork, whole = [], []
 for i in range(${n} + 2):
     t = time.perf_counter()
     pid = os.fork()
@@ -85,6 +88,14 @@ for i in range(${n} + 2):
     dt = (time.perf_counter() - t) * 1000
     os.waitpid(pid, 0)
     if i >= 2:
-        ms.append(dt)
-print(json.dumps(ms))
+        fork.append(dt)
+        whole.append((time.perf_counter() - t) * 1000)
+print(json.dumps({"fork": fork, "forkAndExit": whole}))
 `;
+
+/** The phase of `phases` that takes the most of a warm call (for a target the bench says is not reached). */
+export function heaviestPhase(phases: Phases): string {
+  const parts = Object.entries(phases).filter(([k]) => k !== 'channelTotal') as [string, Stat][];
+  const [name, s] = parts.sort((a, b) => b[1].median - a[1].median)[0]!;
+  return `${name} (${s.median.toFixed(1)} ms of ${phases.channelTotal.median.toFixed(1)} on the channel)`;
+}

@@ -16,6 +16,7 @@ import { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvid
 import { SANDBOX_GID, SANDBOX_UID } from '../../src/docker/container/guest';
 import { currentOwner } from '../../src/docker/container/labels';
 import { stat, type Stat } from './stats';
+import { describeFaults, faultsPerCall, type CallFaults } from './faults';
 
 const execFileP = promisify(execFile);
 const RUN_LIMITS = { timeoutMs: 120_000, outputBudgetBytes: DEFAULTS.outputBudgetBytes, maxOutputBytes: DEFAULTS.maxOutputMb * 1024 * 1024 };
@@ -29,6 +30,8 @@ export interface SessionBench {
   /** The container's memory (cgroup memory.current), MB: idle, then after the DataFrame call in each mode. */
   memoryMb: { idleSession: number; keptDataFrame: number; idleFresh: number; freshAfterDataFrame: number };
   ratios: Record<string, number>;
+  /** Page faults per session call (print(x + 1)), by process. */
+  faults: CallFaults;
 }
 
 async function docker(...args: string[]): Promise<string> {
@@ -96,6 +99,7 @@ export async function benchSession(dockerClient: Dockerode, image: string, n: nu
     results['session.print(x+1)'] = await timed(n, async () => expect((await call(sKey, 'print(x + 1)', true)).text, `stdout:\n42\n\n${KEPT}`));
     results['session.print(1)'] = await timed(n, async () => expect((await call(sKey, 'print(1)', true)).text, `stdout:\n1\n\n${KEPT}`));
     results['fresh.print(1)'] = await timed(n, async () => expect((await call(fKey, 'print(1)', false)).text, 'stdout:\n1'));
+    const faults = await faultsPerCall(session, n, async () => expect((await call(sKey, 'print(x + 1)', true)).text, `stdout:\n42\n\n${KEPT}`));
 
     // Memory: the same 100 MB DataFrame in each mode, then a question about it in session mode.
     const idleSession = await memoryMb(session);
@@ -117,6 +121,7 @@ export async function benchSession(dockerClient: Dockerode, image: string, n: nu
     return {
       results,
       memoryMb: { idleSession, keptDataFrame, idleFresh, freshAfterDataFrame },
+      faults,
       ratios: {
         'session call (print(x + 1)) / fresh call (print(1)) (no target)': r('session.print(x+1)') / r('fresh.print(1)'),
         'session call (print(x + 1)) / Jupyter kernel round trip (target <= 1.3)': r('session.print(x+1)') / r('jupyterKernel.print(x+1)'),
@@ -141,6 +146,7 @@ export function printSession(b: SessionBench): void {
     `\nsandbox memory: session idle ${m.idleSession.toFixed(1)} MB, with the kept 100 MB DataFrame ${m.keptDataFrame.toFixed(1)} MB ` +
       `(+${(m.keptDataFrame - m.idleSession).toFixed(1)} MB); fresh idle ${m.idleFresh.toFixed(1)} MB, after the same call ${m.freshAfterDataFrame.toFixed(1)} MB\n`,
   );
+  console.log(`page faults of a session call (print(x + 1)): ${describeFaults(b.faults)}\n`);
   const rw = Math.max(...Object.keys(b.ratios).map((k) => k.length));
   for (const [k, v] of Object.entries(b.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
   console.log('');
