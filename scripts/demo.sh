@@ -23,10 +23,12 @@ node dist/cli.js prepare
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/codeact-demo.XXXXXX")
 session="demo-$$"
+# The demo leaves nothing behind: its session is removed at the end, and --spares 0 makes no
+# spare for a next session.
 trap 'node dist/cli.js cleanup --session "$session" >/dev/null 2>&1 || true' EXIT
-say "node dist/cli.js run --session $session --workspace examples/revenue --file data/sales.csv --output revenue.png --artifacts $out examples/revenue/plot_revenue.py"
+say "node dist/cli.js run --session $session --spares 0 --workspace examples/revenue --file data/sales.csv --output revenue.png --artifacts $out examples/revenue/plot_revenue.py"
 say "what the model receives:"
-node dist/cli.js run --session "$session" --workspace examples/revenue --file data/sales.csv --output revenue.png \
+node dist/cli.js run --session "$session" --spares 0 --workspace examples/revenue --file data/sales.csv --output revenue.png \
   --artifacts "$out" examples/revenue/plot_revenue.py
 node dist/cli.js export --session "$session" --artifacts "$out" --out "$out/revenue.ipynb"
 say "the session as a Jupyter notebook: $out/revenue.ipynb (code --open it, or jupyter notebook)"

@@ -6,6 +6,7 @@
 import * as assert from 'node:assert/strict';
 import { DATA_PACKAGES, dataImageBuilding, ensureDataImage, ImageBuildError, planDataImage, type BuildProgress, type DataRecipe, type RouteName } from '../../src/docker/images';
 import { docker, dockerCli, log, waitFor } from './helpers';
+import { LABEL } from '../../src/docker/container/labels';
 
 const REPOSITORY = `codeact-sandbox/data-itest-${process.pid}`;
 const pkg = (module: string) => DATA_PACKAGES.find((p) => p.module === module)!;
@@ -18,8 +19,10 @@ async function ourTags(): Promise<string[]> {
 }
 
 /** Containers the engine still has from a build of ours (the legacy builder's step containers have no labels: find them by ancestor). */
+/** Containers of a build step: of an image made from the Debian base, and not a sandbox (a data-image sandbox is one too). */
 async function buildContainers(): Promise<string[]> {
-  return (await dockerCli('ps', '-a', '-q', '--filter', 'ancestor=debian:bookworm-slim')).split('\n').filter(Boolean);
+  const rows = (await dockerCli('ps', '-a', '--filter', 'ancestor=debian:bookworm-slim', '--format', `{{.ID}} {{.Label "${LABEL.managed}"}}`)).split('\n');
+  return rows.map((row) => row.trim().split(' ')).filter(([id, managed]) => id && !managed).map(([id]) => id!);
 }
 
 describe('data image builds (integration)', function () {

@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import { sessionDigest } from '../../src/core/session';
 import { GVISOR_HOST_PIDS } from '../../src/docker/container/spec';
 import { LABEL, LABEL_SCHEMA } from '../../src/docker/container/labels';
-import { TEST_VERSION, byEngine, byRuntime, inspect, run, uniqueSessionKey, useDocker, warmSandbox, type Inspected } from './helpers';
+import { TEST_VERSION, byEngine, byRuntime, inspect, run, testSpec, uniqueSessionKey, useDocker, warmSandbox, type Inspected } from './helpers';
 
 /** The capabilities Podman gives a container by default, all of which CapDrop ALL removes. */
 const PODMAN_DEFAULT_CAPABILITIES = ['AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD', 'NET_BIND_SERVICE', 'NET_RAW', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT'];
@@ -179,6 +179,7 @@ describe('sandbox isolation (integration)', function () {
     assert.equal(mount.Destination, '/sandbox');
     assert.equal(mount.RW, true);
 
+    const chosen = provider.active.get(key)!.runtimeChoice;
     const expectedLabels = {
       [LABEL.managed]: LABEL_SCHEMA,
       [LABEL.ownerKind]: 'cli',
@@ -186,6 +187,11 @@ describe('sandbox isolation (integration)', function () {
       [LABEL.ownerPid]: String(process.pid),
       [LABEL.session]: sessionDigest(key),
       [LABEL.version]: TEST_VERSION,
+      // The runtime it was made under, as the provider chose it, and the setting it was made for.
+      [LABEL.runtime]: chosen.name,
+      [LABEL.runtimeOption]: chosen.runtime ?? '',
+      [LABEL.runtimeReason]: chosen.reason,
+      [LABEL.runtimeRequest]: testSpec().runtime ?? '',
     };
     const ours = Object.fromEntries(Object.entries(info.Config.Labels as Record<string, string>).filter(([k]) => k.startsWith('dev.codeact-sandbox.')));
     assert.deepEqual(ours, expectedLabels);
