@@ -1,12 +1,12 @@
 /**
- * The network allow-list's patterns: what a user may write (`pypi.org`, `*.githubusercontent.com`)
+ * The network allow-list's patterns: what a user may write (`index.example.org`, `*.assets.example`)
  * and what a name a program asks for is judged against. A bad pattern is reported and dropped,
  * never widened: a scheme, path, port, space, IP address or a lone `*` names no domain.
  */
 import { domainToASCII } from 'node:url';
 import { isIP } from 'node:net';
 
-/** A valid pattern: a domain (`pypi.org`), or `*.` and a domain of at least two labels (its subdomains). */
+/** A valid pattern: a domain (`index.example.org`), or `*.` and a domain of at least two labels (its subdomains). */
 export interface DomainPattern {
   /** As the user wrote it, for sentences. */
   text: string;
@@ -30,8 +30,8 @@ export function patternProblem(raw: string): string | undefined {
   const text = raw.trim();
   if (text === '') return 'is empty';
   if (/\s/.test(text)) return 'has a space in it';
-  if (text.includes('://')) return 'has a scheme (write the domain alone, as pypi.org)';
-  if (text.includes('/')) return 'has a path (write the domain alone, as pypi.org)';
+  if (text.includes('://')) return 'has a scheme (write the domain alone, as index.example.org)';
+  if (text.includes('/')) return 'has a path (write the domain alone, as index.example.org)';
   if (text === '*' || text === '*.') return 'would allow every domain (name the domains)';
   if (isIP(text.replace(/^\[|\]$/g, '')) !== 0) return 'is an IP address (name a domain: addresses are never allowed)';
   if (/:\d*$/.test(text)) return 'has a port (write the domain alone; ports 80 and 443 are allowed)';
