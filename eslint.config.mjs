@@ -27,8 +27,9 @@ const DOCKER_ROOMS = {
   images: ['engine', 'container'],
   devcontainer: ['engine', 'container', 'files', 'images'],
   run: ['engine', 'container'],
-  sandbox: ['engine', 'container', 'files', 'images', 'run'],
-  pool: ['engine', 'container', 'images', 'sandbox'],
+  network: ['engine', 'container', 'images'],
+  sandbox: ['engine', 'container', 'files', 'images', 'network', 'run'],
+  pool: ['engine', 'container', 'images', 'network', 'sandbox'],
 };
 const room = (name) => `./src/docker/${name}`;
 const dockerRoomZones = Object.entries(DOCKER_ROOMS).flatMap(([name, below]) => {

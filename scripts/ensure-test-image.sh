@@ -10,6 +10,8 @@
 #                                           # stack plus python3-ipykernel (npm run bench)
 #   scripts/ensure-test-image.sh --notebook # also codeact-sandbox/python-notebook:bookworm: python3 with
 #                                           # Jupyter's kernel and executor (an exported notebook re-run)
+#   scripts/ensure-test-image.sh --pip      # also codeact-sandbox/python-pip:bookworm: python3 with
+#                                           # pip (pip install --target through the network proxy)
 #   scripts/ensure-test-image.sh --debian   # also debian:bookworm-slim, a bare minbase root (~40 s,
 #                                           # ~80 MB): the base of the data image's Debian route
 #
@@ -69,6 +71,7 @@ for arg in "$@"; do
   case "$arg" in
     --data) build codeact-sandbox/python-data:bookworm python3,python3-numpy,python3-pandas,python3-matplotlib ;;
     --notebook) build codeact-sandbox/python-notebook:bookworm python3 python3-ipykernel,python3-nbclient ;;
+    --pip) build codeact-sandbox/python-pip:bookworm python3,python3-pip ;;
     --debian) build debian:bookworm-slim '' '' '["bash"]' ;;
     --bench) build codeact-sandbox/python-bench:bookworm python3,python3-numpy,python3-pandas,python3-matplotlib python3-ipykernel,python3-jupyter-client ;;
     *) log "unknown option $arg"; exit 2 ;;

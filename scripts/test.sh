@@ -63,7 +63,7 @@ recap() {
 
 stage "engine and test image"
 bash scripts/ensure-docker.sh
-bash scripts/ensure-test-image.sh --debian --notebook
+bash scripts/ensure-test-image.sh --debian --notebook --pip
 bash scripts/ensure-sshd.sh
 bash scripts/ensure-runsc.sh
 bash scripts/ensure-podman.sh --rootless

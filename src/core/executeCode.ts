@@ -9,6 +9,7 @@ import type { Logger } from './logger';
 import { missingModuleHint, missingModuleName } from './missingModule';
 import type { CollectedFile, CollectOutcome, OutputSink, Sandbox, SandboxProvider, StagedFile } from './sandbox';
 import type { SessionStates, StateOutcome } from './sessionState';
+import { blockedNote, type NetworkActivity } from './network';
 
 /** How produced files are named for collection: declared up front, or listed by the program. */
 export type OutputsRequest = { mode: 'declared'; names: readonly string[] } | { mode: 'manifest' };
@@ -39,6 +40,8 @@ export interface ExecuteRequest {
   filesOut?: FilesOutRequest;
   /** Session mode: the call runs on the chat's kept state (an empty one with `reset`); `states` is the host's record of them. */
   state?: { reset: boolean; states: SessionStates };
+  /** How this user adds a name to the network allow-list, for the sentence about a blocked one. */
+  networkAllowSetting?: string;
 }
 
 export interface ExecuteReport {
@@ -66,6 +69,8 @@ export interface ExecuteReport {
   /** Produced files that were saved. */
   files: CollectedFile[];
   startedAt: Date;
+  /** A sandbox with a network: the program's connections, as the proxy saw them. */
+  network?: NetworkActivity;
 }
 
 type StopReason = 'timeout' | 'cancel' | 'output';
@@ -92,6 +97,7 @@ interface RunOutcome {
   replaced: boolean;
   oomKilled: boolean;
   stateOutcome: StateOutcome | undefined;
+  network: NetworkActivity | undefined;
   stdout: StreamCapture;
   stderr: StreamCapture;
 }
@@ -182,6 +188,7 @@ async function runProgram(sandbox: Sandbox, request: ExecuteRequest, limits: Run
       replaced: exit.replaced === true,
       oomKilled: exit.oomKilled === true,
       stateOutcome: exit.state,
+      network: exit.network,
       stdout,
       stderr,
     };
@@ -214,6 +221,8 @@ async function afterRun(
     const hint = await moduleHint(sandbox, run.stderr.snapshot(), log);
     if (hint) notes.push(hint);
   }
+  const blocked = run.network && blockedNote(run.network.connections, request.networkAllowSetting ?? 'the codeactSandbox.network.allow setting');
+  if (blocked) notes.push(blocked);
   // Last, so that every session-mode result ends with it.
   if (request.state) {
     const succeeded = !reason && run.exitCode === 0 && !run.oomKilled && !run.replaced;
@@ -268,6 +277,7 @@ function report(
     ...(stderr.spillFile ? { stderrFile: stderr.spillFile } : {}),
     files: saved,
     startedAt: new Date(started),
+    ...(run.network ? { network: run.network } : {}),
   };
 }
 

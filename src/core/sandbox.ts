@@ -1,5 +1,6 @@
 import type { FilesOutCaps } from './limits';
 import type { InstalledDistribution } from './missingModule';
+import type { NetworkActivity } from './network';
 import type { StateOutcome } from './sessionState';
 
 /**
@@ -47,6 +48,8 @@ export interface ProgramExit {
   notes?: string[];
   /** Session mode: what the call did to the state; absent when the program did not run on one (docker exec). */
   state?: StateOutcome;
+  /** A sandbox with a network: what the program did on it, as the proxy saw it. */
+  network?: NetworkActivity;
 }
 
 export interface CollectedFile {

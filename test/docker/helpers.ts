@@ -214,10 +214,17 @@ export async function volumesWith(...labels: string[]): Promise<string[]> {
     .sort();
 }
 
-/** Removes every container and volume labelled with this process's test version. */
+/** Names of networks matching every label filter (sandbox networks with an allow-list, the tests' own). */
+export async function networksWith(...labels: string[]): Promise<string[]> {
+  const out = await dockerCli('network', 'ls', '--format', '{{.Name}}', '--filter', `label=${LABEL.managed}`, ...labels.flatMap((l) => ['--filter', `label=${l}`]));
+  return out.split('\n').filter(Boolean).sort();
+}
+
+/** Removes every container, volume and network labelled with this process's test version. */
 export async function removeTestObjects(): Promise<void> {
   for (const id of await containersWith(TEST_LABEL)) await removeQuietly(docker, id, undefined, log);
   for (const v of await volumesWith(TEST_LABEL)) await removeQuietly(docker, undefined, v, log);
+  for (const n of await networksWith(TEST_LABEL)) await docker.getNetwork(n).remove().catch(() => {});
 }
 
 export interface DockerTestContext {
@@ -248,6 +255,7 @@ export function useDocker(): DockerTestContext {
     await removeTestObjects();
     assert.deepEqual(await containersWith(TEST_LABEL), [], 'containers left behind');
     assert.deepEqual(await volumesWith(TEST_LABEL), [], 'volumes left behind');
+    assert.deepEqual(await networksWith(TEST_LABEL), [], 'networks left behind');
   });
   return {
     makeProvider(o?: ProviderOverrides) {

@@ -79,7 +79,7 @@ describe('import layering lint rules (unit)', function () {
     assert.deepEqual(await violations('src/docker/container/x.ts', use("import { RunnerChannel as a } from '../run';")), ['src/docker/container imports only engine']);
     assert.deepEqual(await violations('src/docker/run/x.ts', use("import { collectFiles as a } from '../files';")), ['src/docker/run imports only engine, container']);
     assert.deepEqual(await violations('src/docker/sandbox/x.ts', use("import { DockerSandboxProvider as a } from '../pool';")), [
-      'src/docker/sandbox imports only engine, container, files, images, run',
+      'src/docker/sandbox imports only engine, container, files, images, network, run',
     ]);
     assert.deepEqual(await violations('src/docker/images/x.ts', use("import { chooseBackend as a } from '../backend';")), ['src/docker/images imports only engine, container']);
     // within a room, any file

@@ -14,9 +14,13 @@ export {
   containerOptions,
   declaredVolumes,
   hardenedHostConfig,
+  networkDigest,
   removeQuietly,
   sameSpec,
   specKey,
   workAreaVolumeOptions,
+  type ProxyTesting,
+  type SandboxEgress,
+  type SandboxNetwork,
   type SandboxSpec,
 } from './spec';

@@ -30,6 +30,8 @@ export const LABEL = {
   runtimeOption: 'dev.codeact-sandbox.runtime-option',
   runtimeReason: 'dev.codeact-sandbox.runtime-reason',
   runtimeRequest: 'dev.codeact-sandbox.runtime-request',
+  /** Sandboxes with a network: the digest of the policy (networkDigest) whose network they joined. */
+  network: 'dev.codeact-sandbox.network',
 } as const;
 
 export const LABEL_SCHEMA = '1';

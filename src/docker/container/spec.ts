@@ -1,8 +1,10 @@
 import type Dockerode from 'dockerode';
 import { DEFAULTS, type SandboxLimits } from '../../core/limits';
+import { policyDigest, type NetworkPolicy } from '../../core/network';
 import type { Logger } from '../../core/logger';
 import { describeError } from '../../core/errors';
 import { isGvisor, statusCode, withDeadline, type EngineKind, type RuntimeChoice, type RuntimeRequest } from '../engine';
+import { LABEL } from './labels';
 import { KEEPER_SOURCE, SANDBOX_GID, SANDBOX_UID, SANDBOX_USER, WORK_ROOT, sandboxEnv } from './guest';
 import { runnerCommand } from './runnerProgram';
 import { PODMAN_RLIMITS, podmanTmpfsCovers, podmanWorkAreaMountOptions, reportedImageMatches } from './podmanSpec';
@@ -21,6 +23,35 @@ export interface SandboxSpec {
    * the missing-module hint; only for the data image, whose packages the host can add to.
    */
   packagesSetting?: string;
+  /** Names the sandbox may reach through the proxy; unset: no network at all. */
+  network?: SandboxNetwork;
+}
+
+/**
+ * Tests only: where the proxy's "internet" is. The test servers' network (the proxy joins it
+ * instead of the engine's default one), the private addresses on it the proxy may reach, and the
+ * names only this proxy resolves to them. Never set by the extension, the CLI or the MCP server.
+ */
+export interface ProxyTesting {
+  egressNetwork: string;
+  reachable: readonly string[];
+  hosts: Readonly<Record<string, string>>;
+}
+
+export interface SandboxNetwork {
+  policy: NetworkPolicy;
+  testing?: ProxyTesting;
+}
+
+/** The digest that names a network's internal network and proxy, and labels its sandboxes. */
+export function networkDigest(network: SandboxNetwork): string {
+  return policyDigest(network.policy, network.testing ? JSON.stringify(network.testing) : '');
+}
+
+/** What a sandbox with a network joins: the internal network, and the proxy variables its programs get. */
+export interface SandboxEgress {
+  network: string;
+  env: readonly string[];
 }
 
 /**
@@ -38,6 +69,7 @@ export function specKey(spec: SandboxSpec): string {
     spec.preloadModules ?? null,
     spec.runtime ?? null,
     spec.packagesSetting ?? null,
+    spec.network ?? null,
   ]);
 }
 
@@ -140,7 +172,9 @@ export function containerOptions(
   labels: Record<string, string>,
   imageVolumes: readonly string[],
   runtime: RuntimeChoice,
+  egress?: SandboxEgress,
 ): Dockerode.ContainerCreateOptions {
+  const hostConfig = hardenedHostConfig(name, spec.limits, isGvisor(runtime.name) ? withGvisorTmp(imageVolumes) : imageVolumes, runtime.name, runtime.engine);
   return {
     name,
     Image: spec.image,
@@ -154,11 +188,15 @@ export function containerOptions(
     ...(spec.warmRunner === false ? {} : { OpenStdin: true, StdinOnce: false }),
     User: SANDBOX_USER,
     WorkingDir: WORK_ROOT,
-    Env: sandboxEnv(),
+    Env: [...sandboxEnv(), ...(egress?.env ?? [])],
     Labels: labels,
-    NetworkDisabled: true,
+    ...(egress ? {} : { NetworkDisabled: true }),
     HostConfig: {
-      ...hardenedHostConfig(name, spec.limits, isGvisor(runtime.name) ? withGvisorTmp(imageVolumes) : imageVolumes, runtime.name, runtime.engine),
+      ...hostConfig,
+      // With a network: only the internal one, whose one other member is the proxy. DNS goes
+      // to the sandbox's own loopback, where nothing answers (names are the proxy's to resolve),
+      // and a program that asks anyway is told so within a second, not after glibc's 10.
+      ...(egress ? { NetworkMode: egress.network, Dns: ['127.0.0.1'], DnsOptions: ['timeout:1', 'attempts:1'] } : {}),
       ...(spec.warmRunner === false ? {} : { LogConfig: { Type: 'none', Config: {} } }),
       ...(runtime.runtime ? { Runtime: runtime.runtime } : {}),
     },
@@ -171,6 +209,7 @@ export function containerMatches(info: Dockerode.ContainerInspectInfo, spec: San
   return (
     runtimeMatches(h.Runtime, runtime) &&
     reportedImageMatches(info.Config.Image, spec.image, runtime.engine) &&
+    (info.Config.Labels?.[LABEL.network] ?? '') === (spec.network ? networkDigest(spec.network) : '') &&
     h.Memory === spec.limits.memoryMb * 1024 * 1024 &&
     h.NanoCpus === Math.round(spec.limits.cpus * 1e9) &&
     h.PidsLimit === processLimits(spec.limits, runtime.name).hostPids &&

@@ -65,6 +65,13 @@ export function chooseRuntime(
 export interface EngineRuntimes {
   available: string[];
   engineDefault: string | undefined;
+  /** Runtimes registered with `--network=none` (runsc on a VM that refuses its network): no sandbox network through them. */
+  withoutNetwork: string[];
+}
+
+/** Whether a runtime's registered arguments take its network away (`--network=none`, `--network none`). */
+export function argsWithoutNetwork(args: readonly unknown[]): boolean {
+  return args.some((a, i) => a === '--network=none' || (a === '--network' && args[i + 1] === 'none'));
 }
 
 const cache = new WeakMap<Dockerode, Promise<EngineRuntimes>>();
@@ -74,7 +81,14 @@ export function engineRuntimes(docker: Dockerode): Promise<EngineRuntimes> {
   let pending = cache.get(docker);
   if (!pending) {
     pending = readEngine(() => docker.info() as Promise<{ Runtimes?: Record<string, unknown>; DefaultRuntime?: string }>, 'its runtimes (info)').then(
-      (info) => ({ available: Object.keys(info.Runtimes ?? {}).sort(), engineDefault: info.DefaultRuntime || undefined }),
+      (info) => ({
+        available: Object.keys(info.Runtimes ?? {}).sort(),
+        engineDefault: info.DefaultRuntime || undefined,
+        withoutNetwork: Object.entries(info.Runtimes ?? {})
+          .filter(([, r]) => argsWithoutNetwork(((r as { runtimeArgs?: unknown[] } | null)?.runtimeArgs ?? []) as unknown[]))
+          .map(([name]) => name)
+          .sort(),
+      }),
     );
     pending.catch(() => cache.delete(docker));
     cache.set(docker, pending);

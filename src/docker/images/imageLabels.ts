@@ -10,7 +10,7 @@ import { LABEL, LABEL_SCHEMA } from '../container';
 import { ROUTE_NAMES, type RouteName } from './recipe';
 
 export const IMAGE_LABEL = {
-  /** "data" (the default image) or "packages" (the default image plus the user's packages). */
+  /** "data" (the default image), "packages" (the default image plus the user's packages) or "proxy". */
   kind: 'dev.codeact-sandbox.image.kind',
   /** data: the recipe hash; packages: the hash of (base image id, requirements). */
   hash: 'dev.codeact-sandbox.image.hash',
@@ -24,7 +24,8 @@ export const IMAGE_LABEL = {
   distributions: 'dev.codeact-sandbox.image.distributions',
 } as const;
 
-export type ImageKind = 'data' | 'packages';
+/** proxy: the network proxy's image (proxyImage.ts), labelled with kind and hash only. */
+export type ImageKind = 'data' | 'packages' | 'proxy';
 
 export function imageLabels(kind: ImageKind, hash: string, route: RouteName, extra: Record<string, string> = {}): Record<string, string> {
   return { [LABEL.managed]: LABEL_SCHEMA, [IMAGE_LABEL.kind]: kind, [IMAGE_LABEL.hash]: hash, [IMAGE_LABEL.route]: route, ...extra };

@@ -3,7 +3,14 @@ import type Dockerode from 'dockerode';
 import type { Logger } from '../../core/logger';
 import { sharedSandboxName } from '../sandbox';
 import { statusCode } from '../engine';
+import { describeError } from '../../core/errors';
 import { LABEL, WORK_ROOT, hasAllLabels, removeQuietly, type Owner } from '../container';
+import { releaseIdleEgress } from '../network';
+
+/** The networks and proxies the removed sandboxes were the last users of go too. */
+async function releaseNetworks(docker: Dockerode, log: Logger): Promise<void> {
+  await releaseIdleEgress(docker, log).catch((e: unknown) => log.warn(`could not remove unused sandbox networks: ${describeError(e)}`));
+}
 
 /** Whether process `pid` of this machine still runs (the owner a label names). */
 export function processIsAlive(pid: number): boolean {
@@ -52,6 +59,7 @@ export async function removeOrphanedSandboxes(docker: Dockerode, me: Owner, log:
     if (!Number.isInteger(pid) || pid === me.pid || processIsAlive(pid)) continue;
     await removeQuietly(docker, undefined, v.Name, log);
   }
+  if (removed > 0) await releaseNetworks(docker, log);
   return removed;
 }
 
@@ -78,5 +86,6 @@ export async function removeCliSandboxes(docker: Dockerode, log: Logger, session
   }
   const { Volumes } = await docker.listVolumes({ filters: { label, dangling: ['true'] } });
   for (const v of (Volumes ?? []).filter((v) => hasAllLabels(v.Labels, label))) await removeQuietly(docker, undefined, v.Name, log);
+  await releaseNetworks(docker, log);
   return containers.length;
 }

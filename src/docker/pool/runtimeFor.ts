@@ -13,6 +13,7 @@ import {
   statusCode,
   type RuntimeChoice,
 } from '../engine';
+import { ToolError } from '../../core/errors';
 import { logPodmanDifferences, runtimeFromLabels, type SandboxSpec } from '../container';
 import type { ProviderOptions } from './providerOptions';
 
@@ -41,10 +42,19 @@ export async function runtimeFor(options: ProviderOptions, spec: SandboxSpec, lo
   const podman = engine.kind === 'podman' ? await checkPodmanLimits(docker, engine, log) : undefined;
   // Podman's own info names its default runtime; its runtime list matters only for a named runtime.
   const named = spec.runtime !== undefined && spec.runtime !== 'auto';
-  const { available, engineDefault } =
-    podman?.ociRuntime && !named ? { available: [], engineDefault: podman.ociRuntime } : await ask(docker, engineRuntimes(docker), 'its runtimes (info)');
+  const { available, engineDefault, withoutNetwork } =
+    podman?.ociRuntime && !named ? { available: [], engineDefault: podman.ociRuntime, withoutNetwork: [] } : await ask(docker, engineRuntimes(docker), 'its runtimes (info)');
   const runtime = chooseRuntime(spec.runtime, available, engineDefault, options.runtimeSettingHint ?? 'the runtime setting', engine.kind);
+  if (spec.network && withoutNetwork.includes(runtime.name)) throw runtimeWithoutNetwork(runtime, options.runtimeSettingHint ?? 'the runtime setting');
   if (logChoice && spec.runtime !== undefined) log.info(`runtime ${runtime.name} (${runtime.reason}); the engine (${engine.label}) has ${available.join(', ') || (podman ? `${engineDefault} as its default` : 'no runtimes listed')}`);
   if (logChoice && engine.kind === 'podman') logPodmanDifferences(log, engine);
   return runtime;
+}
+
+/** A network allow-list under a runtime registered without network: refused, never run without the proxy's way out. */
+function runtimeWithoutNetwork(runtime: RuntimeChoice, settingHint: string): ToolError {
+  return new ToolError(
+    'invalid_settings',
+    `The sandbox runtime ${runtime.name} is registered with the engine with --network=none, so a sandbox with a network allow-list cannot run under it, and the program was not run. Ask the user to register ${runtime.name} without --network=none (see the README's "Network" section), to set ${settingHint} to runc, or to empty the network allow-list.`,
+  );
 }

@@ -10,6 +10,10 @@ import { ENGINE_DEADLINE_MS, SandboxGoneError, engineFailure, isEngineFailure, i
 import { ExecStrategy, KILL_GRACE_MS, RunnerChannel, WarmStrategy, type ExitInfo, type StrategyResult, type WarmOps } from '../run';
 import { RUNS_DIR, SandboxLock, killAllSparingSource, oomKillCount, removeQuietly, startGuest, type OwnerKind, type SandboxSpec } from '../container';
 import { imageDistributions } from '../images';
+import { egressNames, ensureEgress, proxyRunning, releaseEgress, runActivity, type Egress } from '../network';
+
+/** Where a proxy that could not be built or started sends the user. */
+export const NETWORK_LOG_HINT = 'the CodeAct Sandbox log (the output channel in VS Code, --verbose on the command line)';
 
 /** A container another process just created: how long it may take to start (on a busy engine) before we give up on it. */
 const SHARED_START_WAIT_MS = ENGINE_DEADLINE_MS;
@@ -34,6 +38,10 @@ export class DockerSandbox implements Sandbox, WarmOps {
   /** The pid of the process holding the session state, as the runner last said (0: none); kills spare it. */
   private holderPid = 0;
   lastUsed = Date.now();
+  /** The version label of its owner: a network and proxy made again for it carry the same. */
+  ownerVersion: string | undefined;
+  /** Its address on the internal network: the proxy's log names connections by it. */
+  private clientAddress: string | undefined;
 
   /** Made by make.ts (createSandbox, createSharedSandbox, attachSandbox): one object per container it made or found. */
   constructor(
@@ -177,6 +185,42 @@ export class DockerSandbox implements Sandbox, WarmOps {
   }
 
   private async runNow(run: ProgramRun): Promise<ProgramExit> {
+    if (!this.spec.network || run.signal.aborted) return this.runProgram(run);
+    // The proxy is brought back before the call when it died since the last one (its time
+    // limit does not count this).
+    const egress = await ensureEgress({
+      docker: this.docker,
+      engine: this.runtimeChoice.engine,
+      target: this.spec.network,
+      log: this.log,
+      signal: run.signal,
+      logHint: NETWORK_LOG_HINT,
+      ...(this.ownerVersion ? { version: this.ownerVersion } : {}),
+    });
+    const since = Date.now();
+    const exit = await this.runProgram(run);
+    const client = await this.addressOn(egress);
+    if (!client) return exit;
+    const network = await runActivity(this.docker, this.container, egress, client, since);
+    const notes = [...(exit.notes ?? [])];
+    if (!network.complete && !(await proxyRunning(this.docker, egress))) {
+      notes.push("The sandbox's network proxy stopped during the run, so the program may have lost its connections; the next call starts it again.");
+    }
+    return { ...exit, network, ...(notes.length ? { notes } : {}) };
+  }
+
+  private async addressOn(egress: Egress): Promise<string | undefined> {
+    if (this.clientAddress) return this.clientAddress;
+    try {
+      const info = await withDeadline(this.container.inspect(), ENGINE_DEADLINE_MS, 'inspect container');
+      this.clientAddress = info.NetworkSettings.Networks?.[egress.network]?.IPAddress || undefined;
+    } catch (e) {
+      this.log.warn(`sandbox ${this.name}: cannot read its network address (${describeError(e)}); the run's connections are not recorded`);
+    }
+    return this.clientAddress;
+  }
+
+  private async runProgram(run: ProgramRun): Promise<ProgramExit> {
     if (run.signal.aborted) return { exitCode: null, workDir: '' };
     run.onStart();
     const callId = `${String(++this.runCount).padStart(4, '0')}-${randomBytes(3).toString('hex')}`;
@@ -314,6 +358,11 @@ export class DockerSandbox implements Sandbox, WarmOps {
   async remove(): Promise<void> {
     this.detach();
     await removeQuietly(this.docker, this.id, this.volumeName, this.log);
+    // The last sandbox of a network takes its proxy and network with it.
+    if (this.spec.network) {
+      const { network } = egressNames(this.spec.network);
+      await releaseEgress(this.docker, network, this.log).catch((e: unknown) => this.log.warn(`could not release the network ${network}: ${describeError(e)}`));
+    }
   }
 
   /** True when the container still exists and runs (e.g. not removed by `docker rm -f`). */

@@ -7,7 +7,9 @@ import type Dockerode from 'dockerode';
 import { ToolError, describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
 import {
+  LABEL,
   WORK_ROOT,
+  networkDigest,
   containerMatches,
   containerOptions,
   createFailure,
@@ -22,7 +24,8 @@ import {
   type SandboxSpec,
 } from '../container';
 import { ENGINE_DEADLINE_MS, isEngineFailure, isNameTaken, statusCode, withDeadline, type RuntimeChoice } from '../engine';
-import { DockerSandbox, sharedSandboxName } from './dockerSandbox';
+import { ensureEgress, proxyEnv } from '../network';
+import { DockerSandbox, NETWORK_LOG_HINT, sharedSandboxName } from './dockerSandbox';
 
 /** What a new sandbox is made of, and for whom. */
 export interface NewSandbox {
@@ -88,15 +91,29 @@ export async function createSharedSandbox(request: NewSandbox): Promise<DockerSa
 /** Creates the work-area volume and the container; undefined when `shared` and the name is taken. */
 async function make(request: NewSandbox, name: string, shared: boolean): Promise<DockerSandbox | undefined> {
   const { docker, spec, runtime, log } = request;
-  const labels = { ...ownerLabels(request.owner, request.sessionDigest), ...runtimeLabels(spec.runtime, runtime), ...request.labels };
+  const labels = {
+    ...ownerLabels(request.owner, request.sessionDigest),
+    ...runtimeLabels(spec.runtime, runtime),
+    ...(spec.network ? { [LABEL.network]: networkDigest(spec.network) } : {}),
+    ...request.labels,
+  };
   let containerId: string | undefined;
   try {
     // Creating a volume whose name exists returns the existing one (the other process's).
     await withDeadline(docker.createVolume(workAreaVolumeOptions(name, spec.limits, labels, runtime.engine)), ENGINE_DEADLINE_MS, 'create volume');
     const imageVolumes = await declaredVolumes(docker, spec.image, ENGINE_DEADLINE_MS);
-    const container = await withDeadline(docker.createContainer(containerOptions(name, spec, labels, imageVolumes, runtime)), ENGINE_DEADLINE_MS, 'create container');
+    const create = async () => {
+      const egress = spec.network ? await ensureEgress({ docker, engine: runtime.engine, target: spec.network, log, logHint: NETWORK_LOG_HINT, version: request.owner.version }) : undefined;
+      const options = containerOptions(name, spec, labels, imageVolumes, runtime, egress ? { network: egress.network, env: proxyEnv(egress) } : undefined);
+      return withDeadline(docker.createContainer(options), ENGINE_DEADLINE_MS, 'create container');
+    };
+    // The network's last sandbox, removed by another process a moment ago, took the network
+    // with it: made again once.
+    const container = await create().catch((e: unknown) => (spec.network && statusCode(e) === 404 ? create() : Promise.reject(e)));
     containerId = container.id;
-    return new DockerSandbox(docker, container.id, name, name, spec, runtime, log);
+    const sandbox = new DockerSandbox(docker, container.id, name, name, spec, runtime, log);
+    sandbox.ownerVersion = request.owner.version;
+    return sandbox;
   } catch (e) {
     // The name is the other process's sandbox: leave it (and its volume) alone.
     if (shared && containerId === undefined && isNameTaken(e)) return undefined;
@@ -130,6 +147,7 @@ export async function attachSandbox(
   if (volume === undefined) return { kind: 'unusable', reason: 'has no work area' };
   if (!containerMatches(info, spec, runtime)) return { kind: 'unusable', reason: 'no longer matches the settings', volume };
   const sandbox = new DockerSandbox(docker, info.Id, info.Name.replace(/^\//, ''), volume, spec, runtime, log);
+  sandbox.ownerVersion = info.Config.Labels?.[LABEL.version];
   try {
     // "created": another process made it a moment ago and is starting it; anything else stopped
     // (an engine restart) is started again here.

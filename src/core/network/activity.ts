@@ -1,0 +1,107 @@
+/**
+ * What a program did on the network, as the proxy saw it: one record per connection (or plain
+ * HTTP request), kept with the run, summed up on the run's node, and turned into the sentence the
+ * model gets when a name was refused.
+ */
+
+/** Why the proxy refused a connection. */
+export type BlockReason =
+  /** The name is not on the allow-list. */
+  | 'not listed'
+  /** The name is on the deny-list. */
+  | 'denied'
+  /** The host is an IP address: only names on the list are reached. */
+  | 'address'
+  /** The name resolves to a loopback, private, link-local or metadata address. */
+  | 'private address'
+  /** Not one of the allowed ports (80 for plain HTTP, 443 for a tunnel). */
+  | 'port'
+  /** The TLS client hello named another server than the one allowed. */
+  | 'sni'
+  /** A tunnel through port 443 that did not start with a TLS client hello. */
+  | 'not tls';
+
+export interface Connection {
+  /** When the proxy logged it (its end), ms since the epoch. */
+  time: number;
+  /** The name (or address) the program asked for. */
+  host: string;
+  port: number;
+  /** CONNECT for a tunnel (HTTPS), else the plain HTTP method. */
+  method: string;
+  allowed: boolean;
+  /** Set when refused. */
+  reason?: BlockReason;
+  /** The server name of the TLS client hello, when the proxy saw one. */
+  sni?: string;
+  /** Bytes from the program to the proxy, and back. */
+  bytesOut: number;
+  bytesIn: number;
+}
+
+/** A run's connections, and whether the record is whole. */
+export interface NetworkActivity {
+  connections: Connection[];
+  /** False when the proxy's log could not be read to the end of the run (the record may miss some). */
+  complete: boolean;
+}
+
+/** The names refused, each once, in the order first refused. */
+export function blockedHosts(connections: readonly Connection[]): string[] {
+  return [...new Set(connections.filter((c) => !c.allowed).map((c) => c.host))];
+}
+
+/** "network: 3 allowed, 1 blocked: other.example": a run's network at a glance (the sidebar, the CLI). */
+export function networkSummary(activity: NetworkActivity): string {
+  const allowed = activity.connections.filter((c) => c.allowed).length;
+  const blocked = blockedHosts(activity.connections);
+  const refused = activity.connections.length - allowed;
+  const parts = [`${allowed} allowed`];
+  if (refused > 0) parts.push(`${refused} blocked: ${blocked.join(', ')}`);
+  return `network: ${parts.join(', ')}${activity.complete ? '' : ' (the record may be incomplete)'}`;
+}
+
+/** One connection as a line of "Show Program and Output" and the CLI's --verbose. */
+export function connectionLine(c: Connection): string {
+  const when = new Date(c.time).toISOString().slice(11, 23);
+  const verdict = c.allowed ? 'allowed' : `blocked (${reasonText(c)})`;
+  return `${when} ${c.method} ${c.host}:${c.port} ${verdict}, ${c.bytesOut} bytes out, ${c.bytesIn} bytes in`;
+}
+
+function reasonText(c: Connection): string {
+  switch (c.reason) {
+    case 'denied':
+      return 'on the deny-list';
+    case 'address':
+      return 'an IP address, not a name';
+    case 'private address':
+      return 'resolves to a private or loopback address';
+    case 'port':
+      return `port ${c.port} is not allowed`;
+    case 'sni':
+      return `the TLS hello named ${c.sni ?? 'another server'}`;
+    case 'not tls':
+      return 'not TLS';
+    default:
+      return 'not on the allow-list';
+  }
+}
+
+/**
+ * The sentence the model gets when the proxy refused something, one clause per name. `allowSetting`
+ * is how this user adds a name ("the codeactSandbox.network.allow setting", "--allow-domain").
+ */
+export function blockedNote(connections: readonly Connection[], allowSetting: string): string | undefined {
+  const seen = new Set<string>();
+  const clauses: string[] = [];
+  let unlisted = false;
+  for (const c of connections) {
+    if (c.allowed || seen.has(`${c.host}\0${c.reason}`)) continue;
+    seen.add(`${c.host}\0${c.reason}`);
+    if (c.reason === 'not listed' || c.reason === undefined) unlisted = true;
+    clauses.push(`${c.host} (${reasonText(c)})`);
+  }
+  if (clauses.length === 0) return undefined;
+  const ask = unlisted ? ` If the program needs a name that is not on the allow-list, ask the user to add it to ${allowSetting}.` : '';
+  return `The sandbox's network proxy blocked: ${clauses.join(', ')}.${ask} Do not try to get around the proxy: nothing else leaves the sandbox.`;
+}

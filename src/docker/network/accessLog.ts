@@ -1,0 +1,52 @@
+/**
+ * The proxy's access log, read back: each line (squidConfig's format) becomes a Connection of the
+ * sandbox that made it, and the marker a call sends at its end says the call's lines are all in.
+ */
+import { isIP } from 'node:net';
+import type { BlockReason, Connection } from '../../core/network';
+import { LOG_TAG, MARK_DOMAIN } from './squidConfig';
+
+export type LogEntry =
+  | { kind: 'connection'; client: string; connection: Connection }
+  /** A call's end, sent by the sandbox at `client` (its nonce). */
+  | { kind: 'mark'; client: string; nonce: string };
+
+const REASONS: Record<string, BlockReason> = {
+  unlisted: 'not listed',
+  denied: 'denied',
+  private: 'private address',
+  port: 'port',
+  sni: 'sni',
+};
+
+/** One log line, or undefined for a line that is not a connection of a sandbox (or not ours). */
+export function parseLogLine(line: string): LogEntry | undefined {
+  const f = line.trim().split(' ');
+  if (f.length !== 13 || f[0] !== LOG_TAG) return undefined;
+  const [, ts, client, method, host, portText, , bytesIn, bytesOut, squidCode, why, bump, sni] = f;
+  const time = Math.round(Number(ts) * 1000);
+  const port = Number(portText);
+  if (!Number.isFinite(time) || !Number.isInteger(port) || host === '-' || why === 'source') return undefined;
+  if (why === 'mark') {
+    const nonce = host.endsWith(`.${MARK_DOMAIN}`) ? host.slice(0, -MARK_DOMAIN.length - 1).replace(/^m-/, '') : '';
+    return nonce ? { kind: 'mark', client, nonce } : undefined;
+  }
+  // An allowed tunnel logs its acceptance once the hello is peeked at (spliced, nothing moved
+  // yet), and the tunnel itself when it ends: the second line is the connection.
+  if (method === 'CONNECT' && squidCode === 'NONE_NONE' && why === 'allowed' && bump === 'splice') return undefined;
+  const base = { time, host, port, method, bytesOut: count(bytesOut), bytesIn: count(bytesIn), ...(sni !== '-' ? { sni } : {}) };
+  let reason: BlockReason | undefined;
+  if (why === 'allowed') {
+    // Accepted, peeked at, and closed without a TLS hello to splice: squid refused what came instead.
+    if (method === 'CONNECT' && squidCode === 'NONE_NONE' && bump === 'peek') reason = 'not tls';
+  } else {
+    reason = REASONS[why] ?? 'not listed';
+    if (reason === 'not listed' && isIP(host.replace(/^\[|\]$/g, '')) !== 0) reason = 'address';
+  }
+  return { kind: 'connection', client, connection: { ...base, allowed: reason === undefined, ...(reason ? { reason } : {}) } };
+}
+
+function count(text: string): number {
+  const n = Number(text);
+  return Number.isFinite(n) && n >= 0 ? n : 0;
+}

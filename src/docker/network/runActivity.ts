@@ -1,0 +1,77 @@
+/**
+ * A run's connections, from the proxy's access log. At the end of a call the sandbox sends the
+ * proxy a marker (a request for a reserved name, refused at once): squid logs a connection when
+ * it ends, and the program's connections ended (its process exited) before the marker was sent,
+ * so once the marker's line is read, every line of the call is in. No sleep, no guess.
+ */
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import type Dockerode from 'dockerode';
+import type { Connection, NetworkActivity } from '../../core/network';
+import { startGuest } from '../container';
+import { ENGINE_DEADLINE_MS, withDeadline } from '../engine';
+import { parseLogLine } from './accessLog';
+import type { Egress } from './egress';
+import { MARK_DOMAIN, PROXY_PORT } from './squidConfig';
+
+/** How long the marker's line may take to come back before the record is called incomplete. */
+const MARK_WAIT_MS = 15_000;
+
+/** The marker's program: one refused request through the proxy (fixed source; the values are ours). */
+function markSource(address: string, nonce: string): string {
+  const host = `m-${nonce}.${MARK_DOMAIN}`;
+  return [
+    'import socket',
+    `s = socket.create_connection((${JSON.stringify(address)}, ${PROXY_PORT}), timeout=10)`,
+    `s.sendall(b"GET http://${host}/ HTTP/1.1\\r\\nHost: ${host}\\r\\nConnection: close\\r\\n\\r\\n")`,
+    'while s.recv(65536):',
+    '    pass',
+  ].join('\n');
+}
+
+/**
+ * The connections the sandbox at `client` made since `since` (ms), up to the marker sent now.
+ * Never throws: a record that could not be read whole says so.
+ */
+export async function runActivity(docker: Dockerode, sandbox: Dockerode.Container, egress: Egress, client: string, since: number): Promise<NetworkActivity> {
+  const nonce = randomBytes(6).toString('hex');
+  const connections: Connection[] = [];
+  const proxy = docker.getContainer(egress.proxyName);
+  let stream: (NodeJS.ReadableStream & { destroy(): void }) | undefined;
+  try {
+    stream = (await withDeadline(
+      proxy.logs({ follow: true, stdout: true, stderr: false, since: Math.floor(since / 1000) - 1 }),
+      ENGINE_DEADLINE_MS,
+      'read proxy log',
+    )) as NodeJS.ReadableStream & { destroy(): void };
+    const marked = new Promise<boolean>((resolve) => {
+      let text = '';
+      const sink = new Writable({
+        write(chunk: Buffer, _e, done) {
+          text += chunk.toString('utf8');
+          let i: number;
+          while ((i = text.indexOf('\n')) >= 0) {
+            const entry = parseLogLine(text.slice(0, i));
+            text = text.slice(i + 1);
+            if (!entry || entry.client !== client) continue;
+            if (entry.kind === 'mark') {
+              if (entry.nonce === nonce) resolve(true);
+            } else if (entry.connection.time >= since - 1000) connections.push(entry.connection);
+          }
+          done();
+        },
+      });
+      docker.modem.demuxStream(stream!, sink, sink);
+      stream!.on('end', () => resolve(false));
+      stream!.on('error', () => resolve(false));
+    });
+    const mark = await startGuest(sandbox, markSource(egress.proxyAddress, nonce), ENGINE_DEADLINE_MS);
+    mark.resume();
+    const complete = await withDeadline(marked, MARK_WAIT_MS, 'read the proxy log').catch(() => false);
+    return { connections, complete };
+  } catch {
+    return { connections, complete: false };
+  } finally {
+    stream?.destroy();
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * The proxy's configuration, as text, from the policy: squid (Debian's squid-openssl) filters
+ * each request by the name it asks for, refuses names that resolve to loopback, private,
+ * link-local or metadata addresses, peeks at a tunnel's TLS client hello to check its server
+ * name, and logs every connection in one line we parse (accessLog.ts). Nothing here talks to an
+ * engine; the text is unit-tested as it is.
+ */
+import type { NetworkPolicy } from '../../core/network';
+
+/** Where squid listens in its container; sandboxes reach it on the internal network. */
+export const PROXY_PORT = 3128;
+/** The marker a call sends at its end (accessLog.ts): refused at once, never resolved. */
+export const MARK_DOMAIN = 'codeact-mark.invalid';
+/** The note squid logs with each request: why it was allowed or refused. */
+const WHY = 'codeact_why';
+/** The access log's format name and the first word of each of its lines. */
+export const LOG_TAG = 'codeact-net';
+
+/**
+ * Addresses a name may never lead to, even when it is allowed: "this" network, private ranges,
+ * shared address space, loopback, link-local (cloud metadata lives there), IETF protocol
+ * assignments, benchmarking, multicast and reserved; IPv6 loopback, unique-local, link-local,
+ * and IPv4-mapped forms of the rest.
+ */
+export const NEVER_REACHED = [
+  '0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12',
+  '192.0.0.0/24', '192.168.0.0/16', '198.18.0.0/15', '224.0.0.0/3',
+  '::/128', '::1', '::ffff:0:0/96', 'fc00::/7', 'fe80::/10', 'ff00::/8',
+];
+
+export interface ProxyConfigInput {
+  policy: NetworkPolicy;
+  /** The internal network's subnet: only its members (the sandboxes) may use the proxy. */
+  sandboxSubnet: string;
+  /**
+   * Tests only: private addresses the proxy may reach (the test servers' network). Never set by
+   * the extension, the CLI or the MCP server.
+   */
+  reachable?: readonly string[];
+}
+
+/** A pattern as a POSIX regular expression on the host: `x.y` exactly, `*.x.y` any name under it. */
+export function patternRegex(pattern: string): string {
+  const sub = pattern.startsWith('*.');
+  const escaped = (sub ? pattern.slice(2) : pattern).replace(/\./g, '\\.');
+  return sub ? `\\.${escaped}$` : `^${escaped}$`;
+}
+
+function why(name: string, value: string): string {
+  return `acl why_${name} annotate_transaction ${WHY}=${value}`;
+}
+
+/** squid.conf for one policy. */
+export function squidConfig(input: ProxyConfigInput): string {
+  const allow = input.policy.allow.map(patternRegex).join(' ');
+  const deny = input.policy.deny.map(patternRegex).join(' ');
+  const reachable = input.reachable ?? [];
+  return [
+    '# CodeAct Sandbox network proxy. Generated from the allow- and deny-lists.',
+    `http_port ${PROXY_PORT} ssl-bump cert=/run/codeact-proxy/peek.pem generate-host-certificates=off`,
+    'pid_filename none',
+    'coredump_dir /run/codeact-proxy',
+    'pinger_enable off',
+    'cache deny all',
+    'cache_mem 0 MB',
+    'memory_pools off',
+    'ipcache_size 256',
+    'fqdncache_size 0',
+    'shutdown_lifetime 1 seconds',
+    'via off',
+    'forwarded_for delete',
+    'httpd_suppress_version_string on',
+    'cache_log /dev/stderr',
+    'cache_store_log none',
+    'logfile_rotate 0',
+    // time, client, method, host, port, status, bytes in (to the client), bytes out (from it),
+    // squid's verdict, our reason, the TLS step's action, the client hello's server name.
+    `logformat ${LOG_TAG} ${LOG_TAG} %ts.%03tu %>a %rm %>rd %>rP %>Hs %<st %>st %Ss %{${WHY}}note %ssl::bump_mode %ssl::>sni`,
+    `access_log stdio:/dev/stdout logformat=${LOG_TAG}`,
+    '',
+    `acl sandboxes src ${input.sandboxSubnet}`,
+    'acl CONNECT method CONNECT',
+    'acl web_port port 80',
+    'acl tls_port port 443',
+    `acl mark dstdomain .${MARK_DOMAIN}`,
+    `acl allowed dstdom_regex -n -i ${allow}`,
+    ...(deny ? [`acl denied dstdom_regex -n -i ${deny}`] : []),
+    `acl never_reached dst ${NEVER_REACHED.join(' ')}`,
+    ...(reachable.length ? [`acl test_reachable dst ${reachable.join(' ')}`] : []),
+    why('source', 'source'),
+    why('mark', 'mark'),
+    why('port', 'port'),
+    why('denied', 'denied'),
+    why('unlisted', 'unlisted'),
+    why('private', 'private'),
+    why('allowed', 'allowed'),
+    // A refused tunnel is reset: an error page would have to be served inside TLS, with a
+    // certificate no client trusts. The reason is in the log, and the model gets it from there.
+    why('tunnel_port', 'port'),
+    why('tunnel_denied', 'denied'),
+    why('tunnel_unlisted', 'unlisted'),
+    why('tunnel_private', 'private'),
+    'deny_info TCP_RESET why_tunnel_port',
+    'deny_info TCP_RESET why_tunnel_denied',
+    'deny_info TCP_RESET why_tunnel_unlisted',
+    'deny_info TCP_RESET why_tunnel_private',
+    '',
+    'http_access deny !sandboxes why_source',
+    'http_access deny mark why_mark',
+    'http_access deny CONNECT !tls_port why_tunnel_port',
+    'http_access deny !CONNECT !web_port why_port',
+    ...(deny ? ['http_access deny CONNECT denied why_tunnel_denied', 'http_access deny denied why_denied'] : []),
+    'http_access deny CONNECT !allowed why_tunnel_unlisted',
+    'http_access deny !allowed why_unlisted',
+    ...(reachable.length ? ['http_access allow test_reachable why_allowed'] : []),
+    'http_access deny CONNECT never_reached why_tunnel_private',
+    'http_access deny never_reached why_private',
+    'http_access allow all why_allowed',
+    '',
+    // The client hello must name an allowed server (and not a denied one); the tunnel is then
+    // spliced, never decrypted. Without a server name, the CONNECT's host (already allowed) counts.
+    'acl step1 at_step SslBump1',
+    `acl hello_allowed ssl::server_name_regex -i ${allow}`,
+    ...(deny ? [`acl hello_denied ssl::server_name_regex -i ${deny}`] : []),
+    why('sni', 'sni'),
+    'ssl_bump peek step1',
+    `ssl_bump splice hello_allowed${deny ? ' !hello_denied' : ''}`,
+    'ssl_bump terminate all why_sni',
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,306 @@
+/**
+ * The opt-in network against hostile programs, on a real engine. The "internet" is the tests'
+ * own (fixtures/testInternet.ts): servers on a network the test creates, under .test names only
+ * the tests' proxy resolves. Every address a program here names is one of those servers, the
+ * proxy, or the sandbox network's own gateway.
+ */
+import * as assert from 'node:assert/strict';
+import { networkPolicy, type Connection } from '../../src/core/network';
+import type { SandboxNetwork, SandboxSpec } from '../../src/docker/container/spec';
+import { egressNames } from '../../src/docker/network/egress';
+import { makeWheel } from './fixtures/simpleIndex';
+import { NAMES, startTestInternet, type TestInternet } from './fixtures/testInternet';
+import { docker, dockerCli, exists, recentLog, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
+
+/** Python the tests' programs start with: the test CA trusted, and get(url) saying what came back. */
+function prelude(caPem: string): string {
+  return [
+    'import os, socket, ssl, urllib.error, urllib.request',
+    `open('ca.pem', 'w').write(${JSON.stringify(caPem)})`,
+    "CTX = ssl.create_default_context(cafile='ca.pem')",
+    'def get(url, opener=None):',
+    '    try:',
+    '        with (opener.open(url, timeout=20) if opener else urllib.request.urlopen(url, timeout=20, context=CTX)) as r:',
+    '            return r.read().decode()',
+    '    except urllib.error.HTTPError as e:',
+    "        return f'HTTP {e.code}'",
+    '    except Exception as e:',
+    "        return f'{type(e).__name__}: {getattr(e, \"reason\", e)}'",
+    'def show(*urls):',
+    '    for u in urls:',
+    "        print(u, '->', get(u))",
+  ].join('\n');
+}
+
+/** A connection as the assertions compare it: what, where, and the verdict. */
+const brief = (c: Connection) => [c.method, `${c.host}:${c.port}`, c.allowed ? 'allowed' : c.reason];
+
+/** Resolves once the proxy logs a connection after `since` whose line includes `text`. */
+async function untilLogLine(container: string, text: string, since: number): Promise<void> {
+  const stream = (await docker.getContainer(container).logs({ follow: true, stdout: true, stderr: false, since: Math.floor(since / 1000) })) as unknown as NodeJS.ReadableStream & { destroy(): void };
+  await new Promise<void>((resolve, reject) => {
+    let seen = '';
+    stream.on('data', (chunk: Buffer) => {
+      seen += chunk.toString('latin1');
+      // Each line: "codeact-net <seconds.millis> ..." (squidConfig's format), after the engine's frame header.
+      if (seen.split('\n').some((l) => l.includes(text) && Number(/codeact-net (\S+)/.exec(l)?.[1]) * 1000 >= since)) resolve();
+    });
+    stream.on('end', () => reject(new Error(`${container}'s log ended without ${JSON.stringify(text)}`)));
+  });
+  stream.destroy();
+}
+
+const PIP_IMAGE = 'codeact-sandbox/python-pip:bookworm';
+const RESET = 'URLError: [Errno 104] Connection reset by peer';
+
+describe('network allow-list (integration)', function () {
+  this.timeout(300_000);
+  let internet: TestInternet;
+  // Before useDocker(): its after() hook checks that nothing is left, the tests' own network included.
+  before(async function () {
+    const wheel = await makeWheel('codeact-demo-net', '1.0.0', 'def answer():\n    return 42\n');
+    internet = await startTestInternet([wheel]);
+  });
+  after(async function () {
+    await internet?.stop();
+  });
+  const sandboxes = useDocker();
+
+  function networkOf(allow: string[], deny: string[] = []): SandboxNetwork {
+    const { policy } = networkPolicy(allow, deny);
+    return { policy: policy!, testing: internet.testing };
+  }
+  const LISTS = () => networkOf([NAMES.web, '*.sub.codeact.test', NAMES.inside, NAMES.loop, NAMES.index], [NAMES.denied]);
+  const providerFor = (spec: () => SandboxSpec) => sandboxes.makeProvider({ spec });
+
+  it('reaches allowed names over HTTP and HTTPS, and records each connection', async function () {
+    const network = LISTS();
+    const provider = providerFor(() => testSpec({ network }));
+    const r = await run(provider, uniqueSessionKey('net-allowed'), `${prelude(internet.caPem)}\nshow('http://${NAMES.web}/a', 'https://${NAMES.web}/b', 'https://${NAMES.api}/c')`);
+    assert.equal(
+      r.text,
+      [
+        'stdout:',
+        `http://${NAMES.web}/a -> ${NAMES.web} /a http`,
+        `https://${NAMES.web}/b -> ${NAMES.web} /b https`,
+        `https://${NAMES.api}/c -> ${NAMES.api} /c https`,
+      ].join('\n'),
+    );
+    assert.equal(r.network?.complete, true);
+    assert.deepEqual(r.network.connections.map(brief), [
+      ['GET', `${NAMES.web}:80`, 'allowed'],
+      ['CONNECT', `${NAMES.web}:443`, 'allowed'],
+      ['CONNECT', `${NAMES.api}:443`, 'allowed'],
+    ]);
+    assert.deepEqual(r.network.connections.map((c) => c.sni ?? '-'), ['-', NAMES.web, NAMES.api]);
+    for (const c of r.network.connections) assert.ok(c.bytesIn > 0 && c.bytesOut > 0, JSON.stringify(c));
+    assert.ok(r.network.connections.every((c) => c.time >= r.startedAt.getTime() && c.time <= Date.now()));
+  });
+
+  it('refuses denied, unlisted, address, private and loopback names and other ports, and tells the model which', async function () {
+    const provider = providerFor(() => testSpec({ network: LISTS() }));
+    const urls = [`https://${NAMES.denied}/`, `http://${NAMES.other}/`, `https://${NAMES.inside}/`, `http://${NAMES.loop}/`, `http://${internet.web}/`, `https://${NAMES.web}:8443/`];
+    const r = await run(provider, uniqueSessionKey('net-refused'), `${prelude(internet.caPem)}\nshow(${urls.map((u) => JSON.stringify(u)).join(', ')})`);
+    assert.equal(
+      r.text,
+      [
+        'stdout:',
+        `https://${NAMES.denied}/ -> ${RESET}`,
+        `http://${NAMES.other}/ -> HTTP 403`,
+        `https://${NAMES.inside}/ -> ${RESET}`,
+        `http://${NAMES.loop}/ -> HTTP 403`,
+        `http://${internet.web}/ -> HTTP 403`,
+        `https://${NAMES.web}:8443/ -> ${RESET}`,
+        '',
+        `The sandbox's network proxy blocked: ${NAMES.denied} (on the deny-list), ${NAMES.other} (not on the allow-list), ${NAMES.inside} (resolves to a private or loopback address), ` +
+          `${NAMES.loop} (resolves to a private or loopback address), ${internet.web} (an IP address, not a name), ${NAMES.web} (port 8443 is not allowed). ` +
+          'If the program needs a name that is not on the allow-list, ask the user to add it to the codeactSandbox.network.allow setting. Do not try to get around the proxy: nothing else leaves the sandbox.',
+      ].join('\n'),
+    );
+    assert.deepEqual(r.network?.connections.map(brief), [
+      ['CONNECT', `${NAMES.denied}:443`, 'denied'],
+      ['GET', `${NAMES.other}:80`, 'not listed'],
+      ['CONNECT', `${NAMES.inside}:443`, 'private address'],
+      ['GET', `${NAMES.loop}:80`, 'private address'],
+      ['GET', `${internet.web}:80`, 'address'],
+      ['CONNECT', `${NAMES.web}:8443`, 'port'],
+    ]);
+  });
+
+  it('gives a program that goes around the proxy nothing: no DNS, no route, no UDP, no raw socket, no other hello, no plain tunnel', async function () {
+    const network = LISTS();
+    const provider = providerFor(() => testSpec({ network }));
+    const session = uniqueSessionKey('net-hostile');
+    const warm = await run(provider, session, 'print(1)');
+    const names = egressNames(network);
+    const proxy = await docker.getContainer(names.proxy).inspect();
+    const otherSide = proxy.NetworkSettings.Networks[internet.network].IPAddress;
+    const gateway = (await docker.getContainer(warm.sandboxId).inspect()).NetworkSettings.Networks[names.network].Gateway;
+    const code = [
+      prelude(internet.caPem),
+      "PROXY = os.environ['HTTP_PROXY']",
+      "PROXY_HOST = PROXY.split('//')[1].split(':')[0]",
+      "for k in [k for k in os.environ if k.lower() in ('http_proxy', 'https_proxy', 'all_proxy')]:",
+      '    del os.environ[k]',
+      'def tcp(host, port):',
+      '    try:',
+      '        socket.create_connection((host, port), timeout=15).close()',
+      "        return 'connected'",
+      '    except socket.gaierror as e:',
+      "        return f'no name resolution ({e.errno})'",
+      '    except socket.timeout:',
+      "        return 'timed out'",
+      '    except OSError as e:',
+      "        return f'errno {e.errno}'",
+      'def tunnel(host, hello=None, plain=False):',
+      '    s = socket.create_connection((PROXY_HOST, 3128), timeout=15)',
+      "    s.sendall(f'CONNECT {host}:443 HTTP/1.1\\r\\nHost: {host}:443\\r\\n\\r\\n'.encode())",
+      "    status = s.recv(4096).split(b'\\r\\n')[0].decode()",
+      '    try:',
+      '        if plain:',
+      "            s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')",
+      "            return f'{status}; {s.recv(4096)!r}'",
+      '        t = CTX.wrap_socket(s, server_hostname=hello)',
+      "        t.sendall(f'GET /tunnel HTTP/1.0\\r\\nHost: {hello}\\r\\nConnection: close\\r\\n\\r\\n'.encode())",
+      "        data = b''",
+      '        while chunk := t.recv(4096):',
+      '            data += chunk',
+      "        return f'{status}; {data.decode().splitlines()[-1]}'",
+      '    except Exception as e:',
+      "        return f'{status}; {type(e).__name__}'",
+      `print('name lookup:', tcp(${JSON.stringify(NAMES.web)}, 80))`,
+      `print('server directly:', tcp(${JSON.stringify(internet.web)}, 80))`,
+      `print("proxy's other side:", tcp(${JSON.stringify(otherSide)}, 3128))`,
+      `print('network gateway:', tcp(${JSON.stringify(gateway)}, 3128))`,
+      'u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)',
+      `u.sendto(b'ping', (${JSON.stringify(internet.web)}, 53))`,
+      "try:\n    socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\n    print('raw socket: opened')\nexcept OSError as e:\n    print('raw socket: errno', e.errno)",
+      `print('hello naming the host:', tunnel(${JSON.stringify(NAMES.web)}, ${JSON.stringify(NAMES.web)}))`,
+      `print('hello naming another:', tunnel(${JSON.stringify(NAMES.web)}, ${JSON.stringify(NAMES.other)}))`,
+      `print('plain bytes in a tunnel:', tunnel(${JSON.stringify(NAMES.web)}, plain=True))`,
+      "via = urllib.request.build_opener(urllib.request.ProxyHandler({'http': PROXY}))",
+      `print('server says:', get('http://${NAMES.web}/udp', via))`,
+    ].join('\n');
+    const r = await run(provider, session, code);
+    // 113 is EHOSTUNREACH: the only route is the internal network's, whose gateway nobody holds.
+    assert.equal(
+      r.text,
+      [
+        'stdout:',
+        'name lookup: no name resolution (-3)',
+        'server directly: errno 113',
+        "proxy's other side: errno 113",
+        'network gateway: errno 113',
+        'raw socket: errno 1',
+        `hello naming the host: HTTP/1.1 200 Connection established; ${NAMES.web} /tunnel https`,
+        'hello naming another: HTTP/1.1 200 Connection established; SSLZeroReturnError',
+        "plain bytes in a tunnel: HTTP/1.1 200 Connection established; b''",
+        'server says: udp datagrams: 0',
+        '',
+        `The sandbox's network proxy blocked: ${NAMES.web} (the TLS hello named ${NAMES.other}), ${NAMES.web} (not TLS). Do not try to get around the proxy: nothing else leaves the sandbox.`,
+      ].join('\n'),
+    );
+    assert.deepEqual(r.network?.connections.map(brief), [
+      ['CONNECT', `${NAMES.web}:443`, 'allowed'],
+      ['CONNECT', `${NAMES.web}:443`, 'sni'],
+      ['CONNECT', `${NAMES.web}:443`, 'not tls'],
+      ['GET', `${NAMES.web}:80`, 'allowed'],
+    ]);
+  });
+
+  it('lets pip install --target into the run directory from an allowed index', async function () {
+    const provider = providerFor(() => testSpec({ image: PIP_IMAGE, network: LISTS() }));
+    const code = [
+      prelude(internet.caPem),
+      'import subprocess, sys',
+      `p = subprocess.run([sys.executable, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-input', '--cert', 'ca.pem', '--index-url', 'https://${NAMES.index}/simple', '--target', 'pkgs', 'codeact-demo-net'], capture_output=True, text=True)`,
+      "print('pip exit', p.returncode, p.stderr[-300:])",
+      "sys.path.insert(0, 'pkgs')",
+      'import codeact_demo_net',
+      "print('answer', codeact_demo_net.answer())",
+    ].join('\n');
+    const r = await run(provider, uniqueSessionKey('net-pip'), code);
+    assert.equal(r.text, 'stdout:\npip exit 0 \nanswer 42');
+    assert.deepEqual(r.network?.connections.map(brief), [
+      ['CONNECT', `${NAMES.index}:443`, 'allowed'],
+    ]);
+  });
+
+  it('applies a changed list to the next call, and the old proxy goes with its last sandbox', async function () {
+    let network = networkOf([NAMES.web]);
+    const provider = providerFor(() => testSpec({ network }));
+    const session = uniqueSessionKey('net-changed');
+    const code = `${prelude(internet.caPem)}\nshow('http://${NAMES.web}/', 'http://${NAMES.other}/')`;
+    const first = await run(provider, session, code);
+    assert.deepEqual(first.network?.connections.map(brief), [
+      ['GET', `${NAMES.web}:80`, 'allowed'],
+      ['GET', `${NAMES.other}:80`, 'not listed'],
+    ]);
+    const before = egressNames(network);
+    network = networkOf([NAMES.other]);
+    const second = await run(provider, session, code);
+    assert.deepEqual(second.network?.connections.map(brief), [
+      ['GET', `${NAMES.web}:80`, 'not listed'],
+      ['GET', `${NAMES.other}:80`, 'allowed'],
+    ]);
+    assert.notEqual(second.sandboxId, first.sandboxId);
+    assert.equal(await exists(before.proxy), false, 'the first list\'s proxy is removed with its sandbox');
+    assert.equal(await dockerCli('network', 'ls', '-q', '--filter', `name=^${before.network}$`), '');
+    await provider.dispose();
+    const after = egressNames(network);
+    assert.equal(await exists(after.proxy), false, 'the proxy goes with the last sandbox');
+    assert.equal(await dockerCli('network', 'ls', '-q', '--filter', `name=^${after.network}$`), '');
+  });
+
+  it('brings a proxy killed between calls back, and says so when it dies during one', async function () {
+    const network = networkOf([NAMES.web]);
+    const provider = providerFor(() => testSpec({ network }));
+    const session = uniqueSessionKey('net-killed');
+    const names = egressNames(network);
+    const code = `${prelude(internet.caPem)}\nshow('http://${NAMES.web}/')`;
+    const first = await run(provider, session, code);
+    assert.equal(first.text, `stdout:\nhttp://${NAMES.web}/ -> ${NAMES.web} / http`);
+    await dockerCli('kill', names.proxy);
+    const second = await run(provider, session, code);
+    assert.equal(second.text, first.text);
+    assert.equal(second.sandboxId, first.sandboxId);
+    assert.match(recentLog(), new RegExp(`network proxy ${names.proxy} was not running \\(exited\\); starting a new one`));
+    // Killed while the program runs: the program finds out, and the model is told.
+    const during = [
+      prelude(internet.caPem),
+      `import time`,
+      `print(get('http://${NAMES.web}/'))`,
+      `while get('http://${NAMES.web}/').startswith('${NAMES.web}'):`,
+      '    time.sleep(0.05)',
+      `print('then:', get('http://${NAMES.web}/'))`,
+    ].join('\n');
+    // The first request's line in the proxy's log (a connection is logged when it ends): then it is killed.
+    const killer = untilLogLine(names.proxy, ` GET ${NAMES.web} 80 200 `, Date.now()).then(() => dockerCli('kill', names.proxy));
+    const third = await run(provider, session, during);
+    await killer;
+    assert.equal(
+      third.text,
+      [
+        'stdout:',
+        `${NAMES.web} / http`,
+        'then: URLError: [Errno 111] Connection refused',
+        '',
+        "The sandbox's network proxy stopped during the run, so the program may have lost its connections; the next call starts it again.",
+      ].join('\n'),
+    );
+    assert.equal(third.network?.complete, false);
+  });
+
+  it('refuses an allow-list under a runtime registered without network, in one sentence', async function () {
+    const info = (await docker.info()) as { Runtimes?: Record<string, { runtimeArgs?: string[] }> };
+    // This machine's kind registers runsc with --network=none (it refuses runsc's network otherwise).
+    if (!info.Runtimes?.runsc?.runtimeArgs?.includes('--network=none')) this.skip();
+    const provider = providerFor(() => testSpec({ runtime: 'runsc', network: networkOf([NAMES.web]) }));
+    await assert.rejects(run(provider, uniqueSessionKey('net-runsc'), 'print(1)'), {
+      code: 'invalid_settings',
+      message:
+        'The sandbox runtime runsc is registered with the engine with --network=none, so a sandbox with a network allow-list cannot run under it, and the program was not run. ' +
+        'Ask the user to register runsc without --network=none (see the README\'s "Network" section), to set the runtime setting to runc, or to empty the network allow-list.',
+    });
+  });
+});

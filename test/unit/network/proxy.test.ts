@@ -1,0 +1,113 @@
+import * as assert from 'node:assert/strict';
+import { blockedNote, connectionLine, networkPolicy, networkSummary, type Connection } from '../../../src/core/network';
+import { hostAddress, proxyEnv } from '../../../src/docker/network/egress';
+import { parseLogLine } from '../../../src/docker/network/accessLog';
+import { argsWithoutNetwork } from '../../../src/docker/engine/runtime';
+import { patternRegex, squidConfig } from '../../../src/docker/network/squidConfig';
+
+const policy = networkPolicy(['index.example.org', '*.files.example.net', 'INDEX.example.org'], ['bad.files.example.net']).policy!;
+
+describe('network proxy (pure parts)', function () {
+  it('keeps one canonical policy: sorted, deduplicated, lower case', function () {
+    assert.deepEqual(policy, { allow: ['*.files.example.net', 'index.example.org'], deny: ['bad.files.example.net'] });
+    assert.equal(networkPolicy(['https://index.example.org'], []).policy, undefined);
+    assert.equal(networkPolicy([], ['index.example.org']).policy, undefined);
+  });
+
+  it('writes a name as an anchored regex and a *. pattern as a suffix', function () {
+    assert.equal(patternRegex('index.example.org'), '^index\\.example\\.org$');
+    assert.equal(patternRegex('*.files.example.net'), '\\.files\\.example\\.net$');
+  });
+
+  it('configures squid to refuse before it allows, and to splice only allowed TLS hellos', function () {
+    const text = squidConfig({ policy, sandboxSubnet: '172.22.0.0/16' });
+    const rules = text.split('\n').filter((l) => l.startsWith('http_access') || l.startsWith('ssl_bump'));
+    assert.deepEqual(rules, [
+      'http_access deny !sandboxes why_source',
+      'http_access deny mark why_mark',
+      'http_access deny CONNECT !tls_port why_tunnel_port',
+      'http_access deny !CONNECT !web_port why_port',
+      'http_access deny CONNECT denied why_tunnel_denied',
+      'http_access deny denied why_denied',
+      'http_access deny CONNECT !allowed why_tunnel_unlisted',
+      'http_access deny !allowed why_unlisted',
+      'http_access deny CONNECT never_reached why_tunnel_private',
+      'http_access deny never_reached why_private',
+      'http_access allow all why_allowed',
+      'ssl_bump peek step1',
+      'ssl_bump splice hello_allowed !hello_denied',
+      'ssl_bump terminate all why_sni',
+    ]);
+    assert.ok(text.includes('\nacl sandboxes src 172.22.0.0/16\n'));
+    assert.ok(text.includes('\nacl allowed dstdom_regex -n -i \\.files\\.example\\.net$ ^index\\.example\\.org$\n'));
+    assert.ok(text.includes('\nacl denied dstdom_regex -n -i ^bad\\.files\\.example\\.net$\n'));
+    assert.ok(!text.includes('test_reachable'), 'only tests name reachable private addresses');
+    const testing = squidConfig({ policy, sandboxSubnet: '172.22.0.0/16', reachable: ['172.21.0.2/32'] });
+    assert.ok(testing.includes('\nacl test_reachable dst 172.21.0.2/32\n'));
+    assert.ok(testing.includes('\nhttp_access allow test_reachable why_allowed\nhttp_access deny CONNECT never_reached why_tunnel_private\n'));
+  });
+
+  it('reads connections from the access log, and skips what is not one', function () {
+    const line = (rest: string) => `codeact-net 1796212514.437 172.22.0.3 ${rest}`;
+    assert.deepEqual(parseLogLine(line('CONNECT web.example.org 443 500 2209 740 TCP_TUNNEL allowed splice web.example.org')), {
+      kind: 'connection',
+      client: '172.22.0.3',
+      connection: { time: 1796212514437, host: 'web.example.org', port: 443, method: 'CONNECT', bytesOut: 740, bytesIn: 2209, sni: 'web.example.org', allowed: true },
+    });
+    // The acceptance of an allowed tunnel, logged before the tunnel itself.
+    assert.equal(parseLogLine(line('CONNECT web.example.org 443 200 0 61 NONE_NONE allowed splice web.example.org')), undefined);
+    const blocked = (rest: string) => {
+      const e = parseLogLine(line(rest));
+      return e?.kind === 'connection' ? [e.connection.allowed, e.connection.reason] : e;
+    };
+    assert.deepEqual(blocked('CONNECT web.example.org 443 200 0 61 NONE_NONE sni terminate other.example.org'), [false, 'sni']);
+    assert.deepEqual(blocked('CONNECT web.example.org 443 200 0 61 NONE_NONE allowed peek -'), [false, 'not tls']);
+    assert.deepEqual(blocked('GET 172.21.0.2 80 403 3396 131 TCP_DENIED unlisted - -'), [false, 'address']);
+    assert.deepEqual(blocked('GET other.example.org 80 403 3412 147 TCP_DENIED unlisted - -'), [false, 'not listed']);
+    assert.deepEqual(blocked('CONNECT loop.example.org 443 200 0 44 TCP_DENIED private - -'), [false, 'private address']);
+    assert.deepEqual(blocked('GET web.example.org 8080 403 3412 147 TCP_DENIED port - -'), [false, 'port']);
+    assert.deepEqual(parseLogLine(line('GET m-0a1b2c.codeact-mark.invalid 80 403 3400 120 TCP_DENIED mark - -')), { kind: 'mark', client: '172.22.0.3', nonce: '0a1b2c' });
+    assert.equal(parseLogLine(line('GET web.example.org 80 403 1 1 TCP_DENIED source - -')), undefined);
+    assert.equal(parseLogLine('2026/12/02 11:42:41| Accepting SSL bumped HTTP Socket connections'), undefined);
+    assert.equal(parseLogLine(line('GET web.example.org')), undefined);
+  });
+
+  it('sums a run up, and tells the model which names were blocked and why', function () {
+    const c = (host: string, allowed: boolean, reason?: Connection['reason'], port = 443): Connection => ({
+      time: Date.UTC(2026, 11, 2, 11, 0, 0, 250),
+      host,
+      port,
+      method: port === 443 ? 'CONNECT' : 'GET',
+      allowed,
+      ...(reason ? { reason } : {}),
+      bytesOut: 10,
+      bytesIn: 20,
+    });
+    const connections = [c('index.example.org', true), c('index.example.org', true), c('other.example.org', false, 'not listed'), c('other.example.org', false, 'not listed', 80), c('loop.example.org', false, 'private address')];
+    assert.equal(networkSummary({ connections, complete: true }), 'network: 2 allowed, 3 blocked: other.example.org, loop.example.org');
+    assert.equal(networkSummary({ connections: [], complete: false }), 'network: 0 allowed (the record may be incomplete)');
+    assert.equal(connectionLine(connections[2]), '11:00:00.250 CONNECT other.example.org:443 blocked (not on the allow-list), 10 bytes out, 20 bytes in');
+    assert.equal(
+      blockedNote(connections, '--allow-domain'),
+      "The sandbox's network proxy blocked: other.example.org (not on the allow-list), loop.example.org (resolves to a private or loopback address). If the program needs a name that is not on the allow-list, ask the user to add it to --allow-domain. Do not try to get around the proxy: nothing else leaves the sandbox.",
+    );
+    assert.equal(blockedNote([c('index.example.org', true)], '--allow-domain'), undefined);
+  });
+
+  it('pins the proxy at the second address of its subnet, and points every proxy variable at it', function () {
+    assert.equal(hostAddress('172.22.0.0/16', 2), '172.22.0.2');
+    assert.equal(hostAddress('10.0.255.0/24', 258), '10.1.0.2');
+    assert.deepEqual(proxyEnv({ proxyAddress: '172.22.0.2' }), [
+      'HTTP_PROXY=http://172.22.0.2:3128', 'http_proxy=http://172.22.0.2:3128',
+      'HTTPS_PROXY=http://172.22.0.2:3128', 'https_proxy=http://172.22.0.2:3128',
+      'ALL_PROXY=http://172.22.0.2:3128', 'all_proxy=http://172.22.0.2:3128',
+    ]);
+  });
+
+  it('knows a runtime registered without network', function () {
+    assert.equal(argsWithoutNetwork(['--network=none']), true);
+    assert.equal(argsWithoutNetwork(['--debug', '--network', 'none']), true);
+    assert.equal(argsWithoutNetwork(['--network=sandbox']), false);
+    assert.equal(argsWithoutNetwork([]), false);
+  });
+});
