@@ -10,6 +10,7 @@ import { settingsShape } from '../core/settings';
 import { requirementName } from '../core/requirements';
 import { preloadModuleSchema } from '../core/runnerProtocol';
 import { consoleLogger } from '../core/logger';
+import { connectionLine, networkPolicy, networkSummary } from '../core/network';
 import { sessionDigest } from '../core/session';
 import { STATE_MODES, SessionStates, type StateMode } from '../core/sessionState';
 import { executeToolCall } from '../core/toolCall';
@@ -74,6 +75,10 @@ function sandboxConfigFrom(p: Parsed): SandboxConfig & { workspace: string | und
   }
   const backend = (one(p, 'backend') ?? 'docker') as BackendSetting;
   if (!BACKEND_SETTINGS.includes(backend)) throw new UsageError(`--backend must be ${BACKEND_SETTINGS.join(', ')}`);
+  // A bad pattern is said and dropped, never widened; with none left, the sandbox has no network.
+  const { policy: network, problems } = networkPolicy(p.flags.get('allow-domain') ?? [], p.flags.get('deny-domain') ?? [], { allow: '--allow-domain', deny: '--deny-domain' });
+  for (const problem of problems) process.stderr.write(`codeact-sandbox: ${problem}\n`);
+  if (problems.length && !network && p.flags.has('allow-domain')) process.stderr.write('codeact-sandbox: no valid --allow-domain is left, so the sandbox has no network\n');
   const state = (one(p, 'state') ?? DEFAULTS.state) as StateMode;
   if (!STATE_MODES.includes(state)) throw new UsageError(`--state must be ${STATE_MODES.join(' or ')}`);
   if (state === 'session' && p.flags.has('no-warm')) throw new UsageError('--state session needs the warm runner: a state lives in it (leave out --no-warm)');
@@ -84,6 +89,7 @@ function sandboxConfigFrom(p: Parsed): SandboxConfig & { workspace: string | und
     warmRunner: !p.flags.has('no-warm'),
     preloadModules: preload,
     runtime: runtimeFrom(p),
+    ...(network ? { network } : {}),
     timeoutSeconds,
     outputBudgetBytes,
     outputsMode,
@@ -183,6 +189,9 @@ async function run(p: Parsed): Promise<number> {
       abort.signal,
     );
     process.stdout.write(report.text + '\n');
+    if (report.network && p.flags.has('verbose')) {
+      process.stderr.write(`${networkSummary(report.network)}\n${report.network.connections.map((c) => `  ${connectionLine(c)}\n`).join('')}`);
+    }
     if (recording?.begun && files.length > 0) process.stderr.write(`saved ${files.length} file(s) in ${recording.begun.filesDir}\n`);
     return 0;
   } finally {

@@ -96,6 +96,12 @@ const SECTIONS: readonly Section[] = [
         ],
       },
       { name: 'reset', help: ['with --state session: run on an empty state'] },
+      {
+        name: 'allow-domain',
+        value: 'D',
+        help: ['a domain programs may reach through the sandbox\'s proxy (repeatable;', 'index.example.org, or *.example.org for the names under it); default: no network'],
+      },
+      { name: 'deny-domain', value: 'D', help: ['a domain refused even when --allow-domain matches it (repeatable)'] },
       { name: 'no-warm', help: ['start every program with docker exec (no warm runner in the sandbox)'] },
       {
         name: 'preload',

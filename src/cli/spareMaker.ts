@@ -32,6 +32,8 @@ const specShape = z.object({
   preloadModules: z.array(z.string()).optional(),
   runtime: z.string().optional(),
   packagesSetting: z.string().optional(),
+  // The CLI never sets `testing`: a maker's spares have the allow-list alone.
+  network: z.object({ policy: z.object({ allow: z.array(z.string()).min(1), deny: z.array(z.string()) }) }).optional(),
 });
 
 export function makersDir(env: NodeJS.ProcessEnv = process.env): string {

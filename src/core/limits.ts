@@ -49,6 +49,10 @@ export const DEFAULTS = {
   runtime: 'auto',
   /** fresh: a new process per call; session: a chat's calls share the module globals its successful calls left. */
   state: 'fresh',
+  /** Domains programs may reach through the sandbox's proxy; empty: no network at all. */
+  'network.allow': [] as readonly string[],
+  /** Domains refused even when the allow-list matches them. */
+  'network.deny': [] as readonly string[],
 } as const;
 
 export interface FilesOutCaps {

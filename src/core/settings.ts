@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEFAULTS, type FilesOutCaps, type RunLimits, type SandboxLimits } from './limits';
 import { MAX_REQUIREMENT_LENGTH, requirementName } from './requirements';
+import { networkPolicy, type NetworkPolicy } from './network';
 import { preloadModuleSchema } from './runnerProtocol';
 
 /**
@@ -52,6 +53,9 @@ export const settingsShape = {
   devcontainerBuildTimeoutMinutes: z.number().int().min(1).max(240),
   runtime: z.string().trim().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'must be auto or the name of a runtime the Docker engine has'),
   state: z.enum(['fresh', 'session']),
+  // Each entry is checked as a domain pattern by networkOf (a bad one is reported and dropped, never widened).
+  'network.allow': z.array(z.string().max(300)).max(200),
+  'network.deny': z.array(z.string().max(300)).max(200),
 } as const;
 
 export type SettingKey = keyof typeof settingsShape;
@@ -88,7 +92,14 @@ export function readSettings(get: (key: SettingKey) => unknown, section = 'codea
       problems.push(`${section}.${key} = ${JSON.stringify(raw)} is not valid (${why}); using ${fallback}.`);
     }
   }
-  return { settings: out as Settings, problems };
+  const settings = out as Settings;
+  problems.push(...networkOf(settings, section).problems);
+  return { settings, problems };
+}
+
+/** The network policy the settings give (undefined: no network), and a sentence per pattern dropped. */
+export function networkOf(s: Pick<Settings, 'network.allow' | 'network.deny'>, section = 'codeactSandbox'): { policy: NetworkPolicy | undefined; problems: string[] } {
+  return networkPolicy(s['network.allow'], s['network.deny'], { allow: `${section}.network.allow`, deny: `${section}.network.deny` });
 }
 
 export function sandboxLimitsOf(s: Settings): SandboxLimits {

@@ -5,6 +5,7 @@ import { checkManifestCaps, MANIFEST_EXAMPLE, MANIFEST_NAME } from './files/mani
 import { validateOutputNames } from './files/names';
 import type { FilesOutCaps, RunLimits } from './limits';
 import type { Logger } from './logger';
+import type { NetworkActivity } from './network';
 import type { CollectedFile, SandboxProvider, StagedFile } from './sandbox';
 import type { SessionStates } from './sessionState';
 import type { FilesInCaps } from './settings';
@@ -45,6 +46,8 @@ export interface RunOutcomeRecord {
   timeoutMs: number;
   memoryMb: number;
   state?: { reset: boolean; kept: boolean };
+  /** A sandbox with a network: the program's connections. */
+  network?: NetworkActivity;
 }
 
 export interface ToolCallOptions {
@@ -58,6 +61,8 @@ export interface ToolCallOptions {
   record?: () => RunRecorder;
   /** Session mode (the state setting): the host's record of its chats' states. Unset: fresh mode. */
   states?: SessionStates;
+  /** How this host's user adds a domain to the allow-list ("the codeactSandbox.network.allow setting", "--allow-domain"). */
+  networkAllowSetting?: string;
 }
 
 export interface ToolCallResult {
@@ -96,6 +101,7 @@ export async function executeToolCall(
         ...(files.length ? { files } : {}),
         ...(filesOut && recorder ? { filesOut: { ...filesOut, sink: (name, size, body) => recorder.addFile(name, body, size) } } : {}),
         ...(options.states ? { state: { reset: input.reset === true, states: options.states } } : {}),
+        ...(options.networkAllowSetting ? { networkAllowSetting: options.networkAllowSetting } : {}),
       },
       options.limits,
       signal,
@@ -169,5 +175,6 @@ function outcomeRecord(input: ToolInput, options: ToolCallOptions, report: Execu
     timeoutMs: options.limits.timeoutMs,
     memoryMb: options.memoryMb,
     ...(report.state ? { state: report.state } : {}),
+    ...(report.network ? { network: report.network } : {}),
   };
 }

@@ -2,10 +2,11 @@
  * Settings a workspace must not choose for the user unless the user trusts it: where the sandbox
  * runs (engine, context, certificates), what it runs (image, backend — the devcontainer backend builds the
  * workspace's Dockerfile with network access — and the Python packages, whose install runs with
- * network access), and the protections a repository could otherwise
+ * network access), the domains its programs may reach (network.allow: a deny-list only narrows
+ * it, so network.deny is not restricted), and the protections a repository could otherwise
  * switch off for itself (the secrets deny-list, the confirmation).
  */
-export const RESTRICTED_SETTINGS = ['image', 'pythonPackages', 'backend', 'dockerHost', 'dockerContext', 'dockerCertPath', 'dockerTlsVerify', 'denyGlobs', 'confirmBeforeRun', 'runtime'] as const;
+export const RESTRICTED_SETTINGS = ['image', 'pythonPackages', 'backend', 'dockerHost', 'dockerContext', 'dockerCertPath', 'dockerTlsVerify', 'denyGlobs', 'confirmBeforeRun', 'runtime', 'network.allow'] as const;
 
 /** The shape of `WorkspaceConfiguration.inspect()`, reduced to what matters here. */
 export interface InspectedSetting {

@@ -6,6 +6,7 @@
 import type { WorkspaceSource } from '../core/files/filesIn';
 import { DEFAULTS, type SandboxLimits } from '../core/limits';
 import type { Logger } from '../core/logger';
+import type { NetworkPolicy } from '../core/network';
 import { filesInCapsOf, filesOutCapsOf, readSettings } from '../core/settings';
 import type { SessionStates, StateMode } from '../core/sessionState';
 import type { OutputsMode, ToolCallOptions } from '../core/toolCall';
@@ -39,6 +40,8 @@ export interface SandboxConfig {
   preloadModules: string[];
   /** `auto` or a runtime the engine must have (--runtime). */
   runtime: string;
+  /** The domains programs may reach (--allow-domain, --deny-domain); unset: no network. */
+  network?: NetworkPolicy;
   timeoutSeconds: number;
   outputBudgetBytes: number;
   outputsMode: OutputsMode;
@@ -68,7 +71,13 @@ export interface ProviderWiring {
 export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWiring): DockerSandboxProvider {
   const { engine, log } = config;
   const docker = createDockerClient(engine);
-  const base = { limits: config.limits, warmRunner: config.warmRunner, preloadModules: config.preloadModules, runtime: config.runtime };
+  const base = {
+    limits: config.limits,
+    warmRunner: config.warmRunner,
+    preloadModules: config.preloadModules,
+    runtime: config.runtime,
+    ...(config.network ? { network: { policy: config.network } } : {}),
+  };
   let force = config.rebuild;
   let lastReason: string | undefined;
   let noted = false;
@@ -169,5 +178,6 @@ export function toolCallOptions(config: SandboxConfig, call: CallWiring): ToolCa
     filesOut: { mode: config.outputsMode, caps: filesOutCapsOf(defaults), savedWhere: call.savedWhere },
     ...(call.recording ? { record: call.recording.record } : {}),
     ...(config.state === 'session' ? { states: call.states } : {}),
+    networkAllowSetting: '--allow-domain',
   };
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { classifyName } from '../core/files/names';
+import { MAX_RECORDED_CONNECTIONS } from '../core/network';
 
 /**
  * run.json: what one execute_code call did, kept beside the files it produced. It is read back
@@ -54,6 +55,28 @@ export const RunRecord = z.object({
   memoryMb: z.number().int().positive().optional(),
   /** Session mode only: the call started from an empty state (reset), and its state was kept. */
   state: z.object({ reset: z.boolean(), kept: z.boolean() }).optional(),
+  /** A sandbox with a network allow-list: each connection the program made, as the proxy saw it. */
+  network: z
+    .object({
+      connections: z
+        .array(
+          z.object({
+            time: z.number(),
+            host: z.string().max(300),
+            port: z.number().int(),
+            method: z.string().max(32),
+            allowed: z.boolean(),
+            reason: z.enum(['not listed', 'denied', 'address', 'private address', 'port', 'sni', 'not tls']).optional(),
+            sni: z.string().max(300).optional(),
+            bytesOut: z.number().nonnegative(),
+            bytesIn: z.number().nonnegative(),
+          }),
+        )
+        .max(MAX_RECORDED_CONNECTIONS),
+      complete: z.boolean(),
+      omitted: z.object({ allowed: z.number().int().nonnegative(), blocked: z.number().int().nonnegative() }).optional(),
+    })
+    .optional(),
 });
 export type RunRecord = z.infer<typeof RunRecord>;
 

@@ -3,6 +3,7 @@
  * every node, and the document "Show Program and Output" opens. artifactTree.ts turns these into
  * VS Code's tree items.
  */
+import { connectionLine, networkSummary } from '../core/network';
 import type { RunRecord, SessionSummary, StoredFile } from '../storage/artifactStore';
 import { COMMAND } from './ids';
 
@@ -54,7 +55,7 @@ export function artifactItem(node: ArtifactNode, context: ItemContext): Artifact
     return {
       id: `run:${node.sessionDigest}/${r.runId}`,
       label: `${time(new Date(r.startedAt))} ${firstLine(r.program)}`,
-      description: `${runStatus(r)}${files ? ` · ${files} file${files === 1 ? '' : 's'}` : ''}`,
+      description: `${runStatus(r)}${files ? ` · ${files} file${files === 1 ? '' : 's'}` : ''}${r.network ? ` · ${networkSummary(r.network)}` : ''}`,
       tooltip: { python: r.program.slice(0, 2000) },
       icon: ok ? { id: 'pass', color: 'testing.iconPassed' } : { id: 'error', color: 'testing.iconFailed' },
       collapsible: files ? 'expanded' : 'none',
@@ -97,6 +98,7 @@ export function runDocument(r: RunRecord, streamFiles: readonly string[], when: 
     '~~~~',
     ...(streamFiles.length ? ['', `Full output kept in: ${streamFiles.join(', ')}`] : []),
     ...(r.filesIn.length ? ['', `Files shared in: ${r.filesIn.join(', ')}`] : []),
+    ...(r.network ? ['', '## Network', '', `${networkSummary(r.network)}.`, '', ...r.network.connections.map((c) => `- ${connectionLine(c)}`)] : []),
   ].join('\n');
 }
 

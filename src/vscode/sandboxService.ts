@@ -1,7 +1,7 @@
 import { ToolError } from '../core/errors';
 import type { Logger } from '../core/logger';
 import type { Sandbox, SandboxProvider } from '../core/sandbox';
-import { sandboxLimitsOf, type Settings } from '../core/settings';
+import { networkOf, sandboxLimitsOf, type Settings } from '../core/settings';
 import {
   DockerSandboxProvider,
   chooseBackend,
@@ -324,7 +324,16 @@ export class SandboxService implements SandboxProvider {
   }
 
   private specOf(s: Settings, image: string, packagesSetting?: string): SandboxSpec {
-    return { image, limits: sandboxLimitsOf(s), warmRunner: s.warmRunner, preloadModules: s.preloadModules, runtime: s.runtime, ...(packagesSetting ? { packagesSetting } : {}) };
+    const { policy } = networkOf(s, CONFIG_SECTION);
+    return {
+      image,
+      limits: sandboxLimitsOf(s),
+      warmRunner: s.warmRunner,
+      preloadModules: s.preloadModules,
+      runtime: s.runtime,
+      ...(packagesSetting ? { packagesSetting } : {}),
+      ...(policy ? { network: { policy } } : {}),
+    };
   }
 
   private onBuilding(building: boolean): void {

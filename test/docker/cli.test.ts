@@ -89,6 +89,43 @@ describe('the CLI (integration)', function () {
     assert.ok(bad.stderr.startsWith('codeact-sandbox: --packages "--index-url=http://127.0.0.1/simple" is not a pip requirement'), bad.stderr);
   });
 
+  it('--allow-domain gives the sandbox the proxy, says what a bad pattern is, and --verbose lists the connections', async function () {
+    // The first test here to need the proxy's image builds it (apt, on a busy machine too).
+    this.timeout(600_000);
+    // Only a name that is not on the list is asked for: the proxy refuses it without resolving anything.
+    const file = program(
+      'net.py',
+      [
+        'import os, urllib.error, urllib.request',
+        "print('proxy set:', os.environ['HTTPS_PROXY'].startswith('http://'))",
+        'try:',
+        "    urllib.request.urlopen('http://blocked.codeact.test/', timeout=20)",
+        'except urllib.error.HTTPError as e:',
+        "    print('HTTP', e.code)",
+      ].join('\n'),
+    );
+    const r = await runCli(['run', '--image', IMAGE, '--runtime', 'runc', '--allow-domain', 'https://bad.codeact.test', '--allow-domain', 'allowed.codeact.test', '--verbose', file]);
+    assert.equal(
+      r.stdout,
+      [
+        'stdout:',
+        'proxy set: True',
+        'HTTP 403',
+        '',
+        'This sandbox has network access to these domains only: allowed.codeact.test, on ports 80 and 443, through a proxy that urllib, requests, pip and curl use by themselves (HTTP_PROXY and HTTPS_PROXY are set). Every other name is refused.',
+        '',
+        "The sandbox's network proxy blocked: blocked.codeact.test (not on the allow-list). If the program needs a name that is not on the allow-list, ask the user to add it to --allow-domain. Do not try to get around the proxy: nothing else leaves the sandbox.",
+        '',
+      ].join('\n'),
+    );
+    const lines = r.stderr.split('\n');
+    assert.equal(lines[0], 'codeact-sandbox: --allow-domain: "https://bad.codeact.test" has a scheme (write the domain alone, as index.example.org); it is ignored.');
+    const summary = lines.indexOf('network: 0 allowed, 1 blocked: blocked.codeact.test');
+    assert.ok(summary > 0, r.stderr);
+    assert.match(lines[summary + 1], /^  \d\d:\d\d:\d\d\.\d{3} GET blocked\.codeact\.test:80 blocked \(not on the allow-list\), \d+ bytes out, \d+ bytes in$/);
+    assert.equal(r.code, 0);
+  });
+
   it('exits 2 on bad arguments without touching the engine', async function () {
     const file = program('ok.py', 'print(1)\n');
     const empty = program('empty.py', '');

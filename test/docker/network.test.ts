@@ -50,6 +50,11 @@ async function untilLogLine(container: string, text: string, since: number): Pro
   stream.destroy();
 }
 
+/** What the model is told with a new sandbox's first result (literal on purpose: a change must show up here). */
+const TOLD = (allowed: string, never = '') =>
+  `This sandbox has network access to these domains only: ${allowed}${never ? ` (never ${never})` : ''}, on ports 80 and 443, through a proxy that urllib, requests, pip and curl use by themselves (HTTP_PROXY and HTTPS_PROXY are set). Every other name is refused.`;
+const TOLD_LISTS = TOLD('*.sub.codeact.test, index.codeact.test, inside.codeact.test, loop.codeact.test, web.codeact.test', 'denied.sub.codeact.test');
+
 const PIP_IMAGE = 'codeact-sandbox/python-pip:bookworm';
 const RESET = 'URLError: [Errno 104] Connection reset by peer';
 
@@ -84,6 +89,8 @@ describe('network allow-list (integration)', function () {
         `http://${NAMES.web}/a -> ${NAMES.web} /a http`,
         `https://${NAMES.web}/b -> ${NAMES.web} /b https`,
         `https://${NAMES.api}/c -> ${NAMES.api} /c https`,
+        '',
+        TOLD_LISTS,
       ].join('\n'),
     );
     assert.equal(r.network?.complete, true);
@@ -112,6 +119,8 @@ describe('network allow-list (integration)', function () {
         `http://${internet.web}/ -> HTTP 403`,
         `https://${NAMES.web}:8443/ -> ${RESET}`,
         '',
+        TOLD_LISTS,
+        '',
         `The sandbox's network proxy blocked: ${NAMES.denied} (on the deny-list), ${NAMES.other} (not on the allow-list), ${NAMES.inside} (resolves to a private or loopback address), ` +
           `${NAMES.loop} (resolves to a private or loopback address), ${internet.web} (an IP address, not a name), ${NAMES.web} (port 8443 is not allowed). ` +
           'If the program needs a name that is not on the allow-list, ask the user to add it to the codeactSandbox.network.allow setting. Do not try to get around the proxy: nothing else leaves the sandbox.',
@@ -132,6 +141,7 @@ describe('network allow-list (integration)', function () {
     const provider = providerFor(() => testSpec({ network }));
     const session = uniqueSessionKey('net-hostile');
     const warm = await run(provider, session, 'print(1)');
+    assert.equal(warm.text, `stdout:\n1\n\n${TOLD_LISTS}`);
     const names = egressNames(network);
     const proxy = await docker.getContainer(names.proxy).inspect();
     const otherSide = proxy.NetworkSettings.Networks[internet.network].IPAddress;
@@ -220,7 +230,7 @@ describe('network allow-list (integration)', function () {
       "print('answer', codeact_demo_net.answer())",
     ].join('\n');
     const r = await run(provider, uniqueSessionKey('net-pip'), code);
-    assert.equal(r.text, 'stdout:\npip exit 0 \nanswer 42');
+    assert.equal(r.text, `stdout:\npip exit 0 \nanswer 42\n\n${TOLD_LISTS}`);
     assert.deepEqual(r.network?.connections.map(brief), [
       ['CONNECT', `${NAMES.index}:443`, 'allowed'],
     ]);
@@ -259,10 +269,10 @@ describe('network allow-list (integration)', function () {
     const names = egressNames(network);
     const code = `${prelude(internet.caPem)}\nshow('http://${NAMES.web}/')`;
     const first = await run(provider, session, code);
-    assert.equal(first.text, `stdout:\nhttp://${NAMES.web}/ -> ${NAMES.web} / http`);
+    assert.equal(first.text, `stdout:\nhttp://${NAMES.web}/ -> ${NAMES.web} / http\n\n${TOLD(NAMES.web)}`);
     await dockerCli('kill', names.proxy);
     const second = await run(provider, session, code);
-    assert.equal(second.text, first.text);
+    assert.equal(second.text, `stdout:\nhttp://${NAMES.web}/ -> ${NAMES.web} / http`);
     assert.equal(second.sandboxId, first.sandboxId);
     assert.match(recentLog(), new RegExp(`network proxy ${names.proxy} was not running \\(exited\\); starting a new one`));
     // Killed while the program runs: the program finds out, and the model is told.

@@ -39,11 +39,16 @@ export interface Connection {
   bytesIn: number;
 }
 
+/** Connections kept per run; a program that makes more has the rest counted, not kept. */
+export const MAX_RECORDED_CONNECTIONS = 1000;
+
 /** A run's connections, and whether the record is whole. */
 export interface NetworkActivity {
   connections: Connection[];
   /** False when the proxy's log could not be read to the end of the run (the record may miss some). */
   complete: boolean;
+  /** Connections past MAX_RECORDED_CONNECTIONS: counted (allowed, blocked), not kept. */
+  omitted?: { allowed: number; blocked: number };
 }
 
 /** The names refused, each once, in the order first refused. */
@@ -53,9 +58,9 @@ export function blockedHosts(connections: readonly Connection[]): string[] {
 
 /** "network: 3 allowed, 1 blocked: other.example": a run's network at a glance (the sidebar, the CLI). */
 export function networkSummary(activity: NetworkActivity): string {
-  const allowed = activity.connections.filter((c) => c.allowed).length;
+  const allowed = activity.connections.filter((c) => c.allowed).length + (activity.omitted?.allowed ?? 0);
   const blocked = blockedHosts(activity.connections);
-  const refused = activity.connections.length - allowed;
+  const refused = activity.connections.length - activity.connections.filter((c) => c.allowed).length + (activity.omitted?.blocked ?? 0);
   const parts = [`${allowed} allowed`];
   if (refused > 0) parts.push(`${refused} blocked: ${blocked.join(', ')}`);
   return `network: ${parts.join(', ')}${activity.complete ? '' : ' (the record may be incomplete)'}`;

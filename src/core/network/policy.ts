@@ -44,3 +44,12 @@ export function policyDigest(policy: NetworkPolicy, extra = ''): string {
 export function allowedText(policy: NetworkPolicy): string {
   return policy.allow.join(', ');
 }
+
+/**
+ * What the model is told with the first result of a sandbox that has a network: that it has one,
+ * to which names, and how programs reach it.
+ */
+export function networkNote(policy: NetworkPolicy): string {
+  const never = policy.deny.length ? ` (never ${policy.deny.join(', ')})` : '';
+  return `This sandbox has network access to these domains only: ${policy.allow.join(', ')}${never}, on ports 80 and 443, through a proxy that urllib, requests, pip and curl use by themselves (HTTP_PROXY and HTTPS_PROXY are set). Every other name is refused.`;
+}

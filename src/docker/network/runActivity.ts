@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
-import type { Connection, NetworkActivity } from '../../core/network';
+import { MAX_RECORDED_CONNECTIONS, type Connection, type NetworkActivity } from '../../core/network';
 import { startGuest } from '../container';
 import { ENGINE_DEADLINE_MS, withDeadline } from '../engine';
 import { parseLogLine } from './accessLog';
@@ -36,6 +36,7 @@ function markSource(address: string, nonce: string): string {
 export async function runActivity(docker: Dockerode, sandbox: Dockerode.Container, egress: Egress, client: string, since: number): Promise<NetworkActivity> {
   const nonce = randomBytes(6).toString('hex');
   const connections: Connection[] = [];
+  const omitted = { allowed: 0, blocked: 0 };
   const proxy = docker.getContainer(egress.proxyName);
   let stream: (NodeJS.ReadableStream & { destroy(): void }) | undefined;
   try {
@@ -56,7 +57,10 @@ export async function runActivity(docker: Dockerode, sandbox: Dockerode.Containe
             if (!entry || entry.client !== client) continue;
             if (entry.kind === 'mark') {
               if (entry.nonce === nonce) resolve(true);
-            } else if (entry.connection.time >= since - 1000) connections.push(entry.connection);
+            } else if (entry.connection.time >= since - 1000) {
+              if (connections.length < MAX_RECORDED_CONNECTIONS) connections.push(entry.connection);
+              else omitted[entry.connection.allowed ? 'allowed' : 'blocked']++;
+            }
           }
           done();
         },
@@ -68,9 +72,9 @@ export async function runActivity(docker: Dockerode, sandbox: Dockerode.Containe
     const mark = await startGuest(sandbox, markSource(egress.proxyAddress, nonce), ENGINE_DEADLINE_MS);
     mark.resume();
     const complete = await withDeadline(marked, MARK_WAIT_MS, 'read the proxy log').catch(() => false);
-    return { connections, complete };
+    return { connections, complete, ...(omitted.allowed + omitted.blocked > 0 ? { omitted } : {}) };
   } catch {
-    return { connections, complete: false };
+    return { connections, complete: false, ...(omitted.allowed + omitted.blocked > 0 ? { omitted } : {}) };
   } finally {
     stream?.destroy();
   }

@@ -4,7 +4,7 @@ import type { Sandbox, SandboxProvider } from '../../core/sandbox';
 import { sessionDigest } from '../../core/session';
 import { DockerSandbox, engineSandboxes, sharedSandboxName, type SandboxFactory } from '../sandbox';
 import type { RuntimeChoice } from '../engine';
-import { ensureImage, imagePresent, type PullProgress } from '../images';
+import { ensureImage, imagePresent, proxyImageTag, type PullProgress } from '../images';
 import { RoomWaiters, evictedNote, leastRecentlyUsedIdle } from './capacity';
 import { Lease, type Entry, type LeaseHolder } from './lease';
 import { adoptSession, createOrAdopt } from './sharedSessions';
@@ -86,7 +86,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     if (!this.options.spareSandboxes) return;
     try {
       const spec = given ?? (this.options.prewarmSpec ? await this.options.prewarmSpec() : await this.options.spec(new AbortController().signal));
-      if (!spec || this.disposed || !(await this.imagePresent(spec.image))) return;
+      if (!spec || this.disposed || !(await this.readyAhead(spec))) return;
       await this.refill(spec);
     } catch (e) {
       this.options.log.info(`creating spare sandboxes failed (a new session creates its own): ${describeError(e)}`);
@@ -164,8 +164,8 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   private async prewarmNow(sessionKey: string): Promise<boolean> {
     const spec = this.options.prewarmSpec ? await this.options.prewarmSpec() : await this.options.spec(new AbortController().signal);
     if (!spec || this.disposed || this.entries.has(sessionKey) || this.creating.has(sessionKey)) return false;
-    if (!(await this.imagePresent(spec.image))) {
-      this.options.log.info(`not creating a sandbox ahead of time: ${spec.image} is not on the engine yet`);
+    if (!(await this.readyAhead(spec))) {
+      this.options.log.info(`not creating a sandbox ahead of time: ${spec.image}${spec.network ? ' or the network proxy' : ''} is not on the engine yet`);
       return false;
     }
     const entry = await this.entryFor(sessionKey, spec, new AbortController().signal, false);
@@ -283,6 +283,11 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
 
   private imagePresent(image: string): Promise<boolean> {
     return imagePresent(this.options.docker, image);
+  }
+
+  /** Whether a sandbox of `spec` can be made ahead of time: nothing to pull or build (the proxy's image included). */
+  private async readyAhead(spec: SandboxSpec): Promise<boolean> {
+    return (await this.imagePresent(spec.image)) && (!spec.network || (await this.imagePresent(proxyImageTag().tag)));
   }
 
   private async create(sessionKey: string, spec: SandboxSpec, signal: AbortSignal): Promise<Entry> {

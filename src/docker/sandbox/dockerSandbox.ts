@@ -10,6 +10,7 @@ import { ENGINE_DEADLINE_MS, SandboxGoneError, engineFailure, isEngineFailure, i
 import { ExecStrategy, KILL_GRACE_MS, RunnerChannel, WarmStrategy, type ExitInfo, type StrategyResult, type WarmOps } from '../run';
 import { RUNS_DIR, SandboxLock, killAllSparingSource, oomKillCount, removeQuietly, startGuest, type OwnerKind, type SandboxSpec } from '../container';
 import { imageDistributions } from '../images';
+import { networkNote } from '../../core/network';
 import { egressNames, ensureEgress, proxyRunning, releaseEgress, runActivity, type Egress } from '../network';
 
 /** Where a proxy that could not be built or started sends the user. */
@@ -38,6 +39,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
   /** The pid of the process holding the session state, as the runner last said (0: none); kills spare it. */
   private holderPid = 0;
   lastUsed = Date.now();
+  /** Made by this process (not found again): its first result tells the model about its network. */
+  announceNetwork = false;
   /** The version label of its owner: a network and proxy made again for it carry the same. */
   ownerVersion: string | undefined;
   /** Its address on the internal network: the proxy's log names connections by it. */
@@ -203,6 +206,10 @@ export class DockerSandbox implements Sandbox, WarmOps {
     if (!client) return exit;
     const network = await runActivity(this.docker, this.container, egress, client, since);
     const notes = [...(exit.notes ?? [])];
+    if (this.announceNetwork) {
+      notes.unshift(networkNote(this.spec.network.policy));
+      this.announceNetwork = false;
+    }
     if (!network.complete && !(await proxyRunning(this.docker, egress))) {
       notes.push("The sandbox's network proxy stopped during the run, so the program may have lost its connections; the next call starts it again.");
     }

@@ -113,6 +113,7 @@ async function make(request: NewSandbox, name: string, shared: boolean): Promise
     containerId = container.id;
     const sandbox = new DockerSandbox(docker, container.id, name, name, spec, runtime, log);
     sandbox.ownerVersion = request.owner.version;
+    sandbox.announceNetwork = spec.network !== undefined;
     return sandbox;
   } catch (e) {
     // The name is the other process's sandbox: leave it (and its volume) alone.
