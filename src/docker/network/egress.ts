@@ -207,6 +207,7 @@ function defaultNetwork(engine: EngineKind): string {
 function proxyOptions(o: EnsureEgressOptions, egress: Egress, image: string, subnet: string): Dockerode.ContainerCreateOptions {
   const testing = o.target.testing;
   const config = squidConfig({ policy: o.target.policy, sandboxSubnet: subnet, ...(testing ? { reachable: testing.reachable } : {}) });
+  // Writable by squid alone: it runs as Debian's proxy user (13).
   const tmpfs = 'rw,nosuid,nodev,noexec,size=16m,mode=0700,uid=13,gid=13';
   return {
     name: egress.proxyName,

@@ -19,13 +19,14 @@ export const LOG_TAG = 'codeact-net';
 /**
  * Addresses a name may never lead to, even when it is allowed: "this" network, private ranges,
  * shared address space, loopback, link-local (cloud metadata lives there), IETF protocol
- * assignments, benchmarking, multicast and reserved; IPv6 loopback, unique-local, link-local,
- * and IPv4-mapped forms of the rest.
+ * assignments, benchmarking, multicast and reserved; IPv6 loopback, unique-local, link-local and
+ * multicast. squid keeps IPv4 addresses in their IPv4-mapped IPv6 form, so the IPv4 ranges cover
+ * those forms too (and a range such as ::ffff:0:0/96 would be every IPv4 address).
  */
 export const NEVER_REACHED = [
   '0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12',
   '192.0.0.0/24', '192.168.0.0/16', '198.18.0.0/15', '224.0.0.0/3',
-  '::/128', '::1', '::ffff:0:0/96', 'fc00::/7', 'fe80::/10', 'ff00::/8',
+  '::1', 'fc00::/7', 'fe80::/10', 'ff00::/8',
 ];
 
 export interface ProxyConfigInput {

@@ -39,6 +39,7 @@ export async function runtimeFor(options: ProviderOptions, spec: SandboxSpec, lo
   // Each question once per process (cached per client), and only those this engine needs: a busy
   // Podman answers one heavy question at a time.
   const engine = await ask(docker, engineIdentity(docker), 'a ping');
+  if (spec.network && engine.kind === 'podman') throw podmanWithoutAllowList();
   const podman = engine.kind === 'podman' ? await checkPodmanLimits(docker, engine, log) : undefined;
   // Podman's own info names its default runtime; its runtime list matters only for a named runtime.
   const named = spec.runtime !== undefined && spec.runtime !== 'auto';
@@ -56,5 +57,18 @@ function runtimeWithoutNetwork(runtime: RuntimeChoice, settingHint: string): Too
   return new ToolError(
     'invalid_settings',
     `The sandbox runtime ${runtime.name} is registered with the engine with --network=none, so a sandbox with a network allow-list cannot run under it, and the program was not run. Ask the user to register ${runtime.name} without --network=none (see the README's "Network" section), to set ${settingHint} to runc, or to empty the network allow-list.`,
+  );
+}
+
+/**
+ * Podman (4.x, measured) gives the host an address on every bridge network, internal ones
+ * included, so a sandbox on one could reach the host's own services; and where Docker runs too,
+ * Docker's firewall drops the traffic between containers of Podman's internal networks. The
+ * allow-list is refused there rather than offered unenforced.
+ */
+function podmanWithoutAllowList(): ToolError {
+  return new ToolError(
+    'invalid_settings',
+    "Podman cannot give a sandbox a network whose only way out is the proxy (its internal networks give the host an address the sandbox could reach), so a sandbox with a network allow-list is not made on Podman, and the program was not run. Ask the user to use a Docker engine for network access, or to empty the network allow-list.",
   );
 }

@@ -131,4 +131,28 @@ describe('artifact tree items (unit)', () => {
     const doc = runDocument({ ...record, program: 'print("```")', filesIn: [] }, [], 'then');
     assert.equal(doc, ['# Run then (python:3.12-slim)', '', '~~~~python', 'print("```")', '~~~~', '', '## Result (as the model received it)', '', '~~~~text', 'stdout:\n1', '~~~~'].join('\n'));
   });
+
+  it('a run with a network shows its connections on its node and in its document', () => {
+    const network = {
+      complete: true,
+      connections: [
+        { time: Date.UTC(2025, 0, 2, 3, 4, 6, 100), host: 'index.example.org', port: 443, method: 'CONNECT', allowed: true, sni: 'index.example.org', bytesOut: 700, bytesIn: 2200 },
+        { time: Date.UTC(2025, 0, 2, 3, 4, 6, 250), host: 'other.example.org', port: 80, method: 'GET', allowed: false, reason: 'not listed' as const, bytesOut: 140, bytesIn: 3400 },
+      ],
+    };
+    const withNetwork = { ...record, files: [], filesIn: [], network };
+    const node: ArtifactNode = { kind: 'run', sessionDigest: 'd1', record: withNetwork };
+    assert.equal(artifactItem(node, context).description, 'ok · network: 1 allowed, 1 blocked: other.example.org');
+    assert.equal(
+      runDocument(withNetwork, [], 'then').split('## Network')[1],
+      [
+        '',
+        '',
+        'network: 1 allowed, 1 blocked: other.example.org.',
+        '',
+        '- 03:04:06.100 CONNECT index.example.org:443 allowed, 700 bytes out, 2200 bytes in',
+        '- 03:04:06.250 GET other.example.org:80 blocked (not on the allow-list), 140 bytes out, 3400 bytes in',
+      ].join('\n'),
+    );
+  });
 });
