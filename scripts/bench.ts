@@ -26,6 +26,7 @@ import { FORK_SCRIPT, heaviestPhase, warmPhases, type Phases } from './bench/pha
 import { benchDataImage, type DataImageBench } from './bench/dataImage';
 import { benchCliRun, benchCliStart, type CliRunBench, type CliStartBench } from './bench/cliStart';
 import { benchSession, printSession, type SessionBench } from './bench/session';
+import { benchNetwork, type NetworkBench } from './bench/network';
 import { stat, type Stat } from './bench/stats';
 import { describeFaults, faultsPerCall, pageTouchMicros, type CallFaults } from './bench/faults';
 import { measureRuntimes } from './benchRuntimes';
@@ -150,6 +151,7 @@ async function main(): Promise<void> {
   let session: SessionBench | undefined;
   let cliRun: CliRunBench | undefined;
   let warmFaults: CallFaults | undefined;
+  let network: NetworkBench | undefined;
   const providers = [warm, plain];
   // First, while nothing else runs: the command line's start against Node's own.
   process.stdout.write('command line start ... ');
@@ -292,6 +294,11 @@ async function main(): Promise<void> {
     session = await benchSession(dockerClient, IMAGE, N, VERSION, LIMITS);
     console.log('done');
 
+    process.stdout.write('network: through the proxy and on a plain bridge ... ');
+    network = await benchNetwork(dockerClient, IMAGE, N, VERSION, LIMITS);
+    Object.assign(results, network.results);
+    console.log('done');
+
     process.stdout.write('load: 5 chats x 20 calls, 3 in flight per chat ... ');
     await Promise.all([warm.dispose(), plain.dispose()]);
     const loaded = makeProvider(true, { spareSandboxes: 1, maxSandboxes: 8, limits: LOAD_LIMITS });
@@ -382,12 +389,13 @@ async function main(): Promise<void> {
   const rw = Math.max(...Object.keys(ratios).map((k) => k.length));
   for (const [k, v] of Object.entries(ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
   for (const [k, v] of Object.entries(runtimes.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(2)}`);
+  for (const [k, v] of Object.entries(network!.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(2)}`);
   const floor = ratios[`warm print(1), ${GAP_MS} ms between calls / fork and exit of the preloaded interpreter (target <= 1.2)`]!;
   if (floor > 1.2) console.log(`\nwarm print(1) is ${floor.toFixed(2)} x the fork-and-exit floor; the phase that holds it: ${heaviestPhase(phases!)}`);
   const out = path.join('test-results', 'bench');
   fs.mkdirSync(out, { recursive: true });
   const file = path.join(out, 'bench.json');
-  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, load, loadSerial, loadQuick, dataImage, session, cliStart, cliRun, warmFaults, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios }, notes }, null, 2) + '\n');
+  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, load, loadSerial, loadQuick, dataImage, session, cliStart, cliRun, warmFaults, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios, ...network!.ratios }, network, notes }, null, 2) + '\n');
   console.log(`\nwritten to ${file}`);
 }
 

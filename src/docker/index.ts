@@ -3,7 +3,7 @@
  * shared wiring use. src/docker/README.md draws the rooms behind it.
  */
 export { BACKEND_SETTINGS, chooseBackend, type BackendChoice, type BackendSetting } from './backend';
-export { currentOwner, type Owner, type SandboxSpec } from './container';
+export { currentOwner, type Owner, type ProxyTesting, type SandboxSpec } from './container';
 export { ensureDevcontainerImage, planDevcontainerImage } from './devcontainer';
 export { createDockerClient, resolveEngine, type EngineTarget } from './engine';
 export {

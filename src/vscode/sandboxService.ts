@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import { ToolError } from '../core/errors';
 import type { Logger } from '../core/logger';
 import type { Sandbox, SandboxProvider } from '../core/sandbox';
@@ -14,6 +15,7 @@ import {
   type EngineTarget,
   type Owner,
   type ProviderOptions,
+  type ProxyTesting,
   type SandboxSpec,
 } from '../docker';
 import type { SettingsReader } from './config';
@@ -325,6 +327,7 @@ export class SandboxService implements SandboxProvider {
 
   private specOf(s: Settings, image: string, packagesSetting?: string): SandboxSpec {
     const { policy } = networkOf(s, CONFIG_SECTION);
+    const testing = policy ? proxyTesting() : undefined;
     return {
       image,
       limits: sandboxLimitsOf(s),
@@ -332,7 +335,7 @@ export class SandboxService implements SandboxProvider {
       preloadModules: s.preloadModules,
       runtime: s.runtime,
       ...(packagesSetting ? { packagesSetting } : {}),
-      ...(policy ? { network: { policy } } : {}),
+      ...(policy ? { network: { policy, ...(testing ? { testing } : {}) } } : {}),
     };
   }
 
@@ -355,4 +358,17 @@ export class SandboxService implements SandboxProvider {
     const view = statusView(choice, image, this.engine ? `${this.engine.displayName} (${this.engine.reason})` : undefined, this.runtime);
     this.status.show(view.text, view.tooltip);
   }
+}
+
+/**
+ * The host tests' "internet" (test/host/internet.ts): a file naming the test servers' network,
+ * which the proxy then joins and may reach. Read from the extension host's environment, which only
+ * the test runner sets; never a setting.
+ */
+let testInternet: ProxyTesting | undefined | null = null;
+function proxyTesting(): ProxyTesting | undefined {
+  if (testInternet !== null) return testInternet;
+  const file = process.env.CODEACT_SANDBOX_TEST_INTERNET;
+  testInternet = file ? (JSON.parse(fs.readFileSync(file, 'utf8')) as { testing: ProxyTesting }).testing : undefined;
+  return testInternet;
 }

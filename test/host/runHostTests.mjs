@@ -22,6 +22,12 @@ fs.writeFileSync(
   JSON.stringify({ 'codeactSandbox.image': image, 'codeactSandbox.spareSandboxes': 0 }, null, 2),
 );
 
+// The network suite's servers (test/host/internet.ts): on a Docker network of their own, under
+// names only the proxy of a window started with CODEACT_SANDBOX_TEST_INTERNET resolves.
+const internetFile = path.join(artifacts, 'internet.json');
+const tsx = path.join(root, 'node_modules', '.bin', 'tsx');
+execFileSync(tsx, [path.join(root, 'test/host/internet.ts'), 'start', internetFile], { stdio: 'inherit' });
+
 // The runner loads the folder holding the tests as the extension under development and installs
 // the others (the scripted model) into the run's private extensions folder.
 const exts = [path.join(root, 'test/host/fixtures/scripted-model'), root];
@@ -37,8 +43,9 @@ const args = electron
       '--artifacts', artifacts,
       '--timeout', '600',
     ];
-const result = spawnSync(process.execPath, args, { stdio: 'inherit', env: { ...process.env, CODEACT_TEST_IMAGE: image } });
+const result = spawnSync(process.execPath, args, { stdio: 'inherit', env: { ...process.env, CODEACT_TEST_IMAGE: image, CODEACT_SANDBOX_TEST_INTERNET: internetFile } });
 let code = result.status ?? 3;
+execFileSync(tsx, [path.join(root, 'test/host/internet.ts'), 'stop', internetFile], { stdio: 'inherit' });
 
 // A second window in Restricted Mode, whose workspace settings try to choose image and engine.
 if (!electron) {

@@ -241,6 +241,53 @@ describe('agent mode calls execute_code (host)', function () {
     await h.waitFor(() => h.programProcesses(running.containerId) === 0, 60000, 'the program to be killed');
   });
 
+  it('with network.allow set, a chat fetches from an allowed server, its run shows the connection, and a blocked name gets the sentence', async function () {
+    this.timeout(10 * 60_000); // on a fresh machine the first network sandbox builds the proxy's image
+    // test/host/internet.ts: the test servers, which only this window's proxy resolves and may reach.
+    const internet = JSON.parse(fs.readFileSync(process.env.CODEACT_SANDBOX_TEST_INTERNET, 'utf8'));
+    const { web, other } = internet.names;
+    // runsc is registered without network on this kind of machine: the allow-list needs runc.
+    await h.setting('runtime', 'runc');
+    await h.setting('network.allow', [web]);
+    try {
+      await newChat();
+      const before = toolResults().length;
+      const code = [
+        'import ssl, urllib.error, urllib.request',
+        `open("ca.pem", "w").write(${JSON.stringify(internet.caPem)})`,
+        'ctx = ssl.create_default_context(cafile="ca.pem")',
+        `print(urllib.request.urlopen("https://${web}/from-chat", context=ctx, timeout=30).read().decode())`,
+        'try:',
+        `    urllib.request.urlopen("http://${other}/", timeout=30)`,
+        'except urllib.error.HTTPError as e:',
+        '    print("HTTP", e.code)',
+      ].join('\n');
+      const res = await ask(program(code));
+      assert.ok(res && res.type !== 'confirmation', JSON.stringify(res));
+      assert.equal(
+        toolResults()[before].text,
+        [
+          'stdout:',
+          `${web} /from-chat https`,
+          'HTTP 403',
+          '',
+          `This sandbox has network access to these domains only: ${web}, on ports 80 and 443, through a proxy that urllib, requests, pip and curl use by themselves (HTTP_PROXY and HTTPS_PROXY are set). Every other name is refused.`,
+          '',
+          `The sandbox's network proxy blocked: ${other} (not on the allow-list). If the program needs a name that is not on the allow-list, ask the user to add it to the codeactSandbox.network.allow setting. Do not try to get around the proxy: nothing else leaves the sandbox.`,
+        ].join('\n'),
+      );
+      const runs = (await api.treeSnapshot()).flatMap((session) => session.children);
+      const run = runs.find((r) => (r.description || '').includes('network:'));
+      assert.ok(run, JSON.stringify(runs.map((r) => r.description)));
+      assert.equal(run.description, `ok · network: 1 allowed, 1 blocked: ${other}`);
+      await vscode.commands.executeCommand('codeactSandbox.artifacts.focus');
+      await h.snapshot('agent-network');
+    } finally {
+      await h.setting('network.allow', undefined);
+      await h.setting('runtime', undefined);
+    }
+  });
+
   // Last: the state holders it leaves are processes in their sandboxes, which the Stop test would count.
   it('with the state setting on, two calls of one chat share a variable; a new chat does not have it', async function () {
     await h.setting('state', 'session');
