@@ -81,7 +81,8 @@ describe('network allow-list (integration)', function () {
   it('reaches allowed names over HTTP and HTTPS, and records each connection', async function () {
     const network = LISTS();
     const provider = providerFor(() => testSpec({ network }));
-    const r = await run(provider, uniqueSessionKey('net-allowed'), `${prelude(internet.caPem)}\nshow('http://${NAMES.web}/a', 'https://${NAMES.web}/b', 'https://${NAMES.api}/c')`);
+    const session = uniqueSessionKey('net-allowed');
+    const r = await run(provider, session, `${prelude(internet.caPem)}\nshow('http://${NAMES.web}/a', 'https://${NAMES.web}/b', 'https://${NAMES.api}/c')`);
     assert.equal(
       r.text,
       [
@@ -102,6 +103,10 @@ describe('network allow-list (integration)', function () {
     assert.deepEqual(r.network.connections.map((c) => c.sni ?? '-'), ['-', NAMES.web, NAMES.api]);
     for (const c of r.network.connections) assert.ok(c.bytesIn > 0 && c.bytesOut > 0, JSON.stringify(c));
     assert.ok(r.network.connections.every((c) => c.time >= r.startedAt.getTime() && c.time <= Date.now()));
+    // The next call, at once: its record starts after this call's marker, so it holds its own connection only.
+    const next = await run(provider, session, `${prelude(internet.caPem)}\nshow('http://${NAMES.web}/d')`);
+    assert.equal(next.text, `stdout:\nhttp://${NAMES.web}/d -> ${NAMES.web} /d http`);
+    assert.deepEqual(next.network?.connections.map(brief), [['GET', `${NAMES.web}:80`, 'allowed']]);
   });
 
   it('refuses denied, unlisted, address, private and loopback names and other ports, and tells the model which', async function () {

@@ -9,7 +9,7 @@ import { LOG_TAG, MARK_DOMAIN } from './squidConfig';
 export type LogEntry =
   | { kind: 'connection'; client: string; connection: Connection }
   /** A call's end, sent by the sandbox at `client` (its nonce). */
-  | { kind: 'mark'; client: string; nonce: string };
+  | { kind: 'mark'; client: string; nonce: string; time: number };
 
 const REASONS: Record<string, BlockReason> = {
   unlisted: 'not listed',
@@ -29,7 +29,7 @@ export function parseLogLine(line: string): LogEntry | undefined {
   if (!Number.isFinite(time) || !Number.isInteger(port) || host === '-' || why === 'source') return undefined;
   if (why === 'mark') {
     const nonce = host.endsWith(`.${MARK_DOMAIN}`) ? host.slice(0, -MARK_DOMAIN.length - 1).replace(/^m-/, '') : '';
-    return nonce ? { kind: 'mark', client, nonce } : undefined;
+    return nonce ? { kind: 'mark', client, nonce, time } : undefined;
   }
   // An allowed tunnel logs its acceptance once the hello is peeked at (spliced, nothing moved
   // yet), and the tunnel itself when it ends: the second line is the connection.

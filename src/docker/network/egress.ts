@@ -34,6 +34,8 @@ export interface Egress {
   proxyName: string;
   /** The proxy's address on the internal network. */
   proxyAddress: string;
+  /** When the running proxy started (the engine's word): another value is another proxy, with a log of its own. */
+  startedAt?: string;
 }
 
 export function egressNames(target: EgressTarget): { digest: string; network: string; proxy: string } {
@@ -89,8 +91,10 @@ async function ensureEgressNow(o: EnsureEgressOptions): Promise<Egress> {
   const egress = { digest: names.digest, network: names.network, proxyName: names.proxy, proxyAddress };
   await ensureProxy(o, egress, image, subnet);
   const startedAt = await withDeadline(o.docker.getContainer(names.proxy).inspect(), ENGINE_DEADLINE_MS, 'inspect proxy').then((i) => i.State.StartedAt, () => undefined);
-  if (startedAt) known.set(names.digest, { egress, startedAt });
-  return egress;
+  if (!startedAt) return egress;
+  const started = { ...egress, startedAt };
+  known.set(names.digest, { egress: started, startedAt });
+  return started;
 }
 
 /** `subnet`'s n-th address ("172.18.0.0/16", 2 → "172.18.0.2"). */

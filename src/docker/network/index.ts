@@ -5,6 +5,6 @@
  */
 export { NetworkUnavailableError } from './errors';
 export { NETWORK_LABEL, egressNames, ensureEgress, hostAddress, proxyEnv, proxyRunning, releaseEgress, releaseIdleEgress, type Egress, type EgressTarget } from './egress';
-export { runActivity } from './runActivity';
+export { runActivity, type RunMark } from './runActivity';
 export { parseLogLine, type LogEntry } from './accessLog';
 export { LOG_TAG, MARK_DOMAIN, NEVER_REACHED, PROXY_PORT, patternRegex, squidConfig } from './squidConfig';

@@ -29,19 +29,42 @@ function markSource(address: string, nonce: string): string {
   ].join('\n');
 }
 
+/** A call's marker as the proxy logged it: the next call's record starts after it. */
+export interface RunMark {
+  nonce: string;
+  /** When the proxy logged it, by the proxy's clock (ms). */
+  time: number;
+}
+
 /**
- * The connections the sandbox at `client` made since `since` (ms), up to the marker sent now.
- * Never throws: a record that could not be read whole says so.
+ * The connections the sandbox at `client` made in this call, up to the marker sent now: those
+ * after the previous call's marker, or, for a sandbox's first call, those logged since `since`
+ * (ms). Never throws: a record that could not be read whole says so.
  */
-export async function runActivity(docker: Dockerode, sandbox: Dockerode.Container, egress: Egress, client: string, since: number): Promise<NetworkActivity> {
+export async function runActivity(
+  docker: Dockerode,
+  sandbox: Dockerode.Container,
+  egress: Egress,
+  client: string,
+  since: number,
+  previous: RunMark | undefined,
+): Promise<{ activity: NetworkActivity; mark?: RunMark }> {
   const nonce = randomBytes(6).toString('hex');
   const connections: Connection[] = [];
   const omitted = { allowed: 0, blocked: 0 };
   const proxy = docker.getContainer(egress.proxyName);
+  let mark: RunMark | undefined;
+  // After the previous marker (the engine's log times are the proxy's clock), else since the call began.
+  let collecting = previous === undefined;
+  const from = previous ? previous.time : since;
   let stream: (NodeJS.ReadableStream & { destroy(): void }) | undefined;
+  const result = (complete: boolean) => ({
+    activity: { connections, complete, ...(omitted.allowed + omitted.blocked > 0 ? { omitted } : {}) },
+    ...(mark ? { mark } : {}),
+  });
   try {
     stream = (await withDeadline(
-      proxy.logs({ follow: true, stdout: true, stderr: false, since: Math.floor(since / 1000) - 1 }),
+      proxy.logs({ follow: true, stdout: true, stderr: false, since: Math.floor(from / 1000) - 1 }),
       ENGINE_DEADLINE_MS,
       'read proxy log',
     )) as NodeJS.ReadableStream & { destroy(): void };
@@ -51,13 +74,17 @@ export async function runActivity(docker: Dockerode, sandbox: Dockerode.Containe
         write(chunk: Buffer, _e, done) {
           text += chunk.toString('utf8');
           let i: number;
-          while ((i = text.indexOf('\n')) >= 0) {
+          while (!mark && (i = text.indexOf('\n')) >= 0) {
             const entry = parseLogLine(text.slice(0, i));
             text = text.slice(i + 1);
             if (!entry || entry.client !== client) continue;
             if (entry.kind === 'mark') {
-              if (entry.nonce === nonce) resolve(true);
-            } else if (entry.connection.time >= since - 1000) {
+              if (entry.nonce === previous?.nonce) collecting = true;
+              if (entry.nonce === nonce) {
+                mark = { nonce, time: entry.time };
+                resolve(true);
+              }
+            } else if (collecting && (previous || entry.connection.time >= since - 1000)) {
               if (connections.length < MAX_RECORDED_CONNECTIONS) connections.push(entry.connection);
               else omitted[entry.connection.allowed ? 'allowed' : 'blocked']++;
             }
@@ -69,12 +96,11 @@ export async function runActivity(docker: Dockerode, sandbox: Dockerode.Containe
       stream!.on('end', () => resolve(false));
       stream!.on('error', () => resolve(false));
     });
-    const mark = await startGuest(sandbox, markSource(egress.proxyAddress, nonce), ENGINE_DEADLINE_MS);
-    mark.resume();
-    const complete = await withDeadline(marked, MARK_WAIT_MS, 'read the proxy log').catch(() => false);
-    return { connections, complete, ...(omitted.allowed + omitted.blocked > 0 ? { omitted } : {}) };
+    const sent = await startGuest(sandbox, markSource(egress.proxyAddress, nonce), ENGINE_DEADLINE_MS);
+    sent.resume();
+    return result(await withDeadline(marked, MARK_WAIT_MS, 'read the proxy log').catch(() => false));
   } catch {
-    return { connections, complete: false, ...(omitted.allowed + omitted.blocked > 0 ? { omitted } : {}) };
+    return result(false);
   } finally {
     stream?.destroy();
   }

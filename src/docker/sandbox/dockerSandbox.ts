@@ -11,7 +11,7 @@ import { ExecStrategy, KILL_GRACE_MS, RunnerChannel, WarmStrategy, type ExitInfo
 import { RUNS_DIR, SandboxLock, killAllSparingSource, oomKillCount, removeQuietly, startGuest, type OwnerKind, type SandboxSpec } from '../container';
 import { imageDistributions } from '../images';
 import { networkNote } from '../../core/network';
-import { egressNames, ensureEgress, proxyRunning, releaseEgress, runActivity, type Egress } from '../network';
+import { egressNames, ensureEgress, proxyRunning, releaseEgress, runActivity, type Egress, type RunMark } from '../network';
 
 /** Where a proxy that could not be built or started sends the user. */
 export const NETWORK_LOG_HINT = 'the CodeAct Sandbox log (the output channel in VS Code, --verbose on the command line)';
@@ -43,6 +43,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
   announceNetwork = false;
   /** The version label of its owner: a network and proxy made again for it carry the same. */
   ownerVersion: string | undefined;
+  /** The last call's marker in the proxy's log: the next call's connections are those after it. */
+  private lastMark: (RunMark & { proxyStartedAt: string | undefined }) | undefined;
   /** Its address on the internal network: the proxy's log names connections by it. */
   private clientAddress: string | undefined;
 
@@ -204,7 +206,11 @@ export class DockerSandbox implements Sandbox, WarmOps {
     const exit = await this.runProgram(run);
     const client = await this.addressOn(egress);
     if (!client) return exit;
-    const network = await runActivity(this.docker, this.container, egress, client, since);
+    // The previous marker is in this proxy's log only when it is the same proxy (not one started again since).
+    const previous = this.lastMark && this.lastMark.proxyStartedAt === egress.startedAt ? this.lastMark : undefined;
+    const { activity: network, mark } = await runActivity(this.docker, this.container, egress, client, since, previous);
+    // A marker not read (the proxy died) leaves the last one: the next call starts after it.
+    if (mark) this.lastMark = { ...mark, proxyStartedAt: egress.startedAt };
     const notes = [...(exit.notes ?? [])];
     if (this.announceNetwork) {
       notes.unshift(networkNote(this.spec.network.policy));

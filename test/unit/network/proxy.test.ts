@@ -66,7 +66,7 @@ describe('network proxy (pure parts)', function () {
     assert.deepEqual(blocked('GET other.example.org 80 403 3412 147 TCP_DENIED unlisted - -'), [false, 'not listed']);
     assert.deepEqual(blocked('CONNECT loop.example.org 443 200 0 44 TCP_DENIED private - -'), [false, 'private address']);
     assert.deepEqual(blocked('GET web.example.org 8080 403 3412 147 TCP_DENIED port - -'), [false, 'port']);
-    assert.deepEqual(parseLogLine(line('GET m-0a1b2c.codeact-mark.invalid 80 403 3400 120 TCP_DENIED mark - -')), { kind: 'mark', client: '172.22.0.3', nonce: '0a1b2c' });
+    assert.deepEqual(parseLogLine(line('GET m-0a1b2c.codeact-mark.invalid 80 403 3400 120 TCP_DENIED mark - -')), { kind: 'mark', client: '172.22.0.3', nonce: '0a1b2c', time: 1796212514437 });
     assert.equal(parseLogLine(line('GET web.example.org 80 403 1 1 TCP_DENIED source - -')), undefined);
     assert.equal(parseLogLine('2026/12/02 11:42:41| Accepting SSL bumped HTTP Socket connections'), undefined);
     assert.equal(parseLogLine(line('GET web.example.org')), undefined);
