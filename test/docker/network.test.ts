@@ -7,10 +7,11 @@
 import * as assert from 'node:assert/strict';
 import { networkPolicy, type Connection } from '../../src/core/network';
 import type { SandboxNetwork, SandboxSpec } from '../../src/docker/container/spec';
-import { egressNames } from '../../src/docker/network/egress';
+import { egressNames, releaseIdleEgress } from '../../src/docker/network/egress';
+import { removeQuietly } from '../../src/docker/container/spec';
 import { makeWheel } from './fixtures/simpleIndex';
 import { NAMES, startTestInternet, type TestInternet } from './fixtures/testInternet';
-import { docker, dockerCli, exists, recentLog, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
+import { docker, dockerCli, exists, log, recentLog, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
 /** Python the tests' programs start with: the test CA trusted, and get(url) saying what came back. */
 function prelude(caPem: string): string {
@@ -265,6 +266,26 @@ describe('network allow-list (integration)', function () {
     const after = egressNames(network);
     assert.equal(await exists(after.proxy), false, 'the proxy goes with the last sandbox');
     assert.equal(await dockerCli('network', 'ls', '-q', '--filter', `name=^${after.network}$`), '');
+  });
+
+  it('shares one proxy between windows with the same lists; the last sandbox takes it, and cleanup what a crash left', async function () {
+    const network = networkOf([NAMES.web]);
+    const names = egressNames(network);
+    const one = providerFor(() => testSpec({ network }));
+    const two = providerFor(() => testSpec({ network }));
+    const code = `${prelude(internet.caPem)}\nshow('http://${NAMES.web}/')`;
+    await run(one, uniqueSessionKey('net-one'), code);
+    const proxyId = (await docker.getContainer(names.proxy).inspect()).Id;
+    const second = await run(two, uniqueSessionKey('net-two'), code);
+    assert.equal(second.text, `stdout:\nhttp://${NAMES.web}/ -> ${NAMES.web} / http\n\n${TOLD(NAMES.web)}`);
+    assert.equal((await docker.getContainer(names.proxy).inspect()).Id, proxyId, 'the second window found the first one\'s proxy');
+    await one.dispose();
+    assert.equal(await exists(names.proxy), true, 'kept while the other window\'s sandbox is on its network');
+    // A window that crashed: its sandbox goes by cleanup's hand, not its own.
+    await removeQuietly(docker, second.sandboxId, undefined, log);
+    assert.equal(await releaseIdleEgress(docker, log), 1);
+    assert.equal(await exists(names.proxy), false);
+    assert.equal(await dockerCli('network', 'ls', '-q', '--filter', `name=^${names.network}$`), '');
   });
 
   it('brings a proxy killed between calls back, and says so when it dies during one', async function () {
