@@ -66,7 +66,7 @@ export const RunRecord = z.object({
             port: z.number().int(),
             method: z.string().max(32),
             allowed: z.boolean(),
-            reason: z.enum(['not listed', 'denied', 'address', 'private address', 'port', 'sni', 'not tls']).optional(),
+            reason: z.enum(['not listed', 'denied', 'address', 'private address', 'port', 'sni', 'not tls', 'scheme']).optional(),
             sni: z.string().max(300).optional(),
             bytesOut: z.number().nonnegative(),
             bytesIn: z.number().nonnegative(),

@@ -29,7 +29,17 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
     const workspace = createVscodeWorkspace();
     const settings = new SettingsReader(logger, workspace, ui);
     const initial = settings.read();
-    const sandboxes = new SandboxService({ settings, log: logger, owner: currentOwner('vscode', VERSION), ui, workspace, state: context.workspaceState });
+    // The host tests name their servers' network in the environment; an installed extension never reads it.
+    const testInternetFile = context.extensionMode !== vscode.ExtensionMode.Production ? process.env.CODEACT_SANDBOX_TEST_INTERNET : undefined;
+    const sandboxes = new SandboxService({
+      settings,
+      log: logger,
+      owner: currentOwner('vscode', VERSION),
+      ui,
+      workspace,
+      state: context.workspaceState,
+      ...(testInternetFile ? { testInternetFile } : {}),
+    });
     service = sandboxes;
     context.subscriptions.push({ dispose: () => void sandboxes.dispose() });
 

@@ -60,6 +60,11 @@ export interface SandboxServiceOptions {
   dataImages?: DataImageOps;
   /** Tests wrap the provider to see what it was given. */
   createProvider?: (options: ProviderOptions) => DockerSandboxProvider;
+  /**
+   * Where the host tests' servers are (test/host/internet.ts): a file the proxy's test settings
+   * are read from. Set only for an extension host that runs tests, never an installed extension.
+   */
+  testInternetFile?: string;
 }
 
 /** One call's facts and what carrying out its decision needs. */
@@ -327,7 +332,7 @@ export class SandboxService implements SandboxProvider {
 
   private specOf(s: Settings, image: string, packagesSetting?: string): SandboxSpec {
     const { policy } = networkOf(s, CONFIG_SECTION);
-    const testing = policy ? proxyTesting() : undefined;
+    const testing = policy && this.deps.testInternetFile ? proxyTesting(this.deps.testInternetFile) : undefined;
     return {
       image,
       limits: sandboxLimitsOf(s),
@@ -360,15 +365,9 @@ export class SandboxService implements SandboxProvider {
   }
 }
 
-/**
- * The host tests' "internet" (test/host/internet.ts): a file naming the test servers' network,
- * which the proxy then joins and may reach. Read from the extension host's environment, which only
- * the test runner sets; never a setting.
- */
-let testInternet: ProxyTesting | undefined | null = null;
-function proxyTesting(): ProxyTesting | undefined {
-  if (testInternet !== null) return testInternet;
-  const file = process.env.CODEACT_SANDBOX_TEST_INTERNET;
-  testInternet = file ? (JSON.parse(fs.readFileSync(file, 'utf8')) as { testing: ProxyTesting }).testing : undefined;
+/** The host tests' proxy settings (SandboxServiceOptions.testInternetFile), read once. */
+let testInternet: ProxyTesting | undefined;
+function proxyTesting(file: string): ProxyTesting {
+  testInternet ??= (JSON.parse(fs.readFileSync(file, 'utf8')) as { testing: ProxyTesting }).testing;
   return testInternet;
 }

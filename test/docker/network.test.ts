@@ -194,6 +194,13 @@ describe('network allow-list (integration)', function () {
       `print('hello naming the host:', tunnel(${JSON.stringify(NAMES.web)}, ${JSON.stringify(NAMES.web)}))`,
       `print('hello naming another:', tunnel(${JSON.stringify(NAMES.web)}, ${JSON.stringify(NAMES.other)}))`,
       `print('plain bytes in a tunnel:', tunnel(${JSON.stringify(NAMES.web)}, plain=True))`,
+      'def ask_proxy(request):',
+      '    s = socket.create_connection((PROXY_HOST, 3128), timeout=15)',
+      '    s.sendall(request)',
+      "    return s.recv(4096).split(b'\\r\\n')[0].decode()",
+      `print("proxy's cache manager:", ask_proxy(b'GET cache_object://${NAMES.web}/info HTTP/1.0\\r\\n\\r\\n'))`,
+      `print('ftp through the proxy:', ask_proxy(b'GET ftp://${NAMES.web}/ HTTP/1.0\\r\\n\\r\\n'))`,
+      "print('IPv6 addresses:', len(open('/proc/net/if_inet6').read().splitlines()) if os.path.exists('/proc/net/if_inet6') else 0)",
       "via = urllib.request.build_opener(urllib.request.ProxyHandler({'http': PROXY}))",
       `print('server says:', get('http://${NAMES.web}/udp', via))`,
     ].join('\n');

@@ -19,7 +19,9 @@ export type BlockReason =
   /** The TLS client hello named another server than the one allowed. */
   | 'sni'
   /** A tunnel through port 443 that did not start with a TLS client hello. */
-  | 'not tls';
+  | 'not tls'
+  /** Not an http:// request or a tunnel (ftp://, the proxy's own cache manager). */
+  | 'scheme';
 
 export interface Connection {
   /** When the proxy logged it (its end), ms since the epoch. */
@@ -87,6 +89,8 @@ function reasonText(c: Connection): string {
       return `the TLS hello named ${c.sni ?? 'another server'}`;
     case 'not tls':
       return 'not TLS';
+    case 'scheme':
+      return 'only http:// and HTTPS tunnels are allowed';
     default:
       return 'not on the allow-list';
   }

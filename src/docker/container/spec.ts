@@ -196,7 +196,15 @@ export function containerOptions(
       // With a network: only the internal one, whose one other member is the proxy. DNS goes
       // to the sandbox's own loopback, where nothing answers (names are the proxy's to resolve),
       // and a program that asks anyway is told so within a second, not after glibc's 10.
-      ...(egress ? { NetworkMode: egress.network, Dns: ['127.0.0.1'], DnsOptions: ['timeout:1', 'attempts:1'] } : {}),
+      // No IPv6 either: a link-local address would reach the host's side of the bridge.
+      ...(egress
+        ? {
+            NetworkMode: egress.network,
+            Dns: ['127.0.0.1'],
+            DnsOptions: ['timeout:1', 'attempts:1'],
+            Sysctls: { 'net.ipv6.conf.all.disable_ipv6': '1', 'net.ipv6.conf.default.disable_ipv6': '1' },
+          }
+        : {}),
       ...(spec.warmRunner === false ? {} : { LogConfig: { Type: 'none', Config: {} } }),
       ...(runtime.runtime ? { Runtime: runtime.runtime } : {}),
     },

@@ -17,6 +17,7 @@ const REASONS: Record<string, BlockReason> = {
   private: 'private address',
   port: 'port',
   sni: 'sni',
+  scheme: 'scheme',
 };
 
 /** One log line, or undefined for a line that is not a connection of a sandbox (or not ours). */
@@ -34,7 +35,8 @@ export function parseLogLine(line: string): LogEntry | undefined {
   // An allowed tunnel logs its acceptance once the hello is peeked at (spliced, nothing moved
   // yet), and the tunnel itself when it ends: the second line is the connection.
   if (method === 'CONNECT' && squidCode === 'NONE_NONE' && why === 'allowed' && bump === 'splice') return undefined;
-  const base = { time, host, port, method, bytesOut: count(bytesOut), bytesIn: count(bytesIn), ...(sni !== '-' ? { sni } : {}) };
+  const hello = sni !== '-' ? unescape(sni) : undefined;
+  const base = { time, host, port, method, bytesOut: count(bytesOut), bytesIn: count(bytesIn), ...(hello ? { sni: hello } : {}) };
   let reason: BlockReason | undefined;
   if (why === 'allowed') {
     // Accepted, peeked at, and closed without a TLS hello to splice: squid refused what came instead.
@@ -44,6 +46,15 @@ export function parseLogLine(line: string): LogEntry | undefined {
     if (reason === 'not listed' && isIP(host.replace(/^\[|\]$/g, '')) !== 0) reason = 'address';
   }
   return { kind: 'connection', client, connection: { ...base, allowed: reason === undefined, ...(reason ? { reason } : {}) } };
+}
+
+/** squid's URL-escaped field, as the client sent it (an escape that does not decode stays as it is). */
+function unescape(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }
 
 function count(text: string): number {

@@ -14,11 +14,11 @@ import { LABEL, LABEL_SCHEMA, networkDigest, type SandboxNetwork } from '../cont
 import { ENGINE_DEADLINE_MS, engineFailure, isEngineFailure, statusCode, withDeadline, type EngineKind } from '../engine';
 import { PROXY_CONF_ENV, PROXY_RUN_DIR, ensureProxyImage } from '../images';
 import { NetworkUnavailableError } from './errors';
-import { PROXY_PORT, squidConfig } from './squidConfig';
+import { LOG_TAG, PROXY_PORT, squidConfig } from './squidConfig';
 
 /** Labels of our networks and proxies, beside LABEL.managed. */
 export const NETWORK_LABEL = {
-  /** "network" or "proxy". */
+  /** "network", "proxy", or "probe" (a network made only to learn a free subnet). */
   role: 'dev.codeact-sandbox.egress-role',
   /** The policy's digest: the network and proxy of one policy carry the same. */
   digest: 'dev.codeact-sandbox.egress',
@@ -131,7 +131,9 @@ async function ensureNetwork(docker: Dockerode, name: string, labels: Record<str
     // sandbox cannot reach the host's own services through it. Podman's internal networks have none.
     const options: Record<string, string> = engine === 'docker' ? { 'com.docker.network.bridge.inhibit_ipv4': 'true' } : {};
     const probeName = `${name}-probe-${process.pid}`;
-    const probe = await withDeadline(docker.createNetwork({ Name: probeName, Driver: 'bridge', Internal: true, Labels: labels, Options: options }), ENGINE_DEADLINE_MS, 'create network');
+    // Labelled as a probe: releaseIdleEgress never takes it for the network (and its proxy).
+    const probeLabels = { ...labels, [NETWORK_LABEL.role]: 'probe' };
+    const probe = await withDeadline(docker.createNetwork({ Name: probeName, Driver: 'bridge', Internal: true, Labels: probeLabels, Options: options }), ENGINE_DEADLINE_MS, 'create network');
     let subnet: string | undefined;
     try {
       subnet = subnetOf(await probe.inspect());
@@ -208,8 +210,13 @@ function defaultNetwork(engine: EngineKind): string {
   return engine === 'podman' ? 'podman' : 'bridge';
 }
 
+/** An IPv4 address with its prefix length: what a test may name as reachable, and nothing else. */
+const IPV4_CIDR = /^(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\/(?:3[0-2]|[12]?\d)$/;
+
 function proxyOptions(o: EnsureEgressOptions, egress: Egress, image: string, subnet: string): Dockerode.ContainerCreateOptions {
   const testing = o.target.testing;
+  const bad = testing?.reachable.find((r) => !IPV4_CIDR.test(r));
+  if (bad !== undefined) throw new NetworkUnavailableError(`the test setting reachable names ${JSON.stringify(bad)}, not an IPv4 range`);
   const config = squidConfig({ policy: o.target.policy, sandboxSubnet: subnet, ...(testing ? { reachable: testing.reachable } : {}) });
   // Writable by squid alone: it runs as Debian's proxy user (13).
   const tmpfs = 'rw,nosuid,nodev,noexec,size=16m,mode=0700,uid=13,gid=13';
@@ -236,9 +243,12 @@ function proxyOptions(o: EnsureEgressOptions, egress: Egress, image: string, sub
   };
 }
 
-/** Resolves once squid says it accepts connections; rejects with its last lines when it stops first. */
+/**
+ * Resolves once squid says it accepts connections, or its log shows it served one (a long-lived
+ * proxy's start may have been rotated out of its log); rejects with its last lines when it stops first.
+ */
 async function waitReady(docker: Dockerode, container: Dockerode.Container, name: string): Promise<void> {
-  const stream = (await withDeadline(container.logs({ follow: true, stdout: false, stderr: true }), ENGINE_DEADLINE_MS, 'read proxy log')) as NodeJS.ReadableStream & { destroy(): void };
+  const stream = (await withDeadline(container.logs({ follow: true, stdout: true, stderr: true }), ENGINE_DEADLINE_MS, 'read proxy log')) as NodeJS.ReadableStream & { destroy(): void };
   const lines: string[] = [];
   try {
     await withDeadline(
@@ -253,7 +263,7 @@ async function waitReady(docker: Dockerode, container: Dockerode.Container, name
               text = text.slice(i + 1);
               lines.push(line);
               if (lines.length > 20) lines.shift();
-              if (/Accepting .*connections at/.test(line)) resolve();
+              if (/Accepting .*connections at/.test(line) || line.startsWith(`${LOG_TAG} `)) resolve();
             }
             done();
           },
@@ -287,8 +297,12 @@ export async function releaseEgress(docker: Dockerode, network: string, log: Log
   const info = await inspectNetwork(docker, network).catch(() => undefined);
   if (!info) return;
   const digest = info.Labels?.[NETWORK_LABEL.digest];
+  if (!digest || network !== `codeact-net-${digest}`) return;
   const members = Object.values((info as { Containers?: Record<string, { Name?: string }> }).Containers ?? {}).map((c) => c.Name ?? '');
   if (members.some((n) => n !== `codeact-proxy-${digest}`)) return;
+  // A stopped sandbox (after an engine restart) is on no network's list, but starts on this one again.
+  const stopped = await docker.listContainers({ all: true, filters: { label: [`${LABEL.network}=${digest}`] } });
+  if (stopped.length > 0) return;
   await removeEgress(docker, network, `codeact-proxy-${digest}`, log);
 }
 

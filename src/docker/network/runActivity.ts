@@ -56,6 +56,8 @@ export async function runActivity(
   let mark: RunMark | undefined;
   // After the previous marker (the engine's log times are the proxy's clock), else since the call began.
   let collecting = previous === undefined;
+  // The previous marker not found before this one: the log was rotated past it, and the record may miss lines.
+  let previousSeen = previous === undefined;
   const from = previous ? previous.time : since;
   let stream: (NodeJS.ReadableStream & { destroy(): void }) | undefined;
   const result = (complete: boolean) => ({
@@ -79,7 +81,7 @@ export async function runActivity(
             text = text.slice(i + 1);
             if (!entry || entry.client !== client) continue;
             if (entry.kind === 'mark') {
-              if (entry.nonce === previous?.nonce) collecting = true;
+              if (entry.nonce === previous?.nonce) collecting = previousSeen = true;
               if (entry.nonce === nonce) {
                 mark = { nonce, time: entry.time };
                 resolve(true);
@@ -98,7 +100,8 @@ export async function runActivity(
     });
     const sent = await startGuest(sandbox, markSource(egress.proxyAddress, nonce), ENGINE_DEADLINE_MS);
     sent.resume();
-    return result(await withDeadline(marked, MARK_WAIT_MS, 'read the proxy log').catch(() => false));
+    const ended = await withDeadline(marked, MARK_WAIT_MS, 'read the proxy log').catch(() => false);
+    return result(ended && previousSeen);
   } catch {
     return result(false);
   } finally {

@@ -26,7 +26,9 @@ export const LOG_TAG = 'codeact-net';
 export const NEVER_REACHED = [
   '0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12',
   '192.0.0.0/24', '192.168.0.0/16', '198.18.0.0/15', '224.0.0.0/3',
-  '::1', 'fc00::/7', 'fe80::/10', 'ff00::/8',
+  '::/128', '::1', 'fc00::/7', 'fe80::/10', 'ff00::/8',
+  // Addresses that carry an IPv4 address inside an IPv6 one: NAT64 and 6to4.
+  '64:ff9b::/96', '64:ff9b:1::/48', '2002::/16',
 ];
 
 export interface ProxyConfigInput {
@@ -65,25 +67,37 @@ export function squidConfig(input: ProxyConfigInput): string {
     'cache deny all',
     'cache_mem 0 MB',
     'memory_pools off',
-    'ipcache_size 256',
+    // Big enough that a name's addresses stay cached between the address check and the connect.
+    'ipcache_size 4096',
     'fqdncache_size 0',
     'shutdown_lifetime 1 seconds',
     'via off',
     'forwarded_for delete',
     'httpd_suppress_version_string on',
+    // One sandbox cannot take the shared proxy down by opening connections without end.
+    'max_filedescriptors 8192',
+    'client_ip_max_connections 256',
+    // No other service: no ICP, HTCP or SNMP port.
+    'icp_port 0',
+    'htcp_port 0',
+    'snmp_port 0',
     'cache_log /dev/stderr',
     'cache_store_log none',
     'logfile_rotate 0',
     // time, client, method, host, port, status, bytes in (to the client), bytes out (from it),
-    // squid's verdict, our reason, the TLS step's action, the client hello's server name.
-    `logformat ${LOG_TAG} ${LOG_TAG} %ts.%03tu %>a %rm %>rd %>rP %>Hs %<st %>st %Ss %{${WHY}}note %ssl::bump_mode %ssl::>sni`,
+    // squid's verdict, our reason, the TLS step's action, the client hello's server name. The
+    // server name is the client's own bytes: URL-escaped (%#), so it can hold no space or newline.
+    `logformat ${LOG_TAG} ${LOG_TAG} %ts.%03tu %>a %rm %>rd %>rP %>Hs %<st %>st %Ss %{${WHY}}note %ssl::bump_mode %#ssl::>sni`,
     `access_log stdio:/dev/stdout logformat=${LOG_TAG}`,
     '',
     `acl sandboxes src ${input.sandboxSubnet}`,
     'acl CONNECT method CONNECT',
     'acl web_port port 80',
     'acl tls_port port 443',
-    `acl mark dstdomain .${MARK_DOMAIN}`,
+    // -n on every name ACL: a request naming an address is never looked up backwards (a PTR
+    // query of an address the program chose would carry its data out).
+    `acl mark dstdomain -n .${MARK_DOMAIN}`,
+    'acl http_scheme proto HTTP',
     `acl allowed dstdom_regex -n -i ${allow}`,
     ...(deny ? [`acl denied dstdom_regex -n -i ${deny}`] : []),
     `acl never_reached dst ${NEVER_REACHED.join(' ')}`,
@@ -91,6 +105,7 @@ export function squidConfig(input: ProxyConfigInput): string {
     why('source', 'source'),
     why('mark', 'mark'),
     why('port', 'port'),
+    why('scheme', 'scheme'),
     why('denied', 'denied'),
     why('unlisted', 'unlisted'),
     why('private', 'private'),
@@ -107,7 +122,11 @@ export function squidConfig(input: ProxyConfigInput): string {
     'deny_info TCP_RESET why_tunnel_private',
     '',
     'http_access deny !sandboxes why_source',
+    // The cache manager (cache_object://, whatever the host) would show other sandboxes' requests.
+    'http_access deny manager why_scheme',
     'http_access deny mark why_mark',
+    // Plain requests are http:// only (no ftp://, gopher://, whois://, urn:).
+    'http_access deny !CONNECT !http_scheme why_scheme',
     'http_access deny CONNECT !tls_port why_tunnel_port',
     'http_access deny !CONNECT !web_port why_port',
     ...(deny ? ['http_access deny CONNECT denied why_tunnel_denied', 'http_access deny denied why_denied'] : []),

@@ -24,7 +24,9 @@ describe('network proxy (pure parts)', function () {
     const rules = text.split('\n').filter((l) => l.startsWith('http_access') || l.startsWith('ssl_bump'));
     assert.deepEqual(rules, [
       'http_access deny !sandboxes why_source',
+      'http_access deny manager why_scheme',
       'http_access deny mark why_mark',
+      'http_access deny !CONNECT !http_scheme why_scheme',
       'http_access deny CONNECT !tls_port why_tunnel_port',
       'http_access deny !CONNECT !web_port why_port',
       'http_access deny CONNECT denied why_tunnel_denied',
@@ -42,6 +44,12 @@ describe('network proxy (pure parts)', function () {
     assert.ok(text.includes('\nacl allowed dstdom_regex -n -i \\.files\\.example\\.net$ ^index\\.example\\.org$\n'));
     assert.ok(text.includes('\nacl denied dstdom_regex -n -i ^bad\\.files\\.example\\.net$\n'));
     assert.ok(!text.includes('test_reachable'), 'only tests name reachable private addresses');
+    // A name ACL without -n would look an address up backwards: a DNS query the program chose.
+    const nameAcls = text.split('\n').filter((l) => / (dstdomain|dstdom_regex) /.test(l));
+    assert.equal(nameAcls.length, 3);
+    for (const acl of nameAcls) assert.match(acl, / (dstdomain|dstdom_regex) -n /, acl);
+    // The client hello's server name is logged escaped: it cannot split a log line.
+    assert.match(text, / %#ssl::>sni\n/);
     const testing = squidConfig({ policy, sandboxSubnet: '172.22.0.0/16', reachable: ['172.21.0.2/32'] });
     assert.ok(testing.includes('\nacl test_reachable dst 172.21.0.2/32\n'));
     assert.ok(testing.includes('\nhttp_access allow test_reachable why_allowed\nhttp_access deny CONNECT never_reached why_tunnel_private\n'));
@@ -66,6 +74,9 @@ describe('network proxy (pure parts)', function () {
     assert.deepEqual(blocked('GET other.example.org 80 403 3412 147 TCP_DENIED unlisted - -'), [false, 'not listed']);
     assert.deepEqual(blocked('CONNECT loop.example.org 443 200 0 44 TCP_DENIED private - -'), [false, 'private address']);
     assert.deepEqual(blocked('GET web.example.org 8080 403 3412 147 TCP_DENIED port - -'), [false, 'port']);
+    assert.deepEqual(blocked('GET web.example.org 80 403 3412 147 TCP_DENIED scheme - -'), [false, 'scheme']);
+    const hello = parseLogLine(line('CONNECT web.example.org 443 200 0 61 NONE_NONE sni terminate a%0Ab%20c.example.org'));
+    assert.equal(hello?.kind === 'connection' && hello.connection.sni, 'a\nb c.example.org');
     assert.deepEqual(parseLogLine(line('GET m-0a1b2c.codeact-mark.invalid 80 403 3400 120 TCP_DENIED mark - -')), { kind: 'mark', client: '172.22.0.3', nonce: '0a1b2c', time: 1796212514437 });
     assert.equal(parseLogLine(line('GET web.example.org 80 403 1 1 TCP_DENIED source - -')), undefined);
     assert.equal(parseLogLine('2026/12/02 11:42:41| Accepting SSL bumped HTTP Socket connections'), undefined);
