@@ -218,15 +218,20 @@ describe('network allow-list (integration)', function () {
         `hello naming the host: HTTP/1.1 200 Connection established; ${NAMES.web} /tunnel https`,
         'hello naming another: HTTP/1.1 200 Connection established; SSLZeroReturnError',
         "plain bytes in a tunnel: HTTP/1.1 200 Connection established; b''",
+        "proxy's cache manager: HTTP/1.1 403 Forbidden",
+        'ftp through the proxy: HTTP/1.1 403 Forbidden',
+        'IPv6 addresses: 0',
         'server says: udp datagrams: 0',
         '',
-        `The sandbox's network proxy blocked: ${NAMES.web} (the TLS hello named ${NAMES.other}), ${NAMES.web} (not TLS). Do not try to get around the proxy: nothing else leaves the sandbox.`,
+        `The sandbox's network proxy blocked: ${NAMES.web} (the TLS hello named ${NAMES.other}), ${NAMES.web} (not TLS), ${NAMES.web} (only http:// and HTTPS tunnels are allowed). Do not try to get around the proxy: nothing else leaves the sandbox.`,
       ].join('\n'),
     );
     assert.deepEqual(r.network?.connections.map(brief), [
       ['CONNECT', `${NAMES.web}:443`, 'allowed'],
       ['CONNECT', `${NAMES.web}:443`, 'sni'],
       ['CONNECT', `${NAMES.web}:443`, 'not tls'],
+      ['GET', `${NAMES.web}:3128`, 'scheme'],
+      ['GET', `${NAMES.web}:21`, 'scheme'],
       ['GET', `${NAMES.web}:80`, 'allowed'],
     ]);
   });
