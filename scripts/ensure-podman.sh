@@ -7,7 +7,9 @@
 #   - starts `podman system service --time=0` in the background when the socket does not answer
 #     (log in $STATE/service.log, pid in $STATE/service.pid; a second call finds it answering);
 #   - copies the test image from the Docker engine (`docker save | podman load`) when Podman
-#     lacks it (Podman names it localhost/codeact-sandbox/python:bookworm).
+#     lacks it (Podman names it localhost/codeact-sandbox/python:bookworm), and, where the Docker
+#     engine has them, the network tests' images: the pip image, and debian:bookworm-slim, which
+#     the network proxy's image is built from on Podman as on Docker.
 #   - with --rootless, also a rootless service of the user codeact-rootless (made, with subuids,
 #     when missing) at unix:///run/user/UID/podman.sock, for the test that checks what the sandbox
 #     does where rootless Podman cannot enforce its limits (here: cgroups v1).
@@ -52,12 +54,17 @@ fi
 log "podman $(podman version --format '{{.Server.Version}}' 2>/dev/null || podman --version) answers at unix://$SOCK"
 
 # Podman stores an unqualified name under localhost/; the sandbox finds it by either name.
-if ! podman image exists "localhost/$IMAGE" && ! podman image exists "$IMAGE"; then
-  if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then log "the Docker engine has no $IMAGE to copy; Podman tests will fail to find it"; exit 0; fi
-  log "copying $IMAGE from the Docker engine into Podman's store"
-  docker save "$IMAGE" | podman load >/dev/null
-fi
+copy() {
+  if podman image exists "localhost/$1" || podman image exists "$1"; then return 0; fi
+  if ! docker image inspect "$1" >/dev/null 2>&1; then log "the Docker engine has no $1 to copy"; return 1; fi
+  log "copying $1 from the Docker engine into Podman's store"
+  docker save "$1" | podman load -q >/dev/null
+}
+if ! copy "$IMAGE"; then log "Podman tests will fail to find $IMAGE"; exit 0; fi
 log "Podman has $(podman image inspect --format '{{index .RepoTags 0}}' "$IMAGE")"
+for extra in codeact-sandbox/python-pip:bookworm debian:bookworm-slim; do
+  copy "$extra" || log "the network tests under Podman will fail to find $extra"
+done
 
 [ "${1:-}" = --rootless ] || exit 0
 ROOTLESS_USER=codeact-rootless

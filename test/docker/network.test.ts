@@ -2,7 +2,8 @@
  * The opt-in network against hostile programs, on a real engine. The "internet" is the tests'
  * own (fixtures/testInternet.ts): servers on a network the test creates, under .test names only
  * the tests' proxy resolves. Every address a program here names is one of those servers, the
- * proxy, or the sandbox network's own gateway.
+ * proxy, or the sandbox network's own gateway. On Docker, a policy's sandboxes share one proxy on
+ * an internal network; on Podman, each sandbox joins its own proxy's namespace, behind a firewall.
  */
 import * as assert from 'node:assert/strict';
 import { networkPolicy, type Connection } from '../../src/core/network';
@@ -11,7 +12,8 @@ import { egressNames, releaseIdleEgress } from '../../src/docker/network/egress'
 import { removeQuietly } from '../../src/docker/container/spec';
 import { makeWheel } from './fixtures/simpleIndex';
 import { NAMES, startTestInternet, type TestInternet } from './fixtures/testInternet';
-import { docker, dockerCli, exists, log, recentLog, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
+import { LABEL } from '../../src/docker/container/labels';
+import { TEST_ENGINE, docker, dockerCli, exists, log, recentLog, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
 /** Python the tests' programs start with: the test CA trusted, and get(url) saying what came back. */
 function prelude(caPem: string): string {
@@ -49,6 +51,14 @@ async function untilLogLine(container: string, text: string, since: number): Pro
     stream.on('end', () => reject(new Error(`${container}'s log ended without ${JSON.stringify(text)}`)));
   });
   stream.destroy();
+}
+
+/** The proxy a sandbox goes through: its policy's (Docker), or its own, named by its label (Podman). */
+async function proxyOf(sandboxId: string, network: SandboxNetwork): Promise<string> {
+  if (TEST_ENGINE === 'docker') return egressNames(network).proxy;
+  const proxy = (await docker.getContainer(sandboxId).inspect()).Config.Labels?.[LABEL.proxy];
+  assert.ok(proxy, `sandbox ${sandboxId} names no proxy`);
+  return proxy;
 }
 
 /** What the model is told with a new sandbox's first result (literal on purpose: a change must show up here). */
@@ -148,10 +158,14 @@ describe('network allow-list (integration)', function () {
     const session = uniqueSessionKey('net-hostile');
     const warm = await run(provider, session, 'print(1)');
     assert.equal(warm.text, `stdout:\n1\n\n${TOLD_LISTS}`);
-    const names = egressNames(network);
-    const proxy = await docker.getContainer(names.proxy).inspect();
+    const proxy = await docker.getContainer(await proxyOf(warm.sandboxId, network)).inspect();
     const otherSide = proxy.NetworkSettings.Networks[internet.network].IPAddress;
-    const gateway = (await docker.getContainer(warm.sandboxId).inspect()).NetworkSettings.Networks[names.network].Gateway;
+    // The gateway of the network the sandbox is on: the internal one (Docker), the proxy's (Podman; the host holds it).
+    const gateway =
+      TEST_ENGINE === 'docker'
+        ? (await docker.getContainer(warm.sandboxId).inspect()).NetworkSettings.Networks[egressNames(network).network].Gateway
+        : proxy.NetworkSettings.Networks[internet.network].Gateway;
+    assert.ok(otherSide && gateway, JSON.stringify({ otherSide, gateway }));
     const code = [
       prelude(internet.caPem),
       "PROXY = os.environ['HTTP_PROXY']",
@@ -189,7 +203,8 @@ describe('network allow-list (integration)', function () {
       `print("proxy's other side:", tcp(${JSON.stringify(otherSide)}, 3128))`,
       `print('network gateway:', tcp(${JSON.stringify(gateway)}, 3128))`,
       'u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)',
-      `u.sendto(b'ping', (${JSON.stringify(internet.web)}, 53))`,
+      // Docker: sent into a network with no route; Podman: refused by the firewall (EPERM).
+      `try:\n    u.sendto(b'ping', (${JSON.stringify(internet.web)}, 53))\nexcept OSError:\n    pass`,
       "try:\n    socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\n    print('raw socket: opened')\nexcept OSError as e:\n    print('raw socket: errno', e.errno)",
       `print('hello naming the host:', tunnel(${JSON.stringify(NAMES.web)}, ${JSON.stringify(NAMES.web)}))`,
       `print('hello naming another:', tunnel(${JSON.stringify(NAMES.web)}, ${JSON.stringify(NAMES.other)}))`,
@@ -205,7 +220,8 @@ describe('network allow-list (integration)', function () {
       `print('server says:', get('http://${NAMES.web}/udp', via))`,
     ].join('\n');
     const r = await run(provider, session, code);
-    // 113 is EHOSTUNREACH: the only route is the internal network's, whose gateway nobody holds.
+    // 113 is EHOSTUNREACH: on Docker the only route is the internal network's, whose gateway
+    // nobody holds; on Podman the namespace's firewall refuses everyone but the proxy's user.
     assert.equal(
       r.text,
       [
@@ -265,6 +281,7 @@ describe('network allow-list (integration)', function () {
       ['GET', `${NAMES.other}:80`, 'not listed'],
     ]);
     const before = egressNames(network);
+    const firstProxy = await proxyOf(first.sandboxId, network);
     network = networkOf([NAMES.other]);
     const second = await run(provider, session, code);
     assert.deepEqual(second.network?.connections.map(brief), [
@@ -272,15 +289,17 @@ describe('network allow-list (integration)', function () {
       ['GET', `${NAMES.other}:80`, 'allowed'],
     ]);
     assert.notEqual(second.sandboxId, first.sandboxId);
-    assert.equal(await exists(before.proxy), false, 'the first list\'s proxy is removed with its sandbox');
-    assert.equal(await dockerCli('network', 'ls', '-q', '--filter', `name=^${before.network}$`), '');
+    const secondProxy = await proxyOf(second.sandboxId, network);
+    assert.notEqual(secondProxy, firstProxy);
+    assert.equal(await exists(firstProxy), false, 'the first list\'s proxy is removed with its sandbox');
+    if (TEST_ENGINE === 'docker') assert.equal(await dockerCli('network', 'ls', '-q', '--filter', `name=^${before.network}$`), '');
     await provider.dispose();
-    const after = egressNames(network);
-    assert.equal(await exists(after.proxy), false, 'the proxy goes with the last sandbox');
-    assert.equal(await dockerCli('network', 'ls', '-q', '--filter', `name=^${after.network}$`), '');
+    assert.equal(await exists(secondProxy), false, 'the proxy goes with the last sandbox');
+    if (TEST_ENGINE === 'docker') assert.equal(await dockerCli('network', 'ls', '-q', '--filter', `name=^${egressNames(network).network}$`), '');
   });
 
   it('shares one proxy between windows with the same lists; the last sandbox takes it, and cleanup what a crash left', async function () {
+    if (TEST_ENGINE !== 'docker') this.skip();
     const network = networkOf([NAMES.web]);
     const names = egressNames(network);
     const one = providerFor(() => testSpec({ network }));
@@ -300,7 +319,28 @@ describe('network allow-list (integration)', function () {
     assert.equal(await dockerCli('network', 'ls', '-q', '--filter', `name=^${names.network}$`), '');
   });
 
+  it('gives each sandbox its own proxy on Podman, gone with it, and cleanup takes one a crash left', async function () {
+    if (TEST_ENGINE !== 'podman') this.skip();
+    const network = networkOf([NAMES.web]);
+    const one = providerFor(() => testSpec({ network }));
+    const two = providerFor(() => testSpec({ network }));
+    const code = `${prelude(internet.caPem)}\nshow('http://${NAMES.web}/')`;
+    const first = await run(one, uniqueSessionKey('net-one'), code);
+    const second = await run(two, uniqueSessionKey('net-two'), code);
+    assert.equal(second.text, `stdout:\nhttp://${NAMES.web}/ -> ${NAMES.web} / http\n\n${TOLD(NAMES.web)}`);
+    const [p1, p2] = [await proxyOf(first.sandboxId, network), await proxyOf(second.sandboxId, network)];
+    assert.notEqual(p1, p2);
+    assert.equal((await docker.getContainer(second.sandboxId).inspect()).HostConfig.NetworkMode, `container:${(await docker.getContainer(p2).inspect()).Id}`);
+    await one.dispose();
+    assert.deepEqual([await exists(p1), await exists(p2)], [false, true]);
+    // A window that crashed: its sandbox goes by cleanup's hand, not its own.
+    await removeQuietly(docker, second.sandboxId, undefined, log);
+    assert.equal(await releaseIdleEgress(docker, log), 1);
+    assert.equal(await exists(p2), false);
+  });
+
   it('brings a proxy killed between calls back, and says so when it dies during one', async function () {
+    if (TEST_ENGINE !== 'docker') this.skip();
     const network = networkOf([NAMES.web]);
     const provider = providerFor(() => testSpec({ network }));
     const session = uniqueSessionKey('net-killed');
@@ -339,7 +379,49 @@ describe('network allow-list (integration)', function () {
     assert.equal(third.network?.complete, false);
   });
 
+  it('replaces a sandbox whose own proxy was killed on Podman, and says so when it dies during a call', async function () {
+    if (TEST_ENGINE !== 'podman') this.skip();
+    const network = networkOf([NAMES.web]);
+    const provider = providerFor(() => testSpec({ network }));
+    const session = uniqueSessionKey('net-killed');
+    const code = `${prelude(internet.caPem)}\nshow('http://${NAMES.web}/')`;
+    const first = await run(provider, session, code);
+    const firstProxy = await proxyOf(first.sandboxId, network);
+    await dockerCli('kill', firstProxy);
+    const second = await run(provider, session, code);
+    assert.equal(
+      second.text,
+      `stdout:\nhttp://${NAMES.web}/ -> ${NAMES.web} / http\n\n${TOLD(NAMES.web)}\n\nThe sandbox had stopped and was replaced; files written by earlier calls are gone.`,
+    );
+    assert.notEqual(second.sandboxId, first.sandboxId);
+    assert.deepEqual([await exists(first.sandboxId), await exists(firstProxy)], [false, false]);
+    const proxy = await proxyOf(second.sandboxId, network);
+    const during = [
+      prelude(internet.caPem),
+      `import time`,
+      `print(get('http://${NAMES.web}/'))`,
+      `while get('http://${NAMES.web}/').startswith('${NAMES.web}'):`,
+      '    time.sleep(0.05)',
+      `print('then:', get('http://${NAMES.web}/'))`,
+    ].join('\n');
+    const killer = untilLogLine(proxy, ` GET ${NAMES.web} 80 200 `, Date.now()).then(() => dockerCli('kill', proxy));
+    const third = await run(provider, session, during);
+    await killer;
+    assert.equal(
+      third.text,
+      [
+        'stdout:',
+        `${NAMES.web} / http`,
+        'then: URLError: [Errno 111] Connection refused',
+        '',
+        "The sandbox's network proxy stopped during the run, so the program may have lost its connections; the next call starts a new sandbox with a new proxy.",
+      ].join('\n'),
+    );
+    assert.equal(third.network?.complete, false);
+  });
+
   it('refuses an allow-list under a runtime registered without network, in one sentence', async function () {
+    if (TEST_ENGINE !== 'docker') this.skip();
     const info = (await docker.info()) as { Runtimes?: Record<string, { runtimeArgs?: string[] }> };
     // This machine's kind registers runsc with --network=none (it refuses runsc's network otherwise).
     if (!info.Runtimes?.runsc?.runtimeArgs?.includes('--network=none')) this.skip();

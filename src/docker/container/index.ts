@@ -8,7 +8,7 @@ export { PROGRAM_NAME, RUNS_DIR, SANDBOX_GID, SANDBOX_UID, SANDBOX_USER, WORK_RO
 export { oomKillCount, startGuest } from './guestExec';
 export { LABEL, LABEL_SCHEMA, currentOwner, hasAllLabels, ownerLabels, runtimeFromLabels, runtimeLabels, type Owner, type OwnerKind } from './labels';
 export { SandboxLock } from './lock';
-export { logPodmanDifferences } from './podmanSpec';
+export { PODMAN_RLIMITS, logPodmanDifferences } from './podmanSpec';
 export {
   containerMatches,
   containerOptions,

@@ -48,10 +48,15 @@ export function networkDigest(network: SandboxNetwork): string {
   return policyDigest(network.policy, network.testing ? JSON.stringify(network.testing) : '');
 }
 
-/** What a sandbox with a network joins: the internal network, and the proxy variables its programs get. */
+/**
+ * What a sandbox with a network joins, and the proxy variables its programs get: the internal
+ * network (Docker), or its own proxy's namespace (`container:<id>`, Podman), whose DNS and
+ * sysctls are the proxy's.
+ */
 export interface SandboxEgress {
   network: string;
   env: readonly string[];
+  joinsProxy?: boolean;
 }
 
 /**
@@ -193,11 +198,13 @@ export function containerOptions(
     ...(egress ? {} : { NetworkDisabled: true }),
     HostConfig: {
       ...hostConfig,
-      // With a network: only the internal one, whose one other member is the proxy. DNS goes
-      // to the sandbox's own loopback, where nothing answers (names are the proxy's to resolve),
-      // and a program that asks anyway is told so within a second, not after glibc's 10.
-      // No IPv6 either: a link-local address would reach the host's side of the bridge.
-      ...(egress
+      // With a network on Docker: only the internal one, whose one other member is the proxy.
+      // DNS goes to the sandbox's own loopback, where nothing answers (names are the proxy's to
+      // resolve), and a program that asks anyway is told so within a second, not after glibc's
+      // 10. No IPv6 either: a link-local address would reach the host's side of the bridge.
+      // On Podman, the proxy's namespace, whose firewall and sysctls the proxy's gate set.
+      ...(egress?.joinsProxy ? { NetworkMode: egress.network } : {}),
+      ...(egress && !egress.joinsProxy
         ? {
             NetworkMode: egress.network,
             Dns: ['127.0.0.1'],
@@ -245,7 +252,11 @@ export async function declaredVolumes(docker: Dockerode, image: string, deadline
   }
 }
 
-export async function removeQuietly(docker: Dockerode, containerId: string | undefined, volumeName: string | undefined, log: Logger) {
+/**
+ * Removes a sandbox and its work area, and, on Podman, its own proxy (`sidecar`, named by its
+ * LABEL.proxy), which Podman keeps while the sandbox joins it.
+ */
+export async function removeQuietly(docker: Dockerode, containerId: string | undefined, volumeName: string | undefined, log: Logger, sidecar?: string) {
   if (containerId) {
     await docker
       .getContainer(containerId)
@@ -255,6 +266,14 @@ export async function removeQuietly(docker: Dockerode, containerId: string | und
         // 404: gone already; 409: another process sharing the engine is removing it right now.
         if (statusCode(e) === 409) log.info(`container ${containerId} is being removed by another process`);
         else if (statusCode(e) !== 404) log.warn(`could not remove container ${containerId}: ${describeError(e)}`);
+      });
+  }
+  if (sidecar) {
+    await docker
+      .getContainer(sidecar)
+      .remove({ force: true })
+      .catch((e: unknown) => {
+        if (statusCode(e) !== 404) log.warn(`could not remove the network proxy ${sidecar}: ${describeError(e)}`);
       });
   }
   if (volumeName) {

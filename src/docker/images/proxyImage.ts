@@ -25,10 +25,15 @@ export const PROXY_RUN_DIR = '/run/codeact-proxy';
 /** The environment variable the proxy's configuration is given in. */
 export const PROXY_CONF_ENV = 'CODEACT_PROXY_CONF';
 
+/** The environment variable the proxy's hosts file is given in (tests only: names only it resolves). */
+export const PROXY_HOSTS_ENV = 'CODEACT_PROXY_HOSTS';
+/** The proxy's start under Podman: its firewall first, as root, then the proxy as Debian's proxy user. */
+export const PROXY_GATE_COMMAND = '/usr/local/bin/codeact-proxy-gate';
+
 /**
  * The proxy's start: the key squid's ssl-bump port must have is made in memory at each start (it
- * only peeks and splices, so nothing is ever signed with it), the configuration written from the
- * environment, and squid run in the foreground as PID 1.
+ * only peeks and splices, so nothing is ever signed with it), the configuration (and, for tests,
+ * a hosts file) written from the environment, and squid run in the foreground.
  */
 const START_SCRIPT = [
   '#!/bin/sh',
@@ -36,7 +41,46 @@ const START_SCRIPT = [
   'umask 077',
   `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 -subj /CN=codeact-proxy -keyout ${PROXY_RUN_DIR}/peek.pem -out ${PROXY_RUN_DIR}/peek.pem 2>/dev/null`,
   `printf '%s\\n' "$${PROXY_CONF_ENV}" > ${PROXY_RUN_DIR}/squid.conf`,
+  `printf '%s\\n' "\${${PROXY_HOSTS_ENV}:-}" > ${PROXY_RUN_DIR}/hosts`,
   `exec squid -N -f ${PROXY_RUN_DIR}/squid.conf`,
+  '',
+].join('\n');
+
+/**
+ * The proxy's start under Podman, where the sandbox joins the proxy's own network namespace
+ * (sidecar.ts says why): started as root with NET_ADMIN, it sets the namespace's firewall so that
+ * only the proxy's user may send anywhere but loopback, and nothing comes in but replies; then it
+ * becomes that user, with no capability left, and starts the proxy. A firewall that cannot be set
+ * ends the container before squid listens, so no sandbox is ever started on it. A name server on
+ * loopback would be the sandbox's to answer: refused too.
+ */
+const GATE_SCRIPT = [
+  '#!/bin/sh',
+  'set -eu',
+  "fail() { echo \"codeact-proxy-gate: $*\" >&2; exit 1; }",
+  "[ \"$(id -u)\" = 0 ] || fail 'must start as root to set the firewall'",
+  "! grep -Eq '^[[:space:]]*nameserver[[:space:]]+(127\\.|::1)' /etc/resolv.conf || fail 'the engine gave the proxy a name server on loopback, which the sandbox could answer'",
+  'uid=$(id -u proxy)',
+  'gid=$(id -g proxy)',
+  // Debian's iptables speaks nf_tables; a kernel without it has the legacy tables.
+  'ipt=iptables',
+  'iptables -w -L -n >/dev/null 2>&1 || ipt=iptables-legacy',
+  'for chain in INPUT FORWARD OUTPUT; do $ipt -w -P $chain DROP; done',
+  '$ipt -w -F',
+  '$ipt -w -A INPUT -i lo -j ACCEPT',
+  '$ipt -w -A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT',
+  // The refusal below is an ICMP message to the sender itself, over loopback.
+  '$ipt -w -A OUTPUT -o lo -p icmp --icmp-type destination-unreachable -j ACCEPT',
+  '$ipt -w -A OUTPUT -o lo -s 127.0.0.0/8 -d 127.0.0.0/8 -j ACCEPT',
+  '$ipt -w -A OUTPUT -m owner --uid-owner "$uid" -j ACCEPT',
+  '$ipt -w -A OUTPUT -j REJECT --reject-with icmp-host-unreachable',
+  // IPv6 is off by sysctl; closed here too where the kernel has it.
+  'if ip6tables -w -L -n >/dev/null 2>&1; then for chain in INPUT FORWARD OUTPUT; do ip6tables -w -P $chain DROP; done; ip6tables -w -F; ip6tables -w -A INPUT -i lo -j ACCEPT; ip6tables -w -A OUTPUT -o lo -j ACCEPT; fi',
+  "echo 'codeact-proxy-gate: firewall set' >&2",
+  // squid opens its log by path (/dev/stdout), which the proxy user may not while the engine's
+  // pipes are root's: they are opened to it (nothing else runs in this container).
+  "chmod o+w /proc/self/fd/1 /proc/self/fd/2 || fail 'cannot open the log pipes to the proxy user'",
+  `exec setpriv --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- /usr/local/bin/codeact-proxy`,
   '',
 ].join('\n');
 
@@ -45,17 +89,19 @@ export function proxyImageContext(): BuildContext {
     '# CodeAct Sandbox network proxy: Debian\'s squid. Generated; its hash is the tag.',
     `FROM ${ROUTES.debian.base}`,
     'RUN apt-get update \\',
-    ' && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends -o Dpkg::Use-Pty=0 squid-openssl openssl \\',
+    ' && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends -o Dpkg::Use-Pty=0 squid-openssl openssl iptables \\',
     ' && apt-get clean \\',
     ' && rm -rf /var/lib/apt/lists/*',
     'COPY start-proxy /usr/local/bin/codeact-proxy',
-    'RUN chmod 0755 /usr/local/bin/codeact-proxy',
-    // Debian's proxy user; the container runs as it, with every capability dropped.
+    `COPY start-gate ${PROXY_GATE_COMMAND}`,
+    `RUN chmod 0755 /usr/local/bin/codeact-proxy ${PROXY_GATE_COMMAND}`,
+    // Debian's proxy user; the container runs as it, with every capability dropped (under Podman
+    // it starts as root for the gate, which ends as this user).
     'USER proxy',
     'CMD ["/usr/local/bin/codeact-proxy"]',
     '',
   ].join('\n');
-  return { dockerfile, files: { 'start-proxy': START_SCRIPT } };
+  return { dockerfile, files: { 'start-proxy': START_SCRIPT, 'start-gate': GATE_SCRIPT } };
 }
 
 export function proxyImageTag(context = proxyImageContext()): { tag: string; hash: string } {

@@ -4,35 +4,29 @@
  * One network and one proxy per engine and policy, named by the policy's digest, so every window
  * and process with the same lists shares them, and they are found again after a reload. The
  * proxy keeps one address for the network's life (a subnet the engine chose, then pinned), so a
- * proxy brought back after it died is where the sandboxes' proxy variables say.
+ * proxy brought back after it died is where the sandboxes' proxy variables say. This is Docker's
+ * way out; Podman's is sidecar.ts.
  */
-import { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { ToolError, describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
-import { LABEL, LABEL_SCHEMA, networkDigest, type SandboxNetwork } from '../container';
+import { LABEL, networkDigest, type SandboxNetwork } from '../container';
 import { ENGINE_DEADLINE_MS, engineFailure, isEngineFailure, statusCode, withDeadline, type EngineKind } from '../engine';
-import { PROXY_CONF_ENV, PROXY_RUN_DIR, ensureProxyImage } from '../images';
+import { ensureProxyImage } from '../images';
 import { NetworkUnavailableError } from './errors';
-import { LOG_TAG, PROXY_PORT, squidConfig } from './squidConfig';
-
-/** Labels of our networks and proxies, beside LABEL.managed. */
-export const NETWORK_LABEL = {
-  /** "network", "proxy", or "probe" (a network made only to learn a free subnet). */
-  role: 'dev.codeact-sandbox.egress-role',
-  /** The policy's digest: the network and proxy of one policy carry the same. */
-  digest: 'dev.codeact-sandbox.egress',
-} as const;
+import { NETWORK_LABEL, egressLabels, proxyContainerOptions, waitReady } from './proxyContainer';
+import { releaseIdleSidecars } from './sidecar';
+import { PROXY_PORT } from './squidConfig';
 
 /** A sandbox network's policy and, for tests, where its "internet" is. */
 export type EgressTarget = SandboxNetwork;
 
 export interface Egress {
   digest: string;
-  /** The internal network the sandbox joins. */
+  /** What the sandbox's NetworkMode names: the internal network (Docker), or `container:<proxy>` (Podman). */
   network: string;
   proxyName: string;
-  /** The proxy's address on the internal network. */
+  /** The proxy's address as the sandbox reaches it: on the internal network, or loopback. */
   proxyAddress: string;
   /** When the running proxy started (the engine's word): another value is another proxy, with a log of its own. */
   startedAt?: string;
@@ -86,7 +80,7 @@ async function ensureEgressNow(o: EnsureEgressOptions): Promise<Egress> {
     known.delete(names.digest);
   }
   const image = await ensureProxyImage({ docker: o.docker, log: o.log, logHint: o.logHint, ...(o.signal ? { signal: o.signal } : {}) });
-  const subnet = await ensureNetwork(o.docker, names.network, egressLabels(o, 'network', names.digest), o.engine, o.log);
+  const subnet = await ensureNetwork(o.docker, names.network, egressLabels(o.version, 'network', names.digest), o.log);
   const proxyAddress = hostAddress(subnet, 2);
   const egress = { digest: names.digest, network: names.network, proxyName: names.proxy, proxyAddress };
   await ensureProxy(o, egress, image, subnet);
@@ -115,11 +109,8 @@ function subnetOf(info: { IPAM?: { Config?: { Subnet?: string }[] | null } }): s
  * (it knows what the host's routes and other networks use), and the real one is made with that
  * subnet said explicitly, which is what lets the proxy keep a fixed address on it.
  */
-function egressLabels(o: Pick<EnsureEgressOptions, 'version'>, role: 'network' | 'proxy', digest: string): Record<string, string> {
-  return { [LABEL.managed]: LABEL_SCHEMA, [NETWORK_LABEL.role]: role, [NETWORK_LABEL.digest]: digest, ...(o.version ? { [LABEL.version]: o.version } : {}) };
-}
 
-async function ensureNetwork(docker: Dockerode, name: string, labels: Record<string, string>, engine: EngineKind, log: Logger): Promise<string> {
+async function ensureNetwork(docker: Dockerode, name: string, labels: Record<string, string>, log: Logger): Promise<string> {
   for (let attempt = 0; attempt < 4; attempt++) {
     const found = await inspectNetwork(docker, name);
     if (found) {
@@ -128,8 +119,8 @@ async function ensureNetwork(docker: Dockerode, name: string, labels: Record<str
       throw new NetworkUnavailableError(`the network ${name} has no IPv4 subnet`);
     }
     // Docker gives the host an address on a bridge network, internal or not; without one, a
-    // sandbox cannot reach the host's own services through it. Podman's internal networks have none.
-    const options: Record<string, string> = engine === 'docker' ? { 'com.docker.network.bridge.inhibit_ipv4': 'true' } : {};
+    // sandbox cannot reach the host's own services through it.
+    const options: Record<string, string> = { 'com.docker.network.bridge.inhibit_ipv4': 'true' };
     const probeName = `${name}-probe-${process.pid}`;
     // Labelled as a probe: releaseIdleEgress never takes it for the network (and its proxy).
     const probeLabels = { ...labels, [NETWORK_LABEL.role]: 'probe' };
@@ -166,9 +157,6 @@ async function inspectNetwork(docker: Dockerode, name: string): Promise<Dockerod
   }
 }
 
-/** How long a proxy may take to start listening (it makes a key, reads its configuration). */
-const PROXY_READY_MS = 60_000;
-
 async function ensureProxy(o: EnsureEgressOptions, egress: Egress, image: string, subnet: string): Promise<void> {
   const { docker, log } = o;
   const container = docker.getContainer(egress.proxyName);
@@ -186,7 +174,16 @@ async function ensureProxy(o: EnsureEgressOptions, egress: Egress, image: string
       await container.remove({ force: true }).catch(() => {});
     }
     try {
-      await withDeadline(docker.createContainer(proxyOptions(o, egress, image, subnet)), ENGINE_DEADLINE_MS, 'create proxy');
+      const options = proxyContainerOptions({
+        name: egress.proxyName,
+        image,
+        target: o.target,
+        labels: egressLabels(o.version, 'proxy', egress.digest),
+        engine: o.engine,
+        sandboxSubnet: subnet,
+        internal: { network: egress.network, address: egress.proxyAddress },
+      });
+      await withDeadline(docker.createContainer(options), ENGINE_DEADLINE_MS, 'create proxy');
     } catch (e) {
       const s = statusCode(e);
       if (s === 409 || (s === 500 && /already in use/i.test(describeError(e)))) continue; // another process made it
@@ -194,7 +191,7 @@ async function ensureProxy(o: EnsureEgressOptions, egress: Egress, image: string
     }
     const testing = o.target.testing;
     await withDeadline(
-      docker.getNetwork(testing?.egressNetwork ?? defaultNetwork(o.engine)).connect({ Container: egress.proxyName }),
+      docker.getNetwork(testing?.egressNetwork ?? 'bridge').connect({ Container: egress.proxyName }),
       ENGINE_DEADLINE_MS,
       'connect proxy',
     );
@@ -204,89 +201,6 @@ async function ensureProxy(o: EnsureEgressOptions, egress: Egress, image: string
     return;
   }
   throw new NetworkUnavailableError(`the proxy ${egress.proxyName} could not be made`);
-}
-
-function defaultNetwork(engine: EngineKind): string {
-  return engine === 'podman' ? 'podman' : 'bridge';
-}
-
-/** An IPv4 address with its prefix length: what a test may name as reachable, and nothing else. */
-const IPV4_CIDR = /^(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\/(?:3[0-2]|[12]?\d)$/;
-
-function proxyOptions(o: EnsureEgressOptions, egress: Egress, image: string, subnet: string): Dockerode.ContainerCreateOptions {
-  const testing = o.target.testing;
-  const bad = testing?.reachable.find((r) => !IPV4_CIDR.test(r));
-  if (bad !== undefined) throw new NetworkUnavailableError(`the test setting reachable names ${JSON.stringify(bad)}, not an IPv4 range`);
-  const config = squidConfig({ policy: o.target.policy, sandboxSubnet: subnet, ...(testing ? { reachable: testing.reachable } : {}) });
-  // Writable by squid alone: it runs as Debian's proxy user (13).
-  const tmpfs = 'rw,nosuid,nodev,noexec,size=16m,mode=0700,uid=13,gid=13';
-  return {
-    name: egress.proxyName,
-    Image: image,
-    Env: [`${PROXY_CONF_ENV}=${config}`],
-    Labels: egressLabels(o, 'proxy', egress.digest),
-    HostConfig: {
-      NetworkMode: egress.network,
-      ReadonlyRootfs: true,
-      CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
-      Memory: 256 * 1024 * 1024,
-      MemorySwap: 256 * 1024 * 1024,
-      PidsLimit: 64,
-      Tmpfs: { [PROXY_RUN_DIR]: tmpfs, '/tmp': tmpfs, '/var/spool/squid': tmpfs, '/var/log/squid': tmpfs },
-      RestartPolicy: { Name: 'no' },
-      ...(testing ? { ExtraHosts: Object.entries(testing.hosts).map(([name, ip]) => `${name}:${ip}`) } : {}),
-      // The access log is how a run's connections are known: kept, and bounded.
-      ...(o.engine === 'docker' ? { LogConfig: { Type: 'json-file', Config: { 'max-size': '8m', 'max-file': '2' } } } : {}),
-    },
-    NetworkingConfig: { EndpointsConfig: { [egress.network]: { IPAMConfig: { IPv4Address: egress.proxyAddress } } } },
-  };
-}
-
-/**
- * Resolves once squid says it accepts connections, or its log shows it served one (a long-lived
- * proxy's start may have been rotated out of its log); rejects with its last lines when it stops first.
- */
-async function waitReady(docker: Dockerode, container: Dockerode.Container, name: string): Promise<void> {
-  const stream = (await withDeadline(container.logs({ follow: true, stdout: true, stderr: true }), ENGINE_DEADLINE_MS, 'read proxy log')) as NodeJS.ReadableStream & { destroy(): void };
-  const lines: string[] = [];
-  try {
-    await withDeadline(
-      new Promise<void>((resolve, reject) => {
-        let text = '';
-        const sink = new Writable({
-          write(chunk: Buffer, _e: unknown, done: () => void) {
-            text += chunk.toString('utf8');
-            let i: number;
-            while ((i = text.indexOf('\n')) >= 0) {
-              const line = text.slice(0, i);
-              text = text.slice(i + 1);
-              lines.push(line);
-              if (lines.length > 20) lines.shift();
-              if (/Accepting .*connections at/.test(line) || line.startsWith(`${LOG_TAG} `)) resolve();
-            }
-            done();
-          },
-        });
-        docker.modem.demuxStream(stream, sink, sink);
-        stream.on('end', () => reject(new NetworkUnavailableError(`the proxy ${name} stopped as it started: ${lines.slice(-3).join(' | ') || 'no output'}`)));
-        stream.on('error', reject);
-      }),
-      PROXY_READY_MS,
-      'wait for the proxy to listen',
-    );
-  } finally {
-    stream.destroy();
-  }
-}
-
-/** Whether the policy's proxy runs (a call whose proxy died says so). */
-export async function proxyRunning(docker: Dockerode, egress: Pick<Egress, 'proxyName'>): Promise<boolean> {
-  try {
-    return (await withDeadline(docker.getContainer(egress.proxyName).inspect(), ENGINE_DEADLINE_MS, 'inspect proxy')).State.Running === true;
-  } catch {
-    return false;
-  }
 }
 
 /**
@@ -324,8 +238,9 @@ async function removeEgress(docker: Dockerode, network: string, proxy: string, l
 }
 
 /**
- * Every network of ours (and its proxy) that no sandbox is on any more: after a cleanup removed
- * sandboxes without their objects (a crashed window's, a CLI session's). Returns how many went.
+ * Every network of ours (and its proxy) that no sandbox is on any more, and every sandbox proxy
+ * whose sandbox is gone (Podman): after a cleanup removed sandboxes without their objects (a
+ * crashed window's, a CLI session's). Returns how many went.
  */
 export async function releaseIdleEgress(docker: Dockerode, log: Logger): Promise<number> {
   const networks = await docker.listNetworks({ filters: { label: [`${NETWORK_LABEL.role}=network`] } });
@@ -335,5 +250,5 @@ export async function releaseIdleEgress(docker: Dockerode, log: Logger): Promise
     await releaseEgress(docker, n.Name, log);
     if (!(await inspectNetwork(docker, n.Name).catch(() => undefined))) removed++;
   }
-  return removed;
+  return removed + (await releaseIdleSidecars(docker, log));
 }

@@ -65,11 +65,22 @@ export async function runActivity(
     ...(mark ? { mark } : {}),
   });
   try {
-    stream = (await withDeadline(
+    // The marker goes at once, not after the log's answer: Podman answers a follow request only
+    // when it has a line to send. A line logged before the follow began is in it (`since`).
+    const following = withDeadline(
       proxy.logs({ follow: true, stdout: true, stderr: false, since: Math.floor(from / 1000) - 1 }),
       ENGINE_DEADLINE_MS,
       'read proxy log',
-    )) as NodeJS.ReadableStream & { destroy(): void };
+    ) as Promise<NodeJS.ReadableStream & { destroy(): void }>;
+    let abandoned = false;
+    following.then((s) => abandoned && s.destroy(), () => {});
+    try {
+      (await startGuest(sandbox, markSource(egress.proxyAddress, nonce), ENGINE_DEADLINE_MS)).resume();
+      stream = await following;
+    } catch {
+      abandoned = true;
+      return result(false);
+    }
     const marked = new Promise<boolean>((resolve) => {
       let text = '';
       const sink = new Writable({
@@ -98,8 +109,6 @@ export async function runActivity(
       stream!.on('end', () => resolve(false));
       stream!.on('error', () => resolve(false));
     });
-    const sent = await startGuest(sandbox, markSource(egress.proxyAddress, nonce), ENGINE_DEADLINE_MS);
-    sent.resume();
     const ended = await withDeadline(marked, MARK_WAIT_MS, 'read the proxy log').catch(() => false);
     return result(ended && previousSeen);
   } catch {

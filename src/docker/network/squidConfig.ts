@@ -40,6 +40,10 @@ export interface ProxyConfigInput {
    * the extension, the CLI or the MCP server.
    */
   reachable?: readonly string[];
+  /** Where squid listens: every address of its container (default), or one, such as loopback. */
+  listen?: string;
+  /** Tests only: a hosts file squid reads instead of /etc/hosts (names only the tests' proxy resolves). */
+  hostsFile?: string;
 }
 
 /** A pattern as a POSIX regular expression on the host: `x.y` exactly, `*.x.y` any name under it. */
@@ -60,8 +64,9 @@ export function squidConfig(input: ProxyConfigInput): string {
   const reachable = input.reachable ?? [];
   return [
     '# CodeAct Sandbox network proxy. Generated from the allow- and deny-lists.',
-    `http_port ${PROXY_PORT} ssl-bump cert=/run/codeact-proxy/peek.pem generate-host-certificates=off`,
+    `http_port ${input.listen ? `${input.listen}:` : ''}${PROXY_PORT} ssl-bump cert=/run/codeact-proxy/peek.pem generate-host-certificates=off`,
     'pid_filename none',
+    ...(input.hostsFile ? [`hosts_file ${input.hostsFile}`] : []),
     'coredump_dir /run/codeact-proxy',
     'pinger_enable off',
     'cache deny all',

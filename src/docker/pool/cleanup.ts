@@ -49,7 +49,7 @@ export async function removeOrphanedSandboxes(docker: Dockerode, me: Owner, log:
     if (!Number.isInteger(pid) || pid === me.pid || processIsAlive(pid)) continue;
     const volume = c.Mounts?.find((m) => m.Destination === WORK_ROOT)?.Name;
     log.info(`removing sandbox ${c.Names?.[0] ?? c.Id} left by a ${me.kind === 'vscode' ? 'window' : 'server'} that is gone (pid ${pid})`);
-    await removeQuietly(docker, c.Id, volume, log);
+    await removeQuietly(docker, c.Id, volume, log, c.Labels[LABEL.proxy]);
     removed++;
   }
   // Volumes whose container never got created (a crash between the two calls).
@@ -69,7 +69,7 @@ export async function removeOrphanedSandboxes(docker: Dockerode, me: Owner, log:
  */
 export async function removeCliSandboxes(docker: Dockerode, log: Logger, sessionDigest?: string): Promise<number> {
   const label = [`${LABEL.managed}`, `${LABEL.ownerKind}=cli`, ...(sessionDigest ? [`${LABEL.session}=${sessionDigest}`] : [])];
-  const containers: { Id: string; Mounts?: Dockerode.ContainerInfo['Mounts'] }[] = await docker.listContainers({ all: true, filters: { label } });
+  const containers: { Id: string; Mounts?: Dockerode.ContainerInfo['Mounts']; Labels?: Record<string, string> }[] = await docker.listContainers({ all: true, filters: { label } });
   if (sessionDigest) {
     const named = await docker
       .getContainer(sharedSandboxName('cli', sessionDigest))
@@ -79,10 +79,10 @@ export async function removeCliSandboxes(docker: Dockerode, log: Logger, session
         throw e;
       });
     const ours = named?.Config.Labels?.[LABEL.managed] !== undefined && named.Config.Labels[LABEL.ownerKind] === 'cli';
-    if (named && ours && !containers.some((c) => c.Id === named.Id)) containers.push({ Id: named.Id, Mounts: named.Mounts as Dockerode.ContainerInfo['Mounts'] });
+    if (named && ours && !containers.some((c) => c.Id === named.Id)) containers.push({ Id: named.Id, Mounts: named.Mounts as Dockerode.ContainerInfo['Mounts'], Labels: named.Config.Labels });
   }
   for (const c of containers) {
-    await removeQuietly(docker, c.Id, c.Mounts?.find((m) => m.Destination === WORK_ROOT)?.Name, log);
+    await removeQuietly(docker, c.Id, c.Mounts?.find((m) => m.Destination === WORK_ROOT)?.Name, log, c.Labels?.[LABEL.proxy]);
   }
   const { Volumes } = await docker.listVolumes({ filters: { label, dangling: ['true'] } });
   for (const v of (Volumes ?? []).filter((v) => hasAllLabels(v.Labels, label))) await removeQuietly(docker, undefined, v.Name, log);

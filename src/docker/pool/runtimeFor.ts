@@ -10,6 +10,7 @@ import {
   engineRefused,
   engineRuntimes,
   isEngineFailure,
+  isGvisor,
   statusCode,
   type RuntimeChoice,
 } from '../engine';
@@ -39,7 +40,6 @@ export async function runtimeFor(options: ProviderOptions, spec: SandboxSpec, lo
   // Each question once per process (cached per client), and only those this engine needs: a busy
   // Podman answers one heavy question at a time.
   const engine = await ask(docker, engineIdentity(docker), 'a ping');
-  if (spec.network && engine.kind === 'podman') throw podmanWithoutAllowList();
   const podman = engine.kind === 'podman' ? await checkPodmanLimits(docker, engine, log) : undefined;
   // Podman's own info names its default runtime; its runtime list matters only for a named runtime.
   const named = spec.runtime !== undefined && spec.runtime !== 'auto';
@@ -47,6 +47,7 @@ export async function runtimeFor(options: ProviderOptions, spec: SandboxSpec, lo
     podman?.ociRuntime && !named ? { available: [], engineDefault: podman.ociRuntime, withoutNetwork: [] } : await ask(docker, engineRuntimes(docker), 'its runtimes (info)');
   const runtime = chooseRuntime(spec.runtime, available, engineDefault, options.runtimeSettingHint ?? 'the runtime setting', engine.kind);
   if (spec.network && withoutNetwork.includes(runtime.name)) throw runtimeWithoutNetwork(runtime, options.runtimeSettingHint ?? 'the runtime setting');
+  if (spec.network && engine.kind === 'podman' && isGvisor(runtime.name)) throw podmanGvisorWithAllowList(runtime);
   if (logChoice && spec.runtime !== undefined) log.info(`runtime ${runtime.name} (${runtime.reason}); the engine (${engine.label}) has ${available.join(', ') || (podman ? `${engineDefault} as its default` : 'no runtimes listed')}`);
   if (logChoice && engine.kind === 'podman') logPodmanDifferences(log, engine);
   return runtime;
@@ -61,14 +62,13 @@ function runtimeWithoutNetwork(runtime: RuntimeChoice, settingHint: string): Too
 }
 
 /**
- * Podman (4.x, measured) gives the host an address on every bridge network, internal ones
- * included, so a sandbox on one could reach the host's own services; and where Docker runs too,
- * Docker's firewall drops the traffic between containers of Podman's internal networks. The
- * allow-list is refused there rather than offered unenforced.
+ * On Podman the allow-list is enforced by the firewall of the proxy's network namespace, which the
+ * sandbox joins (sidecar.ts). gVisor's own network stack sends the sandbox's packets past that
+ * firewall, so the allow-list is refused there rather than offered unenforced.
  */
-function podmanWithoutAllowList(): ToolError {
+function podmanGvisorWithAllowList(runtime: RuntimeChoice): ToolError {
   return new ToolError(
     'invalid_settings',
-    "Podman cannot give a sandbox a network whose only way out is the proxy (its internal networks give the host an address the sandbox could reach), so a sandbox with a network allow-list is not made on Podman, and the program was not run. Ask the user to use a Docker engine for network access, or to empty the network allow-list.",
+    `Podman runs this sandbox under ${runtime.name} (gVisor), whose own network stack would bypass the firewall that holds a sandbox with a network allow-list to its proxy, so the sandbox was not made and the program was not run. Ask the user to make runc or crun Podman's default runtime, to use a Docker engine, or to empty the network allow-list.`,
   );
 }

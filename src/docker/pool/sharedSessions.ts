@@ -64,7 +64,7 @@ export async function adoptSession(
     if (attached.kind === 'attached') return attached.sandbox;
     if (attached.kind === 'gone' || attached.kind === 'busy') return undefined;
     log.info(`sandbox ${name ?? id} of this session ${attached.reason}; removing it`);
-    await removeQuietly(docker, id, attached.volume ?? name, log);
+    await removeQuietly(docker, id, attached.volume ?? name, log, labels?.[LABEL.proxy]);
     return undefined;
   };
   // By its name first (a kept session's usual case: no list needed), with what that inspect said.

@@ -178,7 +178,7 @@ export class SharedSparePool {
       if (attached.kind === 'busy' || attached.kind === 'gone') continue;
       if (attached.kind === 'unusable') {
         this.log.info(`spare sandbox ${nameOf(c)} ${attached.reason}; removing it`);
-        await removeQuietly(this.docker, c.Id, attached.volume, this.log);
+        await removeQuietly(this.docker, c.Id, attached.volume, this.log, c.Labels[LABEL.proxy]);
         continue;
       }
       const sandbox = attached.sandbox;
@@ -213,7 +213,7 @@ export class SharedSparePool {
     for (const c of await this.list()) {
       if (c.Labels[LABEL.pool] === pool) continue;
       this.log.info(`removing spare sandbox ${nameOf(c)}: it was made for other settings`);
-      await removeQuietly(this.docker, c.Id, volumeOf(c), this.log);
+      await removeQuietly(this.docker, c.Id, volumeOf(c), this.log, c.Labels[LABEL.proxy]);
     }
     for (let have = (await this.list(pool)).length; have < size; have++) {
       const made = await createSharedSandbox({

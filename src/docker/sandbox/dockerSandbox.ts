@@ -11,7 +11,7 @@ import { ExecStrategy, KILL_GRACE_MS, RunnerChannel, WarmStrategy, type ExitInfo
 import { RUNS_DIR, SandboxLock, killAllSparingSource, oomKillCount, removeQuietly, startGuest, type OwnerKind, type SandboxSpec } from '../container';
 import { imageDistributions } from '../images';
 import { networkNote } from '../../core/network';
-import { egressNames, ensureEgress, proxyRunning, releaseEgress, runActivity, type Egress, type RunMark } from '../network';
+import { egressNames, ensureEgress, proxyRunning, releaseEgress, runActivity, sidecarEgress, type Egress, type RunMark } from '../network';
 
 /** Where a proxy that could not be built or started sends the user. */
 export const NETWORK_LOG_HINT = 'the CodeAct Sandbox log (the output channel in VS Code, --verbose on the command line)';
@@ -47,6 +47,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
   private lastMark: (RunMark & { proxyStartedAt: string | undefined }) | undefined;
   /** Its address on the internal network: the proxy's log names connections by it. */
   private clientAddress: string | undefined;
+  /** Podman: the name of its own proxy, whose network namespace it joined (sidecar.ts). */
+  sidecar: string | undefined;
 
   /** Made by make.ts (createSandbox, createSharedSandbox, attachSandbox): one object per container it made or found. */
   constructor(
@@ -191,17 +193,20 @@ export class DockerSandbox implements Sandbox, WarmOps {
 
   private async runNow(run: ProgramRun): Promise<ProgramExit> {
     if (!this.spec.network || run.signal.aborted) return this.runProgram(run);
-    // The proxy is brought back before the call when it died since the last one (its time
-    // limit does not count this).
-    const egress = await ensureEgress({
-      docker: this.docker,
-      engine: this.runtimeChoice.engine,
-      target: this.spec.network,
-      log: this.log,
-      signal: run.signal,
-      logHint: NETWORK_LOG_HINT,
-      ...(this.ownerVersion ? { version: this.ownerVersion } : {}),
-    });
+    // Docker: the proxy is brought back before the call when it died since the last one (its
+    // time limit does not count this). Podman: a sandbox whose own proxy stopped is replaced.
+    const egress =
+      this.runtimeChoice.engine === 'podman'
+        ? await sidecarEgress(this.docker, this.spec.network, this.sidecar)
+        : await ensureEgress({
+            docker: this.docker,
+            engine: this.runtimeChoice.engine,
+            target: this.spec.network,
+            log: this.log,
+            signal: run.signal,
+            logHint: NETWORK_LOG_HINT,
+            ...(this.ownerVersion ? { version: this.ownerVersion } : {}),
+          });
     const since = Date.now();
     const exit = await this.runProgram(run);
     const client = await this.addressOn(egress);
@@ -217,12 +222,18 @@ export class DockerSandbox implements Sandbox, WarmOps {
       this.announceNetwork = false;
     }
     if (!network.complete && !(await proxyRunning(this.docker, egress))) {
-      notes.push("The sandbox's network proxy stopped during the run, so the program may have lost its connections; the next call starts it again.");
+      notes.push(
+        this.sidecar !== undefined
+          ? "The sandbox's network proxy stopped during the run, so the program may have lost its connections; the next call starts a new sandbox with a new proxy."
+          : "The sandbox's network proxy stopped during the run, so the program may have lost its connections; the next call starts it again.",
+      );
     }
     return { ...exit, network, ...(notes.length ? { notes } : {}) };
   }
 
   private async addressOn(egress: Egress): Promise<string | undefined> {
+    // Sharing its proxy's namespace, it reaches the proxy from loopback.
+    if (this.sidecar !== undefined) return egress.proxyAddress;
     if (this.clientAddress) return this.clientAddress;
     try {
       const info = await withDeadline(this.container.inspect(), ENGINE_DEADLINE_MS, 'inspect container');
@@ -370,9 +381,10 @@ export class DockerSandbox implements Sandbox, WarmOps {
 
   async remove(): Promise<void> {
     this.detach();
-    await removeQuietly(this.docker, this.id, this.volumeName, this.log);
-    // The last sandbox of a network takes its proxy and network with it.
-    if (this.spec.network) {
+    // Its own proxy goes with it (Podman); the last sandbox of a network takes its proxy and
+    // network with it (Docker).
+    await removeQuietly(this.docker, this.id, this.volumeName, this.log, this.sidecar);
+    if (this.spec.network && this.sidecar === undefined) {
       const { network } = egressNames(this.spec.network);
       await releaseEgress(this.docker, network, this.log).catch((e: unknown) => this.log.warn(`could not release the network ${network}: ${describeError(e)}`));
     }

@@ -21,10 +21,11 @@ import {
   translateEngine,
   workAreaVolumeOptions,
   type Owner,
+  type SandboxEgress,
   type SandboxSpec,
 } from '../container';
 import { ENGINE_DEADLINE_MS, isEngineFailure, isNameTaken, statusCode, withDeadline, type RuntimeChoice } from '../engine';
-import { ensureEgress, proxyEnv } from '../network';
+import { ensureEgress, makeSidecar, proxyEnv, proxyRunning, removeSidecar, sidecarName } from '../network';
 import { DockerSandbox, NETWORK_LOG_HINT, sharedSandboxName } from './dockerSandbox';
 
 /** What a new sandbox is made of, and for whom. */
@@ -91,10 +92,13 @@ export async function createSharedSandbox(request: NewSandbox): Promise<DockerSa
 /** Creates the work-area volume and the container; undefined when `shared` and the name is taken. */
 async function make(request: NewSandbox, name: string, shared: boolean): Promise<DockerSandbox | undefined> {
   const { docker, spec, runtime, log } = request;
+  // Podman: the sandbox joins a proxy of its own (sidecar.ts), made first.
+  const sidecar = spec.network && runtime.engine === 'podman' ? sidecarName(name) : undefined;
   const labels = {
     ...ownerLabels(request.owner, request.sessionDigest),
     ...runtimeLabels(spec.runtime, runtime),
     ...(spec.network ? { [LABEL.network]: networkDigest(spec.network) } : {}),
+    ...(sidecar ? { [LABEL.proxy]: sidecar } : {}),
     ...request.labels,
   };
   let containerId: string | undefined;
@@ -102,23 +106,39 @@ async function make(request: NewSandbox, name: string, shared: boolean): Promise
     // Creating a volume whose name exists returns the existing one (the other process's).
     await withDeadline(docker.createVolume(workAreaVolumeOptions(name, spec.limits, labels, runtime.engine)), ENGINE_DEADLINE_MS, 'create volume');
     const imageVolumes = await declaredVolumes(docker, spec.image, ENGINE_DEADLINE_MS);
-    const create = async () => {
-      const egress = spec.network ? await ensureEgress({ docker, engine: runtime.engine, target: spec.network, log, logHint: NETWORK_LOG_HINT, version: request.owner.version }) : undefined;
-      const options = containerOptions(name, spec, labels, imageVolumes, runtime, egress ? { network: egress.network, env: proxyEnv(egress) } : undefined);
-      return withDeadline(docker.createContainer(options), ENGINE_DEADLINE_MS, 'create container');
+    const egressOf = async (): Promise<SandboxEgress | undefined> => {
+      if (!spec.network) return undefined;
+      const common = { docker, target: spec.network, log, logHint: NETWORK_LOG_HINT, version: request.owner.version };
+      if (sidecar) {
+        const proxy = await makeSidecar({ ...common, sandboxName: name });
+        return { network: proxy.network, env: proxyEnv(proxy), joinsProxy: true };
+      }
+      const egress = await ensureEgress({ ...common, engine: runtime.engine });
+      return { network: egress.network, env: proxyEnv(egress) };
     };
-    // The network's last sandbox, removed by another process a moment ago, took the network
-    // with it: made again once.
-    const container = await create().catch((e: unknown) => (spec.network && statusCode(e) === 404 ? create() : Promise.reject(e)));
+    let egress = await egressOf();
+    const create = () => withDeadline(docker.createContainer(containerOptions(name, spec, labels, imageVolumes, runtime, egress)), ENGINE_DEADLINE_MS, 'create container');
+    // The network's last sandbox, removed by another process a moment ago, took the network with
+    // it (Docker), or a cleanup took this sandbox's proxy before the sandbox was made (Podman):
+    // made again, once.
+    const container = await create().catch(async (e: unknown) => {
+      const again = sidecar ? !(await proxyRunning(docker, { proxyName: sidecar })) : spec.network !== undefined && statusCode(e) === 404;
+      if (!again) throw e;
+      if (sidecar) await removeSidecar(docker, sidecar, log);
+      egress = await egressOf();
+      return create();
+    });
     containerId = container.id;
     const sandbox = new DockerSandbox(docker, container.id, name, name, spec, runtime, log);
     sandbox.ownerVersion = request.owner.version;
     sandbox.announceNetwork = spec.network !== undefined;
+    sandbox.sidecar = sidecar;
     return sandbox;
   } catch (e) {
     // The name is the other process's sandbox: leave it (and its volume) alone.
     if (shared && containerId === undefined && isNameTaken(e)) return undefined;
     await removeQuietly(docker, containerId, name, log);
+    if (sidecar) await removeSidecar(docker, sidecar, log);
     throw createFailure(e, spec.image, docker);
   }
 }
@@ -149,6 +169,7 @@ export async function attachSandbox(
   if (!containerMatches(info, spec, runtime)) return { kind: 'unusable', reason: 'no longer matches the settings', volume };
   const sandbox = new DockerSandbox(docker, info.Id, info.Name.replace(/^\//, ''), volume, spec, runtime, log);
   sandbox.ownerVersion = info.Config.Labels?.[LABEL.version];
+  sandbox.sidecar = info.Config.Labels?.[LABEL.proxy];
   try {
     // "created": another process made it a moment ago and is starting it; anything else stopped
     // (an engine restart) is started again here.

@@ -4,6 +4,7 @@ import { hostAddress, proxyEnv } from '../../../src/docker/network/egress';
 import { parseLogLine } from '../../../src/docker/network/accessLog';
 import { argsWithoutNetwork } from '../../../src/docker/engine/runtime';
 import { patternRegex, squidConfig } from '../../../src/docker/network/squidConfig';
+import { proxyContainerOptions } from '../../../src/docker/network/proxyContainer';
 
 const policy = networkPolicy(['index.example.org', '*.files.example.net', 'INDEX.example.org'], ['bad.files.example.net']).policy!;
 
@@ -120,5 +121,17 @@ describe('network proxy (pure parts)', function () {
     assert.equal(argsWithoutNetwork(['--debug', '--network', 'none']), true);
     assert.equal(argsWithoutNetwork(['--network=sandbox']), false);
     assert.equal(argsWithoutNetwork([]), false);
+  });
+
+  it("gives Podman's proxy the gate: root with only what the firewall and the change of user take, loopback only, its namespace's sysctls", function () {
+    const { policy } = networkPolicy(['web.example.org'], []);
+    const o = proxyContainerOptions({ name: 'p', image: 'i', target: { policy: policy! }, labels: {}, engine: 'podman', sandboxSubnet: '127.0.0.1/32', gate: { network: 'podman' } });
+    assert.deepEqual([o.User, o.Cmd, o.HostConfig?.NetworkMode, o.HostConfig?.CapDrop, o.HostConfig?.CapAdd], ['0', ['/usr/local/bin/codeact-proxy-gate'], 'podman', ['ALL'], ['NET_ADMIN', 'SETUID', 'SETGID', 'SETPCAP']]);
+    assert.deepEqual(o.HostConfig?.Sysctls, { 'net.ipv6.conf.all.disable_ipv6': '1', 'net.ipv6.conf.default.disable_ipv6': '1', 'net.ipv4.ip_unprivileged_port_start': '1024' });
+    const conf = (o.Env ?? [])[0];
+    assert.ok(conf.includes('\nhttp_port 127.0.0.1:3128 ssl-bump '), conf);
+    assert.ok(conf.includes('\nacl sandboxes src 127.0.0.1/32\n'), conf);
+    const docker = proxyContainerOptions({ name: 'p', image: 'i', target: { policy: policy! }, labels: {}, engine: 'docker', sandboxSubnet: '10.0.0.0/24', internal: { network: 'n', address: '10.0.0.2' } });
+    assert.deepEqual([docker.User, docker.Cmd, docker.HostConfig?.CapAdd, docker.HostConfig?.Sysctls, docker.HostConfig?.NetworkMode], [undefined, undefined, undefined, undefined, 'n']);
   });
 });

@@ -1,0 +1,142 @@
+/**
+ * The proxy's container, as data, and the waits on it that both ways out share: the policy's
+ * shared proxy on Docker (egress.ts) and a sandbox's own proxy on Podman (sidecar.ts).
+ */
+import { Writable } from 'node:stream';
+import type Dockerode from 'dockerode';
+import { LABEL, LABEL_SCHEMA, PODMAN_RLIMITS, type SandboxNetwork } from '../container';
+import { ENGINE_DEADLINE_MS, withDeadline, type EngineKind } from '../engine';
+import { PROXY_CONF_ENV, PROXY_GATE_COMMAND, PROXY_HOSTS_ENV, PROXY_RUN_DIR } from '../images';
+import { NetworkUnavailableError } from './errors';
+import { LOG_TAG, squidConfig } from './squidConfig';
+
+/** Labels of our networks and proxies, beside LABEL.managed. */
+export const NETWORK_LABEL = {
+  /**
+   * "network", "proxy" (a policy's shared proxy, Docker), "sidecar" (one sandbox's proxy,
+   * Podman), or "probe" (a network made only to learn a free subnet).
+   */
+  role: 'dev.codeact-sandbox.egress-role',
+  /** The policy's digest: the network and proxies of one policy carry the same. */
+  digest: 'dev.codeact-sandbox.egress',
+} as const;
+
+export type EgressRole = 'network' | 'proxy' | 'sidecar' | 'probe';
+
+export function egressLabels(version: string | undefined, role: EgressRole, digest: string): Record<string, string> {
+  return { [LABEL.managed]: LABEL_SCHEMA, [NETWORK_LABEL.role]: role, [NETWORK_LABEL.digest]: digest, ...(version ? { [LABEL.version]: version } : {}) };
+}
+
+/** An IPv4 address with its prefix length: what a test may name as reachable, and nothing else. */
+const IPV4_CIDR = /^(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\/(?:3[0-2]|[12]?\d)$/;
+
+export interface ProxyContainerInput {
+  name: string;
+  image: string;
+  target: SandboxNetwork;
+  labels: Record<string, string>;
+  engine: EngineKind;
+  /** Whom squid serves: the internal network's subnet, or loopback for a sandbox sharing its namespace. */
+  sandboxSubnet: string;
+  /** Set: the sandbox shares the proxy's network namespace, and the gate sets its firewall first (Podman). */
+  gate?: { network: string };
+  /** Docker: the internal network, and the proxy's fixed address on it. */
+  internal?: { network: string; address: string };
+}
+
+/** The proxy's container: squid alone, hardened like a sandbox, with only what its start needs. */
+export function proxyContainerOptions(input: ProxyContainerInput): Dockerode.ContainerCreateOptions {
+  const testing = input.target.testing;
+  const bad = testing?.reachable.find((r) => !IPV4_CIDR.test(r));
+  if (bad !== undefined) throw new NetworkUnavailableError(`the test setting reachable names ${JSON.stringify(bad)}, not an IPv4 range`);
+  const config = squidConfig({
+    policy: input.target.policy,
+    sandboxSubnet: input.sandboxSubnet,
+    ...(input.gate ? { listen: '127.0.0.1' } : {}),
+    ...(testing ? { reachable: testing.reachable, hostsFile: `${PROXY_RUN_DIR}/hosts` } : {}),
+  });
+  const hosts = testing ? Object.entries(testing.hosts).map(([name, ip]) => `${ip} ${name}`) : [];
+  const podman = input.engine === 'podman';
+  // Writable by squid alone: it runs as Debian's proxy user (13). Podman's tmpfs takes no owner;
+  // there, nothing else runs in the container to write to it (a sandbox joins only the network).
+  const tmpfs = podman ? 'rw,nosuid,nodev,noexec,size=16m,mode=1777' : 'rw,nosuid,nodev,noexec,size=16m,mode=0700,uid=13,gid=13';
+  return {
+    name: input.name,
+    Image: input.image,
+    Env: [`${PROXY_CONF_ENV}=${config}`, ...(hosts.length ? [`${PROXY_HOSTS_ENV}=${hosts.join('\n')}`] : [])],
+    Labels: input.labels,
+    // The gate starts as root with what setting a firewall and then becoming the proxy user take;
+    // it leaves squid none of it (proxyImage.ts).
+    ...(input.gate ? { User: '0', Cmd: [PROXY_GATE_COMMAND] } : {}),
+    HostConfig: {
+      NetworkMode: input.gate?.network ?? input.internal?.network ?? 'none',
+      ReadonlyRootfs: true,
+      CapDrop: ['ALL'],
+      ...(input.gate ? { CapAdd: ['NET_ADMIN', 'SETUID', 'SETGID', 'SETPCAP'] } : {}),
+      SecurityOpt: ['no-new-privileges'],
+      Memory: 256 * 1024 * 1024,
+      MemorySwap: 256 * 1024 * 1024,
+      PidsLimit: 64,
+      Tmpfs: { [PROXY_RUN_DIR]: tmpfs, '/tmp': tmpfs, '/var/spool/squid': tmpfs, '/var/log/squid': tmpfs },
+      RestartPolicy: { Name: 'no' },
+      // The namespace a sandbox joins: no IPv6 (a link-local address reaches the host's side of a
+      // bridge), and no port under 1024 for anyone but a privileged process.
+      ...(input.gate
+        ? { Sysctls: { 'net.ipv6.conf.all.disable_ipv6': '1', 'net.ipv6.conf.default.disable_ipv6': '1', 'net.ipv4.ip_unprivileged_port_start': '1024' } }
+        : {}),
+      ...(podman ? { Ulimits: [...PODMAN_RLIMITS] } : {}),
+      // The access log is how a run's connections are known: kept, and bounded.
+      LogConfig: podman ? { Type: 'k8s-file', Config: { 'max-size': '8m' } } : { Type: 'json-file', Config: { 'max-size': '8m', 'max-file': '2' } },
+    },
+    ...(input.internal ? { NetworkingConfig: { EndpointsConfig: { [input.internal.network]: { IPAMConfig: { IPv4Address: input.internal.address } } } } } : {}),
+  };
+}
+
+/** How long a proxy may take to start listening (it makes a key, reads its configuration). */
+const PROXY_READY_MS = 60_000;
+
+/**
+ * Resolves once squid says it accepts connections, or its log shows it served one (a long-lived
+ * proxy's start may have been rotated out of its log); rejects with its last lines when it stops first.
+ */
+export async function waitReady(docker: Dockerode, container: Dockerode.Container, name: string): Promise<void> {
+  const stream = (await withDeadline(container.logs({ follow: true, stdout: true, stderr: true }), ENGINE_DEADLINE_MS, 'read proxy log')) as NodeJS.ReadableStream & { destroy(): void };
+  const lines: string[] = [];
+  try {
+    await withDeadline(
+      new Promise<void>((resolve, reject) => {
+        let text = '';
+        const sink = new Writable({
+          write(chunk: Buffer, _e: unknown, done: () => void) {
+            text += chunk.toString('utf8');
+            let i: number;
+            while ((i = text.indexOf('\n')) >= 0) {
+              const line = text.slice(0, i);
+              text = text.slice(i + 1);
+              lines.push(line);
+              if (lines.length > 20) lines.shift();
+              if (/Accepting .*connections at/.test(line) || line.startsWith(`${LOG_TAG} `)) resolve();
+            }
+            done();
+          },
+        });
+        docker.modem.demuxStream(stream, sink, sink);
+        stream.on('end', () => reject(new NetworkUnavailableError(`the proxy ${name} stopped as it started: ${lines.slice(-3).join(' | ') || 'no output'}`)));
+        stream.on('error', reject);
+      }),
+      PROXY_READY_MS,
+      'wait for the proxy to listen',
+    );
+  } finally {
+    stream.destroy();
+  }
+}
+
+/** Whether a proxy runs (a call whose proxy died says so). */
+export async function proxyRunning(docker: Dockerode, egress: { proxyName: string }): Promise<boolean> {
+  try {
+    return (await withDeadline(docker.getContainer(egress.proxyName).inspect(), ENGINE_DEADLINE_MS, 'inspect proxy')).State.Running === true;
+  } catch {
+    return false;
+  }
+}
