@@ -89,6 +89,23 @@ describe('network allow-list (integration)', function () {
   const LISTS = () => networkOf([NAMES.web, '*.sub.codeact.test', NAMES.inside, NAMES.loop, NAMES.index], [NAMES.denied]);
   const providerFor = (spec: () => SandboxSpec) => sandboxes.makeProvider({ spec });
 
+  /** A call whose program fetches until its proxy is killed, which happens once the proxy logged its first request. */
+  async function killedDuringRun(provider: ReturnType<typeof providerFor>, session: string, proxy: string) {
+    const during = [
+      prelude(internet.caPem),
+      `import time`,
+      `print(get('http://${NAMES.web}/'))`,
+      `while get('http://${NAMES.web}/').startswith('${NAMES.web}'):`,
+      '    time.sleep(0.05)',
+      `print('then:', get('http://${NAMES.web}/'))`,
+    ].join('\n');
+    // A connection is logged when it ends: the first request's line says the program is running.
+    const killer = untilLogLine(proxy, ` GET ${NAMES.web} 80 200 `, Date.now()).then(() => dockerCli('kill', proxy));
+    const result = await run(provider, session, during);
+    await killer;
+    return result;
+  }
+
   it('reaches allowed names over HTTP and HTTPS, and records each connection', async function () {
     const network = LISTS();
     const provider = providerFor(() => testSpec({ network }));
@@ -354,18 +371,7 @@ describe('network allow-list (integration)', function () {
     assert.equal(second.sandboxId, first.sandboxId);
     assert.match(recentLog(), new RegExp(`network proxy ${names.proxy} was not running \\(exited\\); starting a new one`));
     // Killed while the program runs: the program finds out, and the model is told.
-    const during = [
-      prelude(internet.caPem),
-      `import time`,
-      `print(get('http://${NAMES.web}/'))`,
-      `while get('http://${NAMES.web}/').startswith('${NAMES.web}'):`,
-      '    time.sleep(0.05)',
-      `print('then:', get('http://${NAMES.web}/'))`,
-    ].join('\n');
-    // The first request's line in the proxy's log (a connection is logged when it ends): then it is killed.
-    const killer = untilLogLine(names.proxy, ` GET ${NAMES.web} 80 200 `, Date.now()).then(() => dockerCli('kill', names.proxy));
-    const third = await run(provider, session, during);
-    await killer;
+    const third = await killedDuringRun(provider, session, names.proxy);
     assert.equal(
       third.text,
       [
@@ -395,18 +401,7 @@ describe('network allow-list (integration)', function () {
     );
     assert.notEqual(second.sandboxId, first.sandboxId);
     assert.deepEqual([await exists(first.sandboxId), await exists(firstProxy)], [false, false]);
-    const proxy = await proxyOf(second.sandboxId, network);
-    const during = [
-      prelude(internet.caPem),
-      `import time`,
-      `print(get('http://${NAMES.web}/'))`,
-      `while get('http://${NAMES.web}/').startswith('${NAMES.web}'):`,
-      '    time.sleep(0.05)',
-      `print('then:', get('http://${NAMES.web}/'))`,
-    ].join('\n');
-    const killer = untilLogLine(proxy, ` GET ${NAMES.web} 80 200 `, Date.now()).then(() => dockerCli('kill', proxy));
-    const third = await run(provider, session, during);
-    await killer;
+    const third = await killedDuringRun(provider, session, await proxyOf(second.sandboxId, network));
     assert.equal(
       third.text,
       [
