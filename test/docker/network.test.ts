@@ -89,8 +89,11 @@ describe('network allow-list (integration)', function () {
   const LISTS = () => networkOf([NAMES.web, '*.sub.codeact.test', NAMES.inside, NAMES.loop, NAMES.index], [NAMES.denied]);
   const providerFor = (spec: () => SandboxSpec) => sandboxes.makeProvider({ spec });
 
-  /** A call whose program fetches until its proxy is killed, which happens once the proxy logged its first request. */
-  async function killedDuringRun(provider: ReturnType<typeof providerFor>, session: string, proxy: string) {
+  /**
+   * A call whose program fetches until its proxy is killed, which happens once the proxy logged its
+   * first request: the program finds out, and the model is told `sentence`.
+   */
+  async function killedDuringRun(provider: ReturnType<typeof providerFor>, session: string, proxy: string, sentence: string) {
     const during = [
       prelude(internet.caPem),
       `import time`,
@@ -103,7 +106,8 @@ describe('network allow-list (integration)', function () {
     const killer = untilLogLine(proxy, ` GET ${NAMES.web} 80 200 `, Date.now()).then(() => dockerCli('kill', proxy));
     const result = await run(provider, session, during);
     await killer;
-    return result;
+    assert.equal(result.text, ['stdout:', `${NAMES.web} / http`, 'then: URLError: [Errno 111] Connection refused', '', sentence].join('\n'));
+    assert.equal(result.network?.complete, false);
   }
 
   it('reaches allowed names over HTTP and HTTPS, and records each connection', async function () {
@@ -371,18 +375,7 @@ describe('network allow-list (integration)', function () {
     assert.equal(second.sandboxId, first.sandboxId);
     assert.match(recentLog(), new RegExp(`network proxy ${names.proxy} was not running \\(exited\\); starting a new one`));
     // Killed while the program runs: the program finds out, and the model is told.
-    const third = await killedDuringRun(provider, session, names.proxy);
-    assert.equal(
-      third.text,
-      [
-        'stdout:',
-        `${NAMES.web} / http`,
-        'then: URLError: [Errno 111] Connection refused',
-        '',
-        "The sandbox's network proxy stopped during the run, so the program may have lost its connections; the next call starts it again.",
-      ].join('\n'),
-    );
-    assert.equal(third.network?.complete, false);
+    await killedDuringRun(provider, session, names.proxy, "The sandbox's network proxy stopped during the run, so the program may have lost its connections; the next call starts it again.");
   });
 
   it('replaces a sandbox whose own proxy was killed on Podman, and says so when it dies during a call', async function () {
@@ -401,18 +394,7 @@ describe('network allow-list (integration)', function () {
     );
     assert.notEqual(second.sandboxId, first.sandboxId);
     assert.deepEqual([await exists(first.sandboxId), await exists(firstProxy)], [false, false]);
-    const third = await killedDuringRun(provider, session, await proxyOf(second.sandboxId, network));
-    assert.equal(
-      third.text,
-      [
-        'stdout:',
-        `${NAMES.web} / http`,
-        'then: URLError: [Errno 111] Connection refused',
-        '',
-        "The sandbox's network proxy stopped during the run, so the program may have lost its connections; the next call starts a new sandbox with a new proxy.",
-      ].join('\n'),
-    );
-    assert.equal(third.network?.complete, false);
+    await killedDuringRun(provider, session, await proxyOf(second.sandboxId, network), "The sandbox's network proxy stopped during the run, so the program may have lost its connections; the next call starts a new sandbox with a new proxy.");
   });
 
   it('refuses an allow-list under a runtime registered without network, in one sentence', async function () {
