@@ -186,11 +186,12 @@ def state_reply(base, now, kept, holder, reason=None):
     return info
 
 
-def exit_reply(status, killed, limited, orphans, oom_before=None, oom_after=None, state=None, own_limit=False):
+def exit_reply(status, killed, limited, orphans, oom_before=None, oom_after=None, state=None, own_limit=False, preloading=()):
     """`status` is waitpid's (None: the child could not be reaped). `oomKilled` says whether the
     kernel killed the program for memory: it died of SIGKILL while the cgroup's OOM-kill counter
     rose. It is left out when the counter could not be read. `own_limit`: the program ended with
-    a MemoryError at its own memory limit, which the model is told as an OOM kill."""
+    a MemoryError at its own memory limit, which the model is told as an OOM kill. `preloading`:
+    the modules the runner now starts over to preload (the host greets the next runner)."""
     code = sig = None
     if status is not None:
         if os.WIFEXITED(status):
@@ -205,6 +206,8 @@ def exit_reply(status, killed, limited, orphans, oom_before=None, oom_after=None
         reply['oomKilled'] = True
     if state is not None:
         reply['state'] = state
+    if preloading:
+        reply['preloading'] = list(preloading)
     return reply
 
 

@@ -72,11 +72,35 @@ class ExitNotice:
         addr = libc.mmap(None, self.SIZE, 3, 0x01 | 0x20, -1, 0)  # PROT_READ|PROT_WRITE, MAP_SHARED|MAP_ANONYMOUS
         self.addr = None if addr in (None, ctypes.c_void_p(-1).value) else addr
 
+    # After the status: which of the modules the runner may learn the program had imported
+    # (u16 length at USED, then the names, comma-separated ASCII), written before MAGIC.
+    USED = 8
+
     def status(self):
         """The wait status the child left, or None."""
         if self.addr is None or ctypes.c_uint32.from_address(self.addr).value != self.MAGIC:
             return None
         return (ctypes.c_uint32.from_address(self.addr + 4).value & 0xFF) << 8
+
+    def used(self, learnable):
+        """The learnable modules the program said it imported. The page is the program's to write:
+        only names of `learnable` count, so it can at most ask for what the user allowed."""
+        if self.status() is None:
+            return ()
+        n = ctypes.c_uint16.from_address(self.addr + self.USED).value
+        raw = ctypes.string_at(self.addr + self.USED + 2, min(n, self.SIZE - self.USED - 2))
+        said = set(raw.decode('ascii', 'replace').split(','))
+        return tuple(m for m in learnable if m in said)
+
+    @classmethod
+    def write_used(cls, addr, names):
+        """In the child, before the status's MAGIC: the names it imported."""
+        raw = ','.join(names).encode('ascii', 'replace')
+        room = cls.SIZE - cls.USED - 2
+        if len(raw) > room:  # whole names only: a cut one could read as another module
+            raw = raw[:raw.rfind(b',', 0, room + 1)]
+        ctypes.memmove(addr + cls.USED + 2, raw, len(raw))
+        ctypes.c_uint16.from_address(addr + cls.USED).value = len(raw)
 
     def close(self):
         if self.addr is not None:

@@ -3,6 +3,11 @@
 # import it: it printed nothing, started no thread, and left the environment, sys.path, the cwd,
 # the umask, signal handlers, std streams, hooks and builtins as they were. Otherwise the runner
 # starts over without it (stage 0 again), since an import cannot be undone.
+# Preloading on first use (the config's `learn`): the modules of that list this runner has not
+# preloaded. A fresh program says which of them it imported (its exit notice); the runner then
+# starts over with them preloaded, in the idle time before the next call, so a chat pays for a
+# module in every call's fork only once one of its programs has used it. Set by main().
+_LEARNABLE = ()
 _NON_INTERACTIVE = ('agg', 'cairo', 'pdf', 'pgf', 'ps', 'svg', 'template', 'module://matplotlib_inline.backend_inline')
 
 

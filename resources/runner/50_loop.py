@@ -36,6 +36,11 @@ class Runner:
         # Holders killed and not yet reaped: a large one takes a moment to go, and a program must
         # not be told it left them running.
         self.dying = set()
+        # Preloading on first use: the config's lists, and the learnable modules programs imported
+        # since (the runner starts over with them once it is idle; see relearn).
+        self.preload_config = []
+        self.learn_config = []
+        self.learned = set()
 
     def spared(self):
         return (self.state['pid'],) if self.state else ()
@@ -238,6 +243,10 @@ class Runner:
         while True:
             while self.pending_hellos:
                 self.hello(self.pending_hellos.pop(0))
+            if self.learned and self.state is None and not self.channel.reader.buf and not self.channel.closed:
+                child = self.relearn()
+                if child is not None:
+                    return child
             try:
                 events = poller.poll(self.kill_overdue())
             except InterruptedError:
@@ -380,7 +389,54 @@ class Runner:
         finally:
             if notice is not None:
                 notice.close()
-        return None if req['session'] else self.fork_ahead()
+        # No child forked ahead when the runner is about to start over (relearn would kill it).
+        return None if req['session'] or self.learned else self.fork_ahead()
+
+    def relearn(self):
+        """Starts the runner over (stage 0 again) with the modules programs imported preloaded.
+        Called only when idle: no session state (a holder's state would be lost), no frame
+        buffered (a frame already read would be lost; one still in the pipe is read by the next
+        runner). Children that are ending are waited for, so the next runner meets none of them.
+        The next call waits for the imports, which its program would otherwise have paid itself."""
+        learned, self.learned = self.learned, set()
+        self.drop_waiting()
+        self.await_exits()
+        self.await_dying()
+        keep = self.preload_config + [m for m in self.learn_config if m in learned and m not in self.preload_config]
+        _log('programs here imported %s: starting over with it preloaded' % ', '.join(m for m in self.learn_config if m in learned))
+        os.dup2(self.channel.fd_in, 0)
+        os.dup2(self.channel.fd_out, 1)
+        config = 'preload=%s;learn=%s;dirty=%s' % (','.join(keep), ','.join(self.learn_config), ','.join(self.noted_dirty))
+        try:
+            _stage0_exec(config, _START_ENV)
+        except (OSError, SystemExit) as e:
+            # Not started over (exec refused, a source too large): serve on as this runner, and
+            # learn nothing more here. fds 0/1 go back to /dev/null and the log.
+            global _LEARNABLE
+            _LEARNABLE = ()
+            _log('cannot start over: %s' % e)
+            devnull = os.open('/dev/null', os.O_RDWR)
+            os.dup2(devnull, 0)
+            os.close(devnull)
+            os.dup2(2, 1)
+            return self.fork_ahead()
+        return None
+
+    def await_dying(self):
+        """Waits (a few seconds at most) until the killed holders and children are reaped."""
+        poller = None
+        deadline = time.monotonic() + DYING_GRACE_S
+        while self.dying and time.monotonic() < deadline:
+            self.reap(None)
+            if not self.dying:
+                break
+            if poller is None:
+                poller = select.poll()
+                poller.register(self.wake_r, select.POLLIN)
+            try:
+                poller.poll(100)
+            except InterruptedError:
+                pass
 
     def supervise(self, rid, req, pid, out_r, err_r, poller, oom_before, link=None, base='', notice=None):
         """Watches the program until it has ended and its output is drained (_Supervision), then
@@ -390,8 +446,13 @@ class Runner:
         state = None
         if link is not None:
             state = self.commit(pid, link, base, w.kept and not (w.killed or w.limited or w.orphans or w.kill_at), w.status, w.unkept)
+        # What a fresh program imported of the modules to learn: the runner starts over with them
+        # before it reads the next frame (serve), and the host, told so, greets the new runner.
+        if notice is not None:
+            self.learned.update(notice.used(_LEARNABLE))
+        preloading = [m for m in self.learn_config if m in self.learned] if link is None else ()
         # The kernel counts an OOM kill before it sends the SIGKILL: a reaped child's is in.
-        reply = exit_reply(w.status, w.killed, w.limited, w.orphans, oom_before, read_oom_kills(), state, w.own_oom and not w.kept)
+        reply = exit_reply(w.status, w.killed, w.limited, w.orphans, oom_before, read_oom_kills(), state, w.own_oom and not w.kept, preloading)
         self.channel.send(b'X', rid, reply)
 
     def commit(self, pid, link, base, keep, status, unkept):

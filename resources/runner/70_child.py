@@ -401,6 +401,9 @@ class Program:
             following = self.hold()
             if following is not None:
                 return following
+        # Which modules the runner may learn this program imported (fresh mode), read before
+        # finalizing empties sys.modules: a few dict lookups, not a walk of every module.
+        used = [m for m in _LEARNABLE if m in sys.modules] if self.exit_notice is not None else ()
         status = self._finalize(status)
         if sigint:
             _signal.signal(_SIGINT, _signal.SIG_DFL)
@@ -408,6 +411,8 @@ class Program:
             status = 130
         self.native.libc.fflush(None)
         if self.exit_notice is not None:
+            if used:
+                ExitNotice.write_used(self.exit_notice, used)
             ctypes.c_uint32.from_address(self.exit_notice + 4).value = status & 0xFFFFFFFF
             ctypes.c_uint32.from_address(self.exit_notice).value = ExitNotice.MAGIC
             for fd in (1, 2):

@@ -7,6 +7,7 @@ def main():
     # Stage 1. Everything a program could see of this process is kept as `python3 file` has it.
     cfg = _stage1_setup()
     preload = [m for m in cfg.get('preload', '').split(',') if m]
+    learn = [m for m in cfg.get('learn', '').split(',') if m]
     noted_dirty = [m for m in cfg.get('dirty', '').split(',') if m]
     chan_in, chan_out, devnull = _move_channel()
 
@@ -40,6 +41,13 @@ def main():
 
     runner = Runner(Channel(chan_in, chan_out), unusable, preloaded, missing, noted_dirty, extra, {devnull})
     runner.native = native
+    runner.preload_config = preload
+    runner.learn_config = learn
+    # Not learnable: what is preloaded already, what was tried and is not there or not kept
+    # (learning it again would start the runner over after every call).
+    global _LEARNABLE
+    tried = set(preload) | {d.split('(')[0] for d in noted_dirty}
+    _LEARNABLE = tuple(m for m in learn if m not in tried)
     if unusable:
         runner.serve_unusable()
 
@@ -107,5 +115,6 @@ def _preload_or_restart(preload, usable, noted_dirty, chan_in, chan_out):
         os.dup2(chan_in, 0)
         os.dup2(chan_out, 1)
         keep = [m for m in preload if m != bad]
-        _stage0_exec('preload=%s;dirty=%s' % (','.join(keep), ','.join(noted_dirty + [dirty[0]])), _START_ENV)
+        learn = parse_config(_CODEACT_CONFIG).get('learn', '')  # noqa: F821 (set by stage 0)
+        _stage0_exec('preload=%s;learn=%s;dirty=%s' % (','.join(keep), learn, ','.join(noted_dirty + [dirty[0]])), _START_ENV)
     return keep_fds, preloaded, missing

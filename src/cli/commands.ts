@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { DEFAULTS } from '../core/limits';
 import { settingsShape } from '../core/settings';
 import { requirementName } from '../core/requirements';
-import { preloadModuleSchema } from '../core/runnerProtocol';
+import { PRELOAD_WHEN, preloadModuleSchema, type PreloadWhen } from '../core/runnerProtocol';
 import { consoleLogger } from '../core/logger';
 import { connectionLine, networkPolicy, networkSummary } from '../core/network';
 import { sessionDigest } from '../core/session';
@@ -66,6 +66,8 @@ function sandboxConfigFrom(p: Parsed): SandboxConfig & { workspace: string | und
   const preload = (p.flags.get('preload') ?? [...DEFAULTS.preloadModules]).filter((m) => m !== '');
   const badModule = preload.find((m) => !preloadModuleSchema.safeParse(m).success);
   if (badModule !== undefined) throw new UsageError(`--preload ${badModule} is not a Python module name`);
+  const preloadWhen = (one(p, 'preload-when') ?? DEFAULTS.preloadWhen) as PreloadWhen;
+  if (!PRELOAD_WHEN.includes(preloadWhen)) throw new UsageError(`--preload-when must be ${PRELOAD_WHEN.join(' or ')}`);
   const workspace = one(p, 'workspace');
   const outputsMode = one(p, 'outputs') ?? 'declared';
   if (outputsMode !== 'declared' && outputsMode !== 'manifest') throw new UsageError('--outputs must be declared or manifest');
@@ -88,6 +90,7 @@ function sandboxConfigFrom(p: Parsed): SandboxConfig & { workspace: string | und
     limits,
     warmRunner: !p.flags.has('no-warm'),
     preloadModules: preload,
+    preloadWhen,
     runtime: runtimeFrom(p),
     ...(network ? { network } : {}),
     timeoutSeconds,

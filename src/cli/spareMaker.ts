@@ -14,6 +14,7 @@ import * as path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../core/logger';
 import { describeError } from '../core/errors';
+import { PRELOAD_WHEN } from '../core/runnerProtocol';
 import { userCacheDir } from '../mcp/cacheDir';
 import type { SandboxSpec } from '../docker';
 import type { Parsed } from './options';
@@ -30,6 +31,7 @@ const specShape = z.object({
   limits: z.object({ memoryMb: z.number(), cpus: z.number(), pidsLimit: z.number(), workAreaMb: z.number() }),
   warmRunner: z.boolean().optional(),
   preloadModules: z.array(z.string()).optional(),
+  preloadWhen: z.enum(PRELOAD_WHEN).optional(),
   runtime: z.string().optional(),
   packagesSetting: z.string().optional(),
   // The CLI never sets `testing`: a maker's spares have the allow-list alone.

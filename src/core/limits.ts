@@ -1,4 +1,5 @@
 import { DEFAULT_DENY_GLOBS } from './files/names';
+import type { PreloadWhen } from './runnerProtocol';
 
 /** Defaults shared by the settings schema, the CLI and the tests: one place, one value. */
 export const DEFAULTS = {
@@ -34,8 +35,13 @@ export const DEFAULTS = {
   artifactsBudgetMb: 1024,
   /** Programs are forked from a warm interpreter inside the sandbox instead of started by `docker exec`. */
   warmRunner: true,
-  /** Imported by that interpreter before the first program; modules the image lacks are skipped. */
+  /** Imported by that interpreter (when preloadWhen says); modules the image lacks are skipped. */
   preloadModules: ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot', 'scipy', 'PIL.Image', 'openpyxl'],
+  /**
+   * used: a sandbox preloads a module once one of its programs imported it, so a chat that never
+   * imports pandas does not make every call's fork pay for pandas' pages; start: before the first program.
+   */
+  preloadWhen: 'used' as PreloadWhen,
   /** docker: the image setting; devcontainer: built from the workspace; auto: devcontainer when there is one. */
   backend: 'auto',
   /** Empty: the dockerContext setting, else DOCKER_HOST, else DOCKER_CONTEXT, else the docker CLI's current context, else the local engine. */

@@ -194,6 +194,8 @@ export const exitReplySchema = z
     oomKilled: z.boolean().optional(),
     /** Session mode only: see stateReplySchema. */
     state: stateReplySchema.optional(),
+    /** Fresh mode: the runner starts over to preload these (its program imported them); greet the next one. */
+    preloading: z.array(preloadModuleSchema).min(1).max(100).optional(),
   })
   .strict();
 
@@ -245,8 +247,15 @@ export function encodeRunRequest(r: RunRequest): Buffer {
   return Buffer.concat([Buffer.from(head, 'ascii'), r.code ?? Buffer.alloc(0)]);
 }
 
-/** The runner's configuration, its command-line argument: `preload=a,b`. */
-export function runnerConfig(preloadModules: readonly string[]): string {
-  const mods = preloadModules.filter((m) => preloadModuleSchema.safeParse(m).success);
-  return `preload=${[...new Set(mods)].join(',')}`;
+/**
+ * When the runner preloads its modules: `used`, once a fresh program of this sandbox imported
+ * them (in the idle time after that call), or `start`, before the first program.
+ */
+export const PRELOAD_WHEN = ['used', 'start'] as const;
+export type PreloadWhen = (typeof PRELOAD_WHEN)[number];
+
+/** The runner's configuration, its command-line argument: `preload=a,b` or `preload=;learn=a,b`. */
+export function runnerConfig(preloadModules: readonly string[], when: PreloadWhen): string {
+  const mods = [...new Set(preloadModules.filter((m) => preloadModuleSchema.safeParse(m).success))].join(',');
+  return when === 'start' ? `preload=${mods}` : `preload=;learn=${mods}`;
 }

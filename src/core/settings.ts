@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DEFAULTS, type FilesOutCaps, type RunLimits, type SandboxLimits } from './limits';
 import { MAX_REQUIREMENT_LENGTH, requirementName } from './requirements';
 import { networkPolicy, type NetworkPolicy } from './network';
-import { preloadModuleSchema } from './runnerProtocol';
+import { PRELOAD_WHEN, preloadModuleSchema } from './runnerProtocol';
 
 /**
  * The extension's settings (section `codeactSandbox`), validated. package.json's
@@ -44,6 +44,7 @@ export const settingsShape = {
   artifactsBudgetMb: z.number().int().min(10).max(1048576),
   warmRunner: z.boolean(),
   preloadModules: z.array(preloadModuleSchema).max(100),
+  preloadWhen: z.enum(PRELOAD_WHEN),
   backend: z.enum(['docker', 'devcontainer', 'auto']),
   dockerHost: z.string().trim().max(2048),
   // The docker CLI's rule for context names; empty: DOCKER_HOST, DOCKER_CONTEXT, the CLI's current context.

@@ -7,6 +7,7 @@ import type { WorkspaceSource } from '../core/files/filesIn';
 import { DEFAULTS, type SandboxLimits } from '../core/limits';
 import type { Logger } from '../core/logger';
 import type { NetworkPolicy } from '../core/network';
+import type { PreloadWhen } from '../core/runnerProtocol';
 import { filesInCapsOf, filesOutCapsOf, readSettings } from '../core/settings';
 import type { SessionStates, StateMode } from '../core/sessionState';
 import type { OutputsMode, ToolCallOptions } from '../core/toolCall';
@@ -38,6 +39,7 @@ export interface SandboxConfig {
   limits: SandboxLimits;
   warmRunner: boolean;
   preloadModules: string[];
+  preloadWhen: PreloadWhen;
   /** `auto` or a runtime the engine must have (--runtime). */
   runtime: string;
   /** The domains programs may reach (--allow-domain, --deny-domain); unset: no network. */
@@ -75,6 +77,7 @@ export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWir
     limits: config.limits,
     warmRunner: config.warmRunner,
     preloadModules: config.preloadModules,
+    preloadWhen: config.preloadWhen,
     runtime: config.runtime,
     ...(config.network ? { network: { policy: config.network } } : {}),
   };

@@ -338,6 +338,7 @@ export class SandboxService implements SandboxProvider {
       limits: sandboxLimitsOf(s),
       warmRunner: s.warmRunner,
       preloadModules: s.preloadModules,
+      preloadWhen: s.preloadWhen,
       runtime: s.runtime,
       ...(packagesSetting ? { packagesSetting } : {}),
       ...(policy ? { network: { policy, ...(testing ? { testing } : {}) } } : {}),

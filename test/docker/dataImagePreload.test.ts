@@ -39,7 +39,7 @@ describe('preloading the data stack (integration)', function () {
     this.timeout(45 * 60_000);
     made = await testDataImage();
     const limits = { memoryMb: 1024, cpus: 1, pidsLimit: 256, workAreaMb: 128 };
-    warm = new DockerSandboxProvider({ docker, owner, log: watching, idleMs: 0, imageSettingHint: 'x', spec: () => ({ image: made.image.tag, limits, preloadModules: CANDIDATES }) });
+    warm = new DockerSandboxProvider({ docker, owner, log: watching, idleMs: 0, imageSettingHint: 'x', spec: () => ({ image: made.image.tag, limits, preloadModules: CANDIDATES, preloadWhen: 'start' }) });
     plain = new DockerSandboxProvider({ docker, owner, log, idleMs: 0, imageSettingHint: 'x', spec: () => ({ image: made.image.tag, limits, warmRunner: false }) });
     // The warm runner imports the whole list and starts over for each it rejects: minutes on a slow machine.
     await Promise.all([warmSandbox(warm, warmKey, 10 * 60_000), run(plain, plainKey, 'pass')]);

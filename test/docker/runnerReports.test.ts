@@ -10,7 +10,7 @@ describe('the warm runner reports (integration)', function () {
 
   describe('preloading', function () {
     it('leaves out a module that prints when imported, and no program gets what it printed', async function () {
-      const provider = sandboxes.makeProvider({ spec: () => ({ image: IMAGE, limits: TEST_LIMITS, preloadModules: ['json', 'this'] }) });
+      const provider = sandboxes.makeProvider({ spec: () => ({ image: IMAGE, limits: TEST_LIMITS, preloadModules: ['json', 'this'], preloadWhen: 'start' }) });
       const key = uniqueSessionKey('preload-prints');
       const code = 'import os, sys\nprint(os.getppid(), [m for m in ("json", "this") if m in sys.modules])';
       // Until it is ready (it starts over without `this`), a call would run by docker exec.

@@ -66,7 +66,7 @@ describe('container runtimes: gVisor and the default (integration)', function ()
 
   it('under runsc the runner preloads (its capture file works on gVisor\'s mounted work area)', async function () {
     if (!hasRunsc) this.skip();
-    const gvisor = sandboxes.makeProvider({ spec: () => testSpec({ runtime: 'runsc', preloadModules: ['decimal'] }) });
+    const gvisor = sandboxes.makeProvider({ spec: () => testSpec({ runtime: 'runsc', preloadModules: ['decimal'], preloadWhen: 'start' }) });
     const key = uniqueSessionKey('runsc-preload');
     assert.equal((await run(gvisor, key, 'print(1)')).text, 'stdout:\n1');
     const { name } = await warmSandbox(gvisor, key);

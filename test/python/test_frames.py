@@ -71,6 +71,8 @@ MADE = {
     'exit by SIGKILL, not for memory': lambda: r.encode_frame(b'X', 7, r.exit_reply(9, False, False, False, 5, 5)),
     'exit 0 while the counter rose (a subprocess was OOM-killed)': lambda: r.encode_frame(b'X', 7, r.exit_reply(0, False, False, False, 5, 6)),
     'exit by SIGKILL, the counter unreadable': lambda: r.encode_frame(b'X', 7, r.exit_reply(9, True, False, False, None, None)),
+    'exit 0, starting over to preload what it imported': lambda: r.encode_frame(
+        b'X', 7, r.exit_reply(0, False, False, False, 0, 0, None, False, ['numpy', 'pandas'])),
     'exit by SIGTERM, output limited, orphans stopped': lambda: r.encode_frame(b'X', 7, r.exit_reply(15, False, True, True, 0, 0)),
     'exit of a child that was not reaped': lambda: r.encode_frame(b'X', 7, r.exit_reply(None, True, False, False, 0, 0)),
     'exit 0 in session mode, kept': lambda: r.encode_frame(b'X', 7, r.exit_reply(0, False, False, False, 0, 0, r.state_reply('', '0a1b2c3d', True, 57))),

@@ -201,6 +201,23 @@ describe('runner channel over a stream, with a fake runner and clock (unit)', ()
       });
     });
 
+    it('an exit that says the runner starts over to preload: connecting and greeting until the new runner answers', async () => {
+      const { runner, channel, clock, log } = await ready();
+      runner.answer('h', () => []); // the new runner is still importing
+      runner.answer('r', () => ['started', 'exit 0, starting over to preload what it imported'].map(runnerFrame));
+      assert.deepEqual(await start(channel, 7, requestOf(RUN_7.request!)).outcome, { kind: 'exit', exitCode: 0, killed: false, limited: false, orphans: false, oomKilled: false });
+      assert.equal(channel.state, 'connecting');
+      assert.deepEqual(runner.kinds, ['h0', 'r7', 'h0']);
+      assert.deepEqual(log.lines, ['info: sandbox sb: the runner starts over to preload numpy, pandas (a program imported them)']);
+      assert.deepEqual(await start(channel, 8, requestOf(RUN_8.request!)).outcome, { kind: 'declined', reason: 'runner connecting', written: false });
+      await clock.advance(HELLO_RETRY_MS);
+      assert.deepEqual(runner.kinds, ['h0', 'r7', 'h0', 'h0']);
+      runner.send(runnerFrame('hello'));
+      await settle();
+      assert.equal(channel.state, 'ready');
+      assert.equal(clock.timers, 0);
+    });
+
     it('a declined run gives the golden reason, and the channel takes the next run', async () => {
       const { runner, channel } = await ready();
       runner.answer('r', () => [runnerFrame('declined, a non-ASCII reason')]);

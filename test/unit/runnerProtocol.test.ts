@@ -156,8 +156,10 @@ describe('runner protocol (unit)', () => {
     });
 
     it('passes only module names to the runner', () => {
-      assert.equal(runnerConfig(['numpy', 'matplotlib.pyplot', 'numpy']), 'preload=numpy,matplotlib.pyplot');
-      assert.equal(runnerConfig(['os;import evil', 'a,b', '../x', '', 'x=1']), 'preload=');
+      assert.equal(runnerConfig(['numpy', 'matplotlib.pyplot', 'numpy'], 'start'), 'preload=numpy,matplotlib.pyplot');
+      assert.equal(runnerConfig(['numpy', 'matplotlib.pyplot', 'numpy'], 'used'), 'preload=;learn=numpy,matplotlib.pyplot');
+      assert.equal(runnerConfig(['os;import evil', 'a,b', '../x', '', 'x=1'], 'start'), 'preload=');
+      assert.equal(runnerConfig(['os;import evil', 'a,b', '../x', '', 'x=1'], 'used'), 'preload=;learn=');
       assert.equal(preloadModuleSchema.safeParse('pandas').success, true);
       assert.equal(preloadModuleSchema.safeParse('pandas; x').success, false);
     });

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { runnerConfig } from '../../core/runnerProtocol';
+import { runnerConfig, type PreloadWhen } from '../../core/runnerProtocol';
 
 declare const __CODEACT_RUNNER_SOURCE__: string | undefined;
 declare const __CODEACT_GUEST_SOURCE__: string | undefined;
@@ -37,6 +37,6 @@ export function guestSource(): string {
 }
 
 /** PID 1 of a warm sandbox: the runner, which also does the keeper's work (reaping orphans). */
-export function runnerCommand(preloadModules: readonly string[]): string[] {
-  return ['python3', '-c', runnerSource(), runnerConfig(preloadModules)];
+export function runnerCommand(preloadModules: readonly string[], when: PreloadWhen): string[] {
+  return ['python3', '-c', runnerSource(), runnerConfig(preloadModules, when)];
 }

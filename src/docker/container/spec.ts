@@ -1,5 +1,6 @@
 import type Dockerode from 'dockerode';
 import { DEFAULTS, type SandboxLimits } from '../../core/limits';
+import type { PreloadWhen } from '../../core/runnerProtocol';
 import { policyDigest, type NetworkPolicy } from '../../core/network';
 import type { Logger } from '../../core/logger';
 import { describeError } from '../../core/errors';
@@ -14,8 +15,10 @@ export interface SandboxSpec {
   limits: SandboxLimits;
   /** PID 1 is the warm runner and programs are forked from it (default true); false: `docker exec` only. */
   warmRunner?: boolean;
-  /** Modules the runner imports before the first program (those the image lacks are skipped). */
+  /** Modules the runner preloads (those the image lacks are skipped). */
   preloadModules?: readonly string[];
+  /** When: once a program of the sandbox imported them (`used`, the default), or at its start. */
+  preloadWhen?: PreloadWhen;
   /** `auto` (gVisor where the engine has it), a runtime the engine must have, or unset: the engine's default. */
   runtime?: RuntimeRequest;
   /**
@@ -72,6 +75,7 @@ export function specKey(spec: SandboxSpec): string {
     spec.limits,
     spec.warmRunner !== false,
     spec.preloadModules ?? null,
+    spec.preloadWhen ?? DEFAULTS.preloadWhen,
     spec.runtime ?? null,
     spec.packagesSetting ?? null,
     spec.network ?? null,
@@ -85,7 +89,7 @@ export function sameSpec(a: SandboxSpec, b: SandboxSpec): boolean {
 
 /** The container's command: the warm runner, or the plain keeper. */
 export function commandOf(spec: SandboxSpec): string[] {
-  return spec.warmRunner === false ? ['python3', '-c', KEEPER_SOURCE] : runnerCommand(spec.preloadModules ?? DEFAULTS.preloadModules);
+  return spec.warmRunner === false ? ['python3', '-c', KEEPER_SOURCE] : runnerCommand(spec.preloadModules ?? DEFAULTS.preloadModules, spec.preloadWhen ?? DEFAULTS.preloadWhen);
 }
 
 /**

@@ -211,7 +211,8 @@ export class RunnerChannel {
       }, START_DEADLINE_MS);
       const active: ActiveRun = {
         id,
-        onFrame: (frame) => readRunFrame(frame, progress, { ...io, onStarted: () => this.clock.clearTimeout(startTimer) }, finish),
+        onFrame: (frame) =>
+          readRunFrame(frame, progress, { ...io, onStarted: () => this.clock.clearTimeout(startTimer), onStartingOver: (m) => this.startingOver(m) }, finish),
         onBroken: (error) => finish({ kind: 'failed', started: progress.started, error }),
       };
       this.active = active;
@@ -219,6 +220,19 @@ export class RunnerChannel {
       this.write(encodeFrame(HOST_KIND.run, id, encodeRunRequest(request)));
       if (signal.aborted) onAbort();
     });
+  }
+
+  /**
+   * The runner said, with a program's exit, that it starts over to preload what the program
+   * imported: until the new runner answers a hello, calls wait for it as for a starting one.
+   */
+  private startingOver(modules: readonly string[]): void {
+    if (this.stateValue !== 'ready') return;
+    this.log.info(`sandbox ${this.label}: the runner starts over to preload ${modules.join(', ')} (a program imported them)`);
+    this.clock.clearTimeout(this.helloTimer);
+    this.helloTimer = undefined;
+    this.setState('connecting');
+    this.greet();
   }
 
   /** Detaches. The runner goes on (it is the container's PID 1) and a later host may attach again. */
@@ -338,7 +352,7 @@ export class RunnerChannel {
 function readRunFrame(
   frame: Frame,
   progress: { started: boolean },
-  io: { onStarted(): void; onStdout(chunk: Buffer): void; onStderr(chunk: Buffer): void },
+  io: { onStarted(): void; onStdout(chunk: Buffer): void; onStderr(chunk: Buffer): void; onStartingOver(modules: readonly string[]): void },
   finish: (outcome: RunnerOutcome) => void,
 ): void {
   switch (frame.kind) {
@@ -358,6 +372,7 @@ function readRunFrame(
     case RUNNER_KIND.exit: {
       if (!progress.started) throw new ProtocolError('exit before the program started');
       const x = parseReply(exitReplySchema, frame.payload, 'exit');
+      if (x.preloading) io.onStartingOver(x.preloading);
       finish({
         kind: 'exit',
         exitCode: x.exitCode,

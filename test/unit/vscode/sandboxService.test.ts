@@ -147,6 +147,7 @@ describe('sandbox service (unit)', () => {
         limits: { memoryMb: DEFAULTS.memoryMb, cpus: DEFAULTS.cpus, pidsLimit: DEFAULTS.pidsLimit, workAreaMb: DEFAULTS.workAreaMb },
         warmRunner: DEFAULTS.warmRunner,
         preloadModules: [...DEFAULTS.preloadModules],
+        preloadWhen: DEFAULTS.preloadWhen,
         runtime: DEFAULTS.runtime,
       });
       state.values.set(BUILD_APPROVED_KEY, true);
