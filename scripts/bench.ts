@@ -27,6 +27,8 @@ import { benchDataImage, type DataImageBench } from './bench/dataImage';
 import { benchCliRun, benchCliStart, type CliRunBench, type CliStartBench } from './bench/cliStart';
 import { benchSession, printSession, type SessionBench } from './bench/session';
 import { benchNetwork, type NetworkBench } from './bench/network';
+import { benchChats, type ChatsBench } from './bench/chats';
+import { benchMcp, type McpBench } from './bench/mcp';
 import { stat, type Stat } from './bench/stats';
 import { describeFaults, faultsPerCall, pageTouchMicros, type CallFaults } from './bench/faults';
 import { measureRuntimes } from './benchRuntimes';
@@ -152,6 +154,8 @@ async function main(): Promise<void> {
   let cliRun: CliRunBench | undefined;
   let warmFaults: CallFaults | undefined;
   let network: NetworkBench | undefined;
+  let chats: ChatsBench | undefined;
+  let mcp: McpBench | undefined;
   const providers = [warm, plain];
   // First, while nothing else runs: the command line's start against Node's own.
   process.stdout.write('command line start ... ');
@@ -193,9 +197,13 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, GAP_MS));
       expectText((await call(warm, wKey, PRINT1)).text, /^stdout:\n1$/, 'warm print(1)');
     });
-    const forks = await inside<{ fork: number[]; forkAndExit: number[] }>(container, FORK_SCRIPT(DEFAULTS.preloadModules, N));
+    const forks = await inside<{ fork: number[] }>(container, FORK_SCRIPT(DEFAULTS.preloadModules, N));
     results['fork.preloadedInterpreter'] = stat(forks.fork);
-    results['forkAndExit.preloadedInterpreter'] = stat(forks.forkAndExit);
+    console.log('done');
+
+    process.stdout.write('two kinds of chat, modules preloaded on use and at start ... ');
+    chats = await benchChats(dockerClient, IMAGE, N, VERSION, LIMITS, GAP_MS);
+    Object.assign(results, chats.results);
     console.log('done');
 
     process.stdout.write('Jupyter kernel round trip ... ');
@@ -279,12 +287,14 @@ async function main(): Promise<void> {
     results['share.copyIn'] = stat(copies);
     console.log('done');
 
-    process.stdout.write('command line runs ... ');
+    process.stdout.write('command line runs, MCP connections ... ');
     const cliDir = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-bench-bundle-'));
     try {
       await execFileP(process.execPath, ['esbuild.mjs', '--cli-into', cliDir, '--version', VERSION]);
       cliRun = await benchCliRun(N, path.join(cliDir, 'cli.js'), IMAGE, VERSION, dockerClient);
       Object.assign(results, cliRun.results);
+      mcp = await benchMcp(path.join(cliDir, 'cli.js'), IMAGE, Math.max(3, Math.round(N / 6)), ['runc', 'auto']);
+      Object.assign(results, mcp.results);
     } finally {
       fs.rmSync(cliDir, { recursive: true, force: true });
     }
@@ -346,8 +356,13 @@ async function main(): Promise<void> {
     'load: p95 warm print(1) under load / unloaded (target <= 3)': load!.latency.print!.p95 / results['print1.pipeline.warm']!.p95,
     'load, 1 in flight per chat: p95 print(1) / unloaded (no target)': loadSerial!.latency.print!.p95 / results['print1.pipeline.warm']!.p95,
     'load, quick calls only, 3 in flight: p95 print(1) / unloaded (no target)': loadQuick!.latency.print!.p95 / results['print1.pipeline.warm']!.p95,
-    [`warm print(1), ${GAP_MS} ms between calls / fork and exit of the preloaded interpreter (target <= 1.2)`]: r('print1.pipeline.warm.gap') / r('forkAndExit.preloadedInterpreter'),
-    'session call (print(x + 1)) / fork and exit of the preloaded interpreter (target <= 1.2)': session!.results['session.print(x+1)']!.median / r('forkAndExit.preloadedInterpreter'),
+    // The print(1) rows run before the chat's first pandas call: a chat that has not imported the
+    // data stack, whose calls are forked from the bare interpreter (modules preloaded on use).
+    [`warm print(1), ${GAP_MS} ms between calls / fork and exit of the bare interpreter (target <= 1.2)`]: r('print1.pipeline.warm.gap') / r('forkAndExit.bareInterpreter'),
+    // A session's state holder is the chat's own interpreter: bare until a call imports more.
+    'session call (print(x + 1)) / fork and exit of the bare interpreter (target <= 1.2)': session!.results['session.print(x+1)']!.median / r('forkAndExit.bareInterpreter'),
+    ...chats!.ratios,
+    ...mcp!.ratios,
     'warm print(1) / bare interpreter (target <= 2)': r('print1.pipeline.warm') / r('print1.bareInterpreter'),
     'warm print(1) / docker exec CLI (target < 1)': r('print1.pipeline.warm') / r('print1.dockerExecCli'),
     'warm pandas program / docker exec CLI (target <= 0.1)': r('pandas.pipeline.warm') / r('pandas.dockerExecCli'),
@@ -371,8 +386,10 @@ async function main(): Promise<void> {
     console.log('');
   };
   table('measurement', Object.entries(results));
-  table(`warm print(1) on the runner channel, by phase (${GAP_MS} ms between calls)`, Object.entries(phases!));
-  console.log(`page faults of a warm print(1), ${GAP_MS} ms between calls: ${describeFaults(warmFaults!)}\n`);
+  table(`warm print(1) on the runner channel, by phase (${GAP_MS} ms between calls, after the chat's pandas calls)`, Object.entries(phases!));
+  console.log(`page faults of a warm print(1), ${GAP_MS} ms between calls, after the chat's pandas calls: ${describeFaults(warmFaults!)}`);
+  for (const [k, f] of Object.entries(chats!.faults)) console.log(`page faults of a warm print(1), ${k.replace('.', ' chat, preloaded on ')}: ${describeFaults(f)}`);
+  console.log('');
   for (const [l, what] of [[load!, ''], [loadSerial!, ''], [loadQuick!, ', quick calls only']] as const) {
     table(`load, ${l.inFlightPerChat} in flight per chat${what} (${l.calls} calls, wall ${(l.wallMs / 1000).toFixed(1)} s)`, Object.entries(l.latency) as [string, Stat][]);
     console.log(`${l.failures.length} failed calls${l.failures.length ? `: ${l.failures.slice(0, 5).join('; ')}` : ''}\n`);
@@ -390,12 +407,12 @@ async function main(): Promise<void> {
   for (const [k, v] of Object.entries(ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
   for (const [k, v] of Object.entries(runtimes.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(2)}`);
   for (const [k, v] of Object.entries(network!.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(2)}`);
-  const floor = ratios[`warm print(1), ${GAP_MS} ms between calls / fork and exit of the preloaded interpreter (target <= 1.2)`]!;
-  if (floor > 1.2) console.log(`\nwarm print(1) is ${floor.toFixed(2)} x the fork-and-exit floor; the phase that holds it: ${heaviestPhase(phases!)}`);
+  const floor = chats!.ratios[`data chat: warm print(1), ${GAP_MS} ms between calls / fork and exit of the preloaded interpreter (target <= 1.2)`]!;
+  if (floor > 1.2) console.log(`\na data chat's warm print(1) is ${floor.toFixed(2)} x the fork-and-exit floor; the phase that holds it: ${heaviestPhase(phases!)}`);
   const out = path.join('test-results', 'bench');
   fs.mkdirSync(out, { recursive: true });
   const file = path.join(out, 'bench.json');
-  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, load, loadSerial, loadQuick, dataImage, session, cliStart, cliRun, warmFaults, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios, ...network!.ratios }, network, notes }, null, 2) + '\n');
+  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, load, loadSerial, loadQuick, dataImage, session, cliStart, cliRun, warmFaults, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios, ...network!.ratios }, network, chats, mcp, notes }, null, 2) + '\n');
   console.log(`\nwritten to ${file}`);
 }
 

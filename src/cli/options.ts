@@ -106,12 +106,12 @@ const SECTIONS: readonly Section[] = [
       {
         name: 'preload',
         value: 'MOD',
-        help: ['a module the warm runner preloads (repeatable; default', `${DEFAULTS.preloadModules.join(', ')}; --preload '' for none)`],
+        help: ['a module the warm runner may preload (repeatable; default', `${DEFAULTS.preloadModules.join(', ')}; --preload '' for none)`],
       },
       {
         name: 'preload-when',
         value: 'W',
-        help: ['used (default): once a program of the session imported the module; start: before the first program'],
+        help: ['used (default): once a program of the session imported it, before the next run;', 'start: before the first program'],
       },
       { name: 'verbose', help: ['log engine activity to stderr'] },
     ],
