@@ -242,7 +242,9 @@ class Runner:
             return child
         while True:
             while self.pending_hellos:
-                self.hello(self.pending_hellos.pop(0))
+                payload = self.pending_hellos.pop(0)
+                if not self.learned:  # else left to the next runner, as below
+                    self.hello(payload)
             if self.learned and self.state is None and not self.channel.reader.buf and not self.channel.closed:
                 child = self.relearn()
                 if child is not None:
@@ -263,7 +265,10 @@ class Runner:
             # for that run's supervisor to see, not be consumed (and dropped) here.
             for kind, rid, payload in self.channel.frames():
                 if kind == b'h':
-                    self.hello(payload)
+                    # About to start over: the host repeats its hello every second, and the next
+                    # runner answers it once it is set up (an answer from this one would call it ready).
+                    if not self.learned:
+                        self.hello(payload)
                 elif kind == b'r':
                     req = parse_run_request(payload)
                     if req is None:
@@ -452,7 +457,8 @@ class Runner:
             self.learned.update(notice.used(_LEARNABLE))
         preloading = [m for m in self.learn_config if m in self.learned] if link is None else ()
         # The kernel counts an OOM kill before it sends the SIGKILL: a reaped child's is in.
-        reply = exit_reply(w.status, w.killed, w.limited, w.orphans, oom_before, read_oom_kills(), state, w.own_oom and not w.kept, preloading)
+        own_oom = w.own_oom and not w.kept
+        reply = exit_reply(w.status, w.killed, w.limited, w.orphans, oom_before, read_oom_kills(), state, own_oom, preloading)
         self.channel.send(b'X', rid, reply)
 
     def commit(self, pid, link, base, keep, status, unkept):

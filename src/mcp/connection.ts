@@ -1,4 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { describeError } from '../core/errors';
 import type { WorkspaceSource } from '../core/files/filesIn';
 import { DEFAULTS } from '../core/limits';
 import { SessionStates } from '../core/sessionState';
@@ -60,10 +61,13 @@ export class McpConnection {
   /**
    * Makes the connection's sandbox now, ahead of its first call, as VS Code does when a chat is
    * about to call: the first call then finds it started and its runner warming (or warm). Only an
-   * image already on the engine is used; nothing is asked, built or pulled.
+   * image already on the engine is used; nothing is asked, built or pulled. The run store's
+   * index is read now too (a walk of its folders, the first use of its records' schema), which
+   * the first call would otherwise pay after its program ran (its record, the prune).
    */
   prewarm(): void {
     this.provider.prewarm(this.parts.sessionKey);
+    this.parts.store.totalBytes().catch((e: unknown) => this.config.log.warn(`the run store could not be read ahead of the first call: ${describeError(e)}`));
   }
 
   call(args: unknown, signal: AbortSignal): Promise<CallToolResult> {
