@@ -149,8 +149,9 @@ class _RecursionDepth:
             field = self._find_field()
             if field is None:
                 return 'recursion counter not found'
-            probe = '/sandbox/tmp/.codeact-depth-%d.py' % os.getpid()
-            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            # A name no program could have made ahead (a runner also starts over after programs ran).
+            probe = '/sandbox/tmp/.codeact-depth-%d-%s.py' % (os.getpid(), os.urandom(6).hex())
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             os.write(fd, self.PROBE)
             os.close(fd)
             try:

@@ -54,7 +54,10 @@ def _fork_safe_threads():
     when it is next needed). A probe child is forked and our thread count checked after."""
     if _threads() == 1:
         return True
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # the pids limit, say: cannot tell, so not safe
+        return False
     if pid == 0:
         os._exit(0)
     os.waitpid(pid, 0)

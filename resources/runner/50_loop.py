@@ -308,6 +308,10 @@ class Runner:
         session = req['session']
         if not session:
             self.drop_state()
+        else:
+            # A state is about to be held: the runner cannot start over, and hosts it told it
+            # would are answered by this one again (what fresh calls import is learned anew).
+            self.learned.clear()
         if req['code'] is not None:
             problem = _write_program(d, req['code'])
             if problem:
@@ -401,43 +405,69 @@ class Runner:
         """Starts the runner over (stage 0 again) with the modules programs imported preloaded.
         Called only when idle: no session state (a holder's state would be lost), no frame
         buffered (a frame already read would be lost; one still in the pipe is read by the next
-        runner). Children that are ending are waited for, so the next runner meets none of them.
-        The next call waits for the imports, which its program would otherwise have paid itself."""
+        runner). The next call waits for the imports, which its program would otherwise have
+        paid itself.
+
+        Programs have had the work area, and the next interpreter starts as PID 1 with the
+        channel: it is dumpable until it has set itself up, Python's start reads the user site
+        under HOME, and `-c` puts the current directory first on sys.path. So nothing of the
+        chat's may meet it: every other process is killed first (a fresh call's leftovers are
+        not the next call's), it starts in `/`, and not at all once the user site or a
+        matplotlibrc it would read has changed."""
         learned, self.learned = self.learned, set()
+        why = self.stale()
         self.drop_waiting()
-        self.await_exits()
-        self.await_dying()
+        if why is None and not self.kill_the_rest():
+            why = 'processes of earlier calls did not end'
+        if why is not None:
+            return self.give_up_learning(why)
         keep = self.preload_config + [m for m in self.learn_config if m in learned and m not in self.preload_config]
         _log('programs here imported %s: starting over with it preloaded' % ', '.join(m for m in self.learn_config if m in learned))
         os.dup2(self.channel.fd_in, 0)
         os.dup2(self.channel.fd_out, 1)
         config = 'preload=%s;learn=%s;dirty=%s' % (','.join(keep), ','.join(self.learn_config), ','.join(self.noted_dirty))
         try:
+            os.chdir('/')
             _stage0_exec(config, _START_ENV)
         except (OSError, SystemExit) as e:
-            # Not started over (exec refused, a source too large): serve on as this runner, and
-            # learn nothing more here. fds 0/1 go back to /dev/null and the log.
-            global _LEARNABLE
-            _LEARNABLE = ()
-            _log('cannot start over: %s' % e)
+            # Not started over (exec refused, a source too large): serve on as this runner.
+            # fds 0/1 go back to /dev/null and the log.
             devnull = os.open('/dev/null', os.O_RDWR)
             os.dup2(devnull, 0)
             os.close(devnull)
             os.dup2(2, 1)
-            return self.fork_ahead()
+            return self.give_up_learning('cannot start over: %s' % e)
         return None
 
-    def await_dying(self):
-        """Waits (a few seconds at most) until the killed holders and children are reaped."""
-        poller = None
+    def give_up_learning(self, why):
+        """This runner learns nothing more (the host, told it starts over, is answered by this one)."""
+        global _LEARNABLE
+        _LEARNABLE = ()
+        _log('not preloading what programs imported: %s' % why)
+        return self.fork_ahead()
+
+    def kill_the_rest(self):
+        """Kills every other process of the sandbox (kill(-1) from PID 1) and reaps them all; False
+        when some are still there after the grace."""
+        try:
+            os.kill(-1, _SIGKILL)
+        except OSError:
+            pass
+        poller = select.poll()
+        poller.register(self.wake_r, select.POLLIN)
         deadline = time.monotonic() + DYING_GRACE_S
-        while self.dying and time.monotonic() < deadline:
+        while True:
             self.reap(None)
-            if not self.dying:
-                break
-            if poller is None:
-                poller = select.poll()
-                poller.register(self.wake_r, select.POLLIN)
+            try:
+                os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                self.exiting.clear()
+                self.dying.clear()
+                return True
+            except InterruptedError:
+                pass
+            if time.monotonic() >= deadline:
+                return False
             try:
                 poller.poll(100)
             except InterruptedError:
@@ -453,8 +483,9 @@ class Runner:
             state = self.commit(pid, link, base, w.kept and not (w.killed or w.limited or w.orphans or w.kill_at), w.status, w.unkept)
         # What a fresh program imported of the modules to learn: the runner starts over with them
         # before it reads the next frame (serve), and the host, told so, greets the new runner.
-        if notice is not None:
-            self.learned.update(notice.used(_LEARNABLE))
+        used = notice.used(_LEARNABLE) if notice is not None else ()
+        if used and self.stale() is None:  # else relearn would refuse: the host is not told
+            self.learned.update(used)
         preloading = [m for m in self.learn_config if m in self.learned] if link is None else ()
         # The kernel counts an OOM kill before it sends the SIGKILL: a reaped child's is in.
         own_oom = w.own_oom and not w.kept

@@ -47,7 +47,7 @@ def main():
     # (learning it again would start the runner over after every call).
     global _LEARNABLE
     tried = set(preload) | {d.split('(')[0] for d in noted_dirty}
-    _LEARNABLE = tuple(m for m in learn if m not in tried)
+    _LEARNABLE = tuple(m for m in learn if m not in tried and m not in sys.modules)
     if unusable:
         runner.serve_unusable()
 

@@ -66,6 +66,7 @@ function sandboxConfigFrom(p: Parsed): SandboxConfig & { workspace: string | und
   const preload = (p.flags.get('preload') ?? [...DEFAULTS.preloadModules]).filter((m) => m !== '');
   const badModule = preload.find((m) => !preloadModuleSchema.safeParse(m).success);
   if (badModule !== undefined) throw new UsageError(`--preload ${badModule} is not a Python module name`);
+  if (preload.length > 100) throw new UsageError('--preload names at most 100 modules');
   const preloadWhen = (one(p, 'preload-when') ?? DEFAULTS.preloadWhen) as PreloadWhen;
   if (!PRELOAD_WHEN.includes(preloadWhen)) throw new UsageError(`--preload-when must be ${PRELOAD_WHEN.join(' or ')}`);
   const workspace = one(p, 'workspace');

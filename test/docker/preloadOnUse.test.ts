@@ -6,12 +6,12 @@
 import * as assert from 'node:assert/strict';
 import { recentLog, run, testSpec, uniqueSessionKey, useDocker, warmSandbox, WAITING_TEST_MS } from './helpers';
 
-const LOADED = 'import sys\nprint([m for m in ("decimal", "fractions", "this") if m in sys.modules])';
+const LOADED = 'import sys\nprint([m for m in ("csv", "decimal", "this") if m in sys.modules])';
 
 describe('preloading on first use (integration)', function () {
   this.timeout(WAITING_TEST_MS);
   const sandboxes = useDocker();
-  const provider = () => sandboxes.makeProvider({ spec: () => testSpec({ preloadModules: ['decimal', 'fractions', 'this'] }) });
+  const provider = () => sandboxes.makeProvider({ spec: () => testSpec({ preloadModules: ['csv', 'decimal', 'this'] }) });
 
   it('starts with none of its list, and preloads what a program imported for the next call', async function () {
     const p = provider();
@@ -22,9 +22,9 @@ describe('preloading on first use (integration)', function () {
     // The runner said it starts over with decimal; the host greets the new one, which answers once it is set up.
     await warmSandbox(p, key);
     assert.equal((await run(p, key, LOADED)).text, "stdout:\n['decimal']");
-    assert.equal((await run(p, key, 'import fractions\nprint(fractions.Fraction(1, 3) * 3)')).text, 'stdout:\n1');
+    assert.equal((await run(p, key, 'import csv\nprint(csv.QUOTE_ALL)')).text, 'stdout:\n1');
     await warmSandbox(p, key);
-    assert.equal((await run(p, key, LOADED)).text, "stdout:\n['decimal', 'fractions']");
+    assert.equal((await run(p, key, LOADED)).text, "stdout:\n['csv', 'decimal']");
     // What a program sees is still what `python3 file` gives: the preloaded module is not its own.
     assert.equal((await run(p, key, 'import os\nprint(os.getppid(), __name__)')).text, 'stdout:\n1 __main__');
   });
@@ -53,5 +53,44 @@ describe('preloading on first use (integration)', function () {
       'runner: [codeact-runner] programs here imported this: starting over with it preloaded',
       'runner: [codeact-runner] not preloading this: this(printed output)',
     ].sort());
+  });
+
+  it('starts over with nothing of the chat: no process an earlier call left, no file a program planted', async function () {
+    const p = provider();
+    const key = uniqueSessionKey('learn-hostile');
+    await warmSandbox(p, key);
+    // Modules the next interpreter would import from its current directory, and a process that
+    // outlives its call (its own session, no descriptor of the call's).
+    const plant = [
+      'import os, subprocess, sys',
+      'for name in ("select", "ctypes", "decimal"):',
+      '    with open("/sandbox/%s.py" % name, "w") as f:',
+      '        f.write("open(\'/sandbox/tmp/planted-ran\', \'a\').write(\'%s \' + str(__import__(\'os\').getpid()))\\n" % name)',
+      'bg = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True,',
+      '                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)',
+      'open("/sandbox/tmp/bg.pid", "w").write(str(bg.pid))',
+      'print("planted")',
+    ].join('\n');
+    assert.equal((await run(p, key, plant)).text, 'stdout:\nplanted');
+    const alive = 'import os\nprint(os.path.exists("/proc/%s" % open("/sandbox/tmp/bg.pid").read()), os.path.exists("/sandbox/tmp/planted-ran"))';
+    // A fresh call's process that let go of its output outlives the call until the runner starts over.
+    assert.equal((await run(p, key, alive)).text, 'stdout:\nTrue False');
+    assert.equal((await run(p, key, 'import csv\nprint(csv.QUOTE_NONE)')).text, 'stdout:\n3');
+    await warmSandbox(p, key);
+    assert.equal((await run(p, key, LOADED)).text, "stdout:\n['csv']");
+    assert.equal((await run(p, key, alive)).text, 'stdout:\nFalse False');
+  });
+
+  it('does not start over once a program made a user site, which the next interpreter would read', async function () {
+    const p = provider();
+    const key = uniqueSessionKey('learn-user-site');
+    await warmSandbox(p, key);
+    const site = 'import os, site, sys\nos.makedirs(site.getusersitepackages())\n' +
+      'open(os.path.join(site.getusersitepackages(), "x.pth"), "w").write("import os; os.getpid() == 1 and open(\'/sandbox/tmp/pth-in-pid1\', \'w\')\\n")\n' +
+      'import decimal\nprint(decimal.Decimal(2))';
+    assert.equal((await run(p, key, site)).text, 'stdout:\n2');
+    // Not told of a restart, the host has the same runner; later fresh calls see the user site (docker exec).
+    await warmSandbox(p, key);
+    assert.equal((await run(p, key, 'import os\nprint(os.path.exists("/sandbox/tmp/pth-in-pid1"))')).text, 'stdout:\nFalse');
   });
 });

@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { encodeFrame, type RunRequest } from '../../src/core/runnerProtocol';
-import { ChannelClosedError, HELLO_RETRY_MS, LOG_LINE_MAX, RunnerChannel, START_DEADLINE_MS, type RunnerOutcome } from '../../src/docker/run/runnerChannel';
+import { ChannelClosedError, HELLO_RETRY_MS, LOG_LINE_MAX, RESTART_DEADLINE_MS, RunnerChannel, START_DEADLINE_MS, type RunnerOutcome } from '../../src/docker/run/runnerChannel';
 import { FakeClock, settle } from './fakes/clock';
 import { FakeRunner } from './fakes/fakeRunner';
 import { frameError, hostFrame, runnerFrame, runnerReply, type GoldenRequest } from './fakes/golden';
@@ -207,6 +207,7 @@ describe('runner channel over a stream, with a fake runner and clock (unit)', ()
       runner.answer('r', () => ['started', 'exit 0, starting over to preload what it imported'].map(runnerFrame));
       assert.deepEqual(await start(channel, 7, requestOf(RUN_7.request!)).outcome, { kind: 'exit', exitCode: 0, killed: false, limited: false, orphans: false, oomKilled: false });
       assert.equal(channel.state, 'connecting');
+      assert.equal(channel.restarting, true);
       assert.deepEqual(runner.kinds, ['h0', 'r7', 'h0']);
       assert.deepEqual(log.lines, ['info: sandbox sb: the runner starts over to preload numpy, pandas (a program imported them)']);
       assert.deepEqual(await start(channel, 8, requestOf(RUN_8.request!)).outcome, { kind: 'declined', reason: 'runner connecting', written: false });
@@ -215,6 +216,22 @@ describe('runner channel over a stream, with a fake runner and clock (unit)', ()
       runner.send(runnerFrame('hello'));
       await settle();
       assert.equal(channel.state, 'ready');
+      assert.equal(channel.restarting, false);
+      assert.equal(clock.timers, 0);
+    });
+
+    it('a runner that does not come back after starting over: the channel is broken at its deadline, not a millisecond before', async () => {
+      const { runner, channel, clock, log } = await ready();
+      runner.answer('h', () => []);
+      runner.answer('r', () => ['started', 'exit 0, starting over to preload what it imported'].map(runnerFrame));
+      await start(channel, 7, requestOf(RUN_7.request!)).outcome;
+      await clock.advance(RESTART_DEADLINE_MS - 1);
+      assert.equal(channel.state, 'connecting');
+      await clock.advance(1);
+      assert.equal(channel.state, 'broken');
+      assert.equal(channel.reason, 'the runner did not come back after starting over');
+      assert.equal(channel.restarting, false);
+      assert.equal(log.lines.at(-1), 'warn: sandbox sb: the runner did not come back within 120 s of starting over');
       assert.equal(clock.timers, 0);
     });
 

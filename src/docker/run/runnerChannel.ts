@@ -36,6 +36,8 @@ import {
 export const START_DEADLINE_MS = 15_000;
 /** Hellos are repeated this often until answered (one may be lost with a host that died mid-frame). */
 export const HELLO_RETRY_MS = 1_000;
+/** How long a runner that said it starts over (to preload what a program imported) has to answer a hello before the channel is given up. */
+export const RESTART_DEADLINE_MS = 120_000;
 /** Lines of the runner's own stderr kept for the log, and their length. */
 export const LOG_LINE_MAX = 500;
 
@@ -94,6 +96,7 @@ export class RunnerChannel {
   private active: ActiveRun | undefined;
   private stderrLine = '';
   private brokenReason: string | undefined;
+  private restartTimer: Timer | undefined;
 
   private constructor(
     private readonly label: string,
@@ -232,7 +235,18 @@ export class RunnerChannel {
     this.clock.clearTimeout(this.helloTimer);
     this.helloTimer = undefined;
     this.setState('connecting');
+    this.restartTimer = this.clock.setTimeout(() => {
+      this.restartTimer = undefined;
+      this.log.warn(`sandbox ${this.label}: the runner did not come back within ${RESTART_DEADLINE_MS / 1000} s of starting over`);
+      this.breakChannel('the runner did not come back after starting over');
+    }, RESTART_DEADLINE_MS);
+    this.restartTimer.unref();
     this.greet();
+  }
+
+  /** True from a runner's word that it starts over until the next one answers (a call waits for it rather than run beside it). */
+  get restarting(): boolean {
+    return this.restartTimer !== undefined;
   }
 
   /** Detaches. The runner goes on (it is the container's PID 1) and a later host may attach again. */
@@ -274,6 +288,8 @@ export class RunnerChannel {
       const hello = parseReply(helloReplySchema, frame.payload, 'hello');
       if (hello.nonce !== this.nonce || this.stateValue !== 'connecting') return; // an answer to an older hello
       this.clock.clearTimeout(this.helloTimer);
+      this.clock.clearTimeout(this.restartTimer);
+      this.restartTimer = undefined;
       this.hello = hello;
       if (!hello.usable || hello.v !== RUNNER_PROTOCOL_VERSION) {
         this.log.warn(`sandbox ${this.label}: runner not usable (${hello.reason ?? `protocol ${hello.v}`}); programs run by docker exec`);
@@ -318,6 +334,8 @@ export class RunnerChannel {
 
   private detach(): void {
     this.clock.clearTimeout(this.helloTimer);
+    this.clock.clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
     const s = this.stream;
     this.stream = undefined;
     s?.destroy?.();

@@ -19,6 +19,12 @@ const RUNNER_READY_WAIT_MS = 300;
  * keep a state, so not waiting would cost the chat its state for the sake of a tenth of a second.
  */
 const RUNNER_SESSION_WAIT_MS = 60_000;
+/**
+ * A runner that said it starts over (it preloads what a program imported) is waited for: the
+ * call's program would pay those imports itself, and a `docker exec` beside the restart could
+ * meet it (the old runner ends every other process of the sandbox before it starts over).
+ */
+const RUNNER_RESTART_WAIT_MS = 60_000;
 /** How long a runner whose channel failed has to answer a new hello before the sandbox is restarted. */
 const RUNNER_REPAIR_WAIT_MS = 5_000;
 
@@ -75,7 +81,7 @@ export class WarmStrategy implements RunStrategy {
     const runner = ops.runner;
     if (!runner) return { ready: false, notes };
     // Just restarted for the runner's sake: give it the time to come up.
-    const wait = session ? RUNNER_SESSION_WAIT_MS : notes.length ? RUNNER_REPAIR_WAIT_MS : RUNNER_READY_WAIT_MS;
+    const wait = session ? RUNNER_SESSION_WAIT_MS : notes.length ? RUNNER_REPAIR_WAIT_MS : runner.restarting ? RUNNER_RESTART_WAIT_MS : RUNNER_READY_WAIT_MS;
     return { ready: await runner.whenReady(wait, signal), notes };
   }
 
