@@ -30,3 +30,10 @@ def _stage0_exec(config, env=None):
     if env is None:
         os.execv(sys.executable or '/usr/bin/python3', ['python3', '-c', _BOOT])
     os.execve(sys.executable or '/usr/bin/python3', ['python3', '-c', _BOOT], env)
+
+
+def _start_over(preload, learn, dirty):
+    """Stage 0 again (stage 1 starting over), with the environment the runner started with and
+    this config: the modules to preload, those it may preload once a program imported them,
+    and those found not transparent."""
+    _stage0_exec('preload=%s;learn=%s;dirty=%s' % (','.join(preload), ','.join(learn), ','.join(dirty)), _START_ENV)

@@ -425,10 +425,9 @@ class Runner:
         _log('programs here imported %s: starting over with it preloaded' % ', '.join(m for m in self.learn_config if m in learned))
         os.dup2(self.channel.fd_in, 0)
         os.dup2(self.channel.fd_out, 1)
-        config = 'preload=%s;learn=%s;dirty=%s' % (','.join(keep), ','.join(self.learn_config), ','.join(self.noted_dirty))
         try:
             os.chdir('/')
-            _stage0_exec(config, _START_ENV)
+            _start_over(keep, self.learn_config, self.noted_dirty)
         except (OSError, SystemExit) as e:
             # Not started over (exec refused, a source too large): serve on as this runner.
             # fds 0/1 go back to /dev/null and the log.

@@ -25,7 +25,7 @@ def main():
     sys.path_importer_cache.pop('', None)
     path_tail = list(sys.path)
 
-    keep_fds, preloaded, missing = _preload_or_restart(preload, native is not None, noted_dirty, chan_in, chan_out)
+    keep_fds, preloaded, missing = _preload_or_restart(preload, learn, native is not None, noted_dirty, chan_in, chan_out)
 
     # Everything preloaded goes to the permanent generation: a child's collections (and its exit)
     # never walk it, so they cost what the program's own objects cost, and its pages stay shared.
@@ -100,7 +100,7 @@ def _move_channel():
     return chan_in, chan_out, devnull
 
 
-def _preload_or_restart(preload, usable, noted_dirty, chan_in, chan_out):
+def _preload_or_restart(preload, learn, usable, noted_dirty, chan_in, chan_out):
     """Preloads (only with a usable runner); a module whose import was not invisible sends the
     runner back to stage 0 without it. Returns the fds preloading left open, and what was and was
     not preloaded."""
@@ -114,7 +114,5 @@ def _preload_or_restart(preload, usable, noted_dirty, chan_in, chan_out):
         _log('not preloading %s: %s' % (bad, dirty[0]))
         os.dup2(chan_in, 0)
         os.dup2(chan_out, 1)
-        keep = [m for m in preload if m != bad]
-        learn = parse_config(_CODEACT_CONFIG).get('learn', '')  # noqa: F821 (set by stage 0)
-        _stage0_exec('preload=%s;learn=%s;dirty=%s' % (','.join(keep), learn, ','.join(noted_dirty + [dirty[0]])), _START_ENV)
+        _start_over([m for m in preload if m != bad], learn, noted_dirty + [dirty[0]])
     return keep_fds, preloaded, missing
