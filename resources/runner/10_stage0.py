@@ -10,26 +10,43 @@ def _stage0_exec(config, env=None):
         b'_CODEACT_STAGE = 1\n_CODEACT_CONFIG = ', repr(config).encode(),
         b'\n_CODEACT_SOURCE = ', repr(source).encode(), b'\n', source,
     ])
-    r, w = os.pipe()
-    import fcntl  # the process is replaced below: this import leaves no trace
-
-    fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ: the whole payload fits before anyone reads
     if len(payload) > (1 << 20) - 4096:
         raise SystemExit('runner source too large for the hand-over pipe')
+    r, w = os.pipe()
+    had_fcntl = 'fcntl' in sys.modules
+    import fcntl  # the process is replaced below: this import leaves no trace (or is undone)
+
+    fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ: the whole payload fits before anyone reads
     view = memoryview(payload)
     while view:
         view = view[os.write(w, view):]
     os.close(w)
+    # What fd 3 was (in stage 1, the channel may be there): back in place if exec fails.
+    saved = None
     if r != 3:
+        try:
+            saved = (os.dup(3), os.get_inheritable(3))  # the copy is close-on-exec
+        except OSError:
+            pass
         os.dup2(r, 3)
         os.close(r)
     else:
         os.set_inheritable(3, True)
     # A restart passes the environment the runner started with: a module that was not kept may
     # have changed os.environ (sklearn sets KMP_*), and exec would hand that to every program.
-    if env is None:
-        os.execv(sys.executable or '/usr/bin/python3', ['python3', '-c', _BOOT])
-    os.execve(sys.executable or '/usr/bin/python3', ['python3', '-c', _BOOT], env)
+    try:
+        if env is None:
+            os.execv(sys.executable or '/usr/bin/python3', ['python3', '-c', _BOOT])
+        os.execve(sys.executable or '/usr/bin/python3', ['python3', '-c', _BOOT], env)
+    except OSError:
+        if not had_fcntl:
+            sys.modules.pop('fcntl', None)
+        if saved is None:
+            os.close(3)
+        else:
+            os.dup2(saved[0], 3, inheritable=saved[1])
+            os.close(saved[0])
+        raise
 
 
 def _start_over(preload, learn, dirty):
