@@ -254,8 +254,13 @@ export function encodeRunRequest(r: RunRequest): Buffer {
 export const PRELOAD_WHEN = ['used', 'start'] as const;
 export type PreloadWhen = (typeof PRELOAD_WHEN)[number];
 
-/** The runner's configuration, its command-line argument: `preload=a,b` or `preload=;learn=a,b`. */
-export function runnerConfig(preloadModules: readonly string[], when: PreloadWhen): string {
-  const mods = [...new Set(preloadModules.filter((m) => preloadModuleSchema.safeParse(m).success))].join(',');
-  return when === 'start' ? `preload=${mods}` : `preload=;learn=${mods}`;
+/**
+ * The runner's configuration, its command-line argument: `preload=a,b`, or `preload=;learn=a,b`
+ * (on first use). `ahead`, on first use: modules of the list to preload at once all the same,
+ * because programs of this window imported them (a spare made for the next chat): `preload=a;learn=a,b`.
+ */
+export function runnerConfig(preloadModules: readonly string[], when: PreloadWhen, ahead: readonly string[] = []): string {
+  const mods = [...new Set(preloadModules.filter((m) => preloadModuleSchema.safeParse(m).success))];
+  if (when === 'start') return `preload=${mods.join(',')}`;
+  return `preload=${mods.filter((m) => ahead.includes(m)).join(',')};learn=${mods.join(',')}`;
 }

@@ -4,7 +4,7 @@
  * Real engine, real runner; the plain test image, so the list is of standard modules.
  */
 import * as assert from 'node:assert/strict';
-import { recentLog, run, testSpec, uniqueSessionKey, useDocker, warmSandbox, WAITING_TEST_MS } from './helpers';
+import { inspect, recentLog, run, testSpec, uniqueSessionKey, useDocker, warmSandbox, WAIT_MS, WAITING_TEST_MS } from './helpers';
 
 const LOADED = 'import sys\nprint([m for m in ("csv", "decimal", "this") if m in sys.modules])';
 
@@ -79,6 +79,33 @@ describe('preloading on first use (integration)', function () {
     await warmSandbox(p, key);
     assert.equal((await run(p, key, LOADED)).text, "stdout:\n['csv']");
     assert.equal((await run(p, key, alive)).text, 'stdout:\nFalse False');
+  });
+
+  it("makes the window's next spares with what its chats imported preloaded, and replaces a spare made without it", async function () {
+    const p = sandboxes.makeProvider({ spec: () => testSpec({ preloadModules: ['csv', 'decimal', 'this'] }), options: { spareSandboxes: 2 } });
+    await p.fillSpares();
+    const [first, stale] = p.spareIds;
+    const config = async (id: string) => ((await inspect(id)).Config.Cmd as string[]).at(-1);
+    assert.deepEqual([await config(first!), await config(stale!)], ['preload=;learn=csv,decimal,this', 'preload=;learn=csv,decimal,this']);
+    for (const s of p.spares) assert.ok(await s.warmedUp(WAIT_MS), `spare ${s.name} never warmed up`);
+    const a = uniqueSessionKey('learn-window-a');
+    assert.equal((await run(p, a, 'import decimal\nprint(decimal.Decimal("0.5") * 2)')).text, 'stdout:\n1.0');
+    // The call's runner starts over with decimal: the spare made without it goes, two are made with it.
+    await p.fillSpares();
+    assert.equal(p.active.get(a)?.id, first);
+    assert.equal(p.spareIds.includes(stale!), false);
+    assert.equal(p.spares.length, 2);
+    for (const s of p.spares) {
+      assert.equal(await config(s.id), 'preload=decimal;learn=csv,decimal,this');
+      assert.ok(await s.warmedUp(WAIT_MS), `spare ${s.name} never warmed up`);
+    }
+    // A new chat's first program finds decimal loaded, and programs run as ever.
+    const b = uniqueSessionKey('learn-window-b');
+    assert.equal((await run(p, b, LOADED)).text, "stdout:\n['decimal']");
+    assert.equal((await run(p, b, 'import csv\nprint(csv.QUOTE_MINIMAL)')).text, 'stdout:\n0');
+    await warmSandbox(p, b);
+    assert.equal((await run(p, b, LOADED)).text, "stdout:\n['csv', 'decimal']");
+    assert.match(recentLog(400), /replacing 1 spare sandbox\(es\) to preload what this window's programs imported/);
   });
 
   it('does not start over once a program made a user site, which the next interpreter would read', async function () {

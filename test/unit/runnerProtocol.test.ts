@@ -160,6 +160,9 @@ describe('runner protocol (unit)', () => {
       assert.equal(runnerConfig(['numpy', 'matplotlib.pyplot', 'numpy'], 'used'), 'preload=;learn=numpy,matplotlib.pyplot');
       assert.equal(runnerConfig(['os;import evil', 'a,b', '../x', '', 'x=1'], 'start'), 'preload=');
       assert.equal(runnerConfig(['os;import evil', 'a,b', '../x', '', 'x=1'], 'used'), 'preload=;learn=');
+      // What this window's programs imported: preloaded at once, in the list's order; only names of the list.
+      assert.equal(runnerConfig(['numpy', 'pandas', 'scipy'], 'used', ['scipy', 'numpy', 'evil', 'os;x']), 'preload=numpy,scipy;learn=numpy,pandas,scipy');
+      assert.equal(runnerConfig(['numpy', 'pandas'], 'start', ['numpy']), 'preload=numpy,pandas');
       assert.equal(preloadModuleSchema.safeParse('pandas').success, true);
       assert.equal(preloadModuleSchema.safeParse('pandas; x').success, false);
     });

@@ -36,7 +36,18 @@ export function guestSource(): string {
   return built('guest.py', typeof __CODEACT_GUEST_SOURCE__ === 'string' ? __CODEACT_GUEST_SOURCE__ : undefined);
 }
 
+/**
+ * A container's command as a sandbox's match compares it: what was preloaded ahead, on first use
+ * (`preload=a;learn=a,b`), was the provider's hint at the time, not a setting.
+ */
+export function commandWithoutAhead(cmd: readonly string[] | undefined): string[] {
+  const args = [...(cmd ?? [])];
+  const last = args.length - 1;
+  if (last >= 0 && /^preload=[^;]*;learn=/.test(args[last]!)) args[last] = args[last]!.replace(/^preload=[^;]*;/, 'preload=;');
+  return args;
+}
+
 /** PID 1 of a warm sandbox: the runner, which also does the keeper's work (reaping orphans). */
-export function runnerCommand(preloadModules: readonly string[], when: PreloadWhen): string[] {
-  return ['python3', '-c', runnerSource(), runnerConfig(preloadModules, when)];
+export function runnerCommand(preloadModules: readonly string[], when: PreloadWhen, ahead: readonly string[] = []): string[] {
+  return ['python3', '-c', runnerSource(), runnerConfig(preloadModules, when, ahead)];
 }

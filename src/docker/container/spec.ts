@@ -7,7 +7,7 @@ import { describeError } from '../../core/errors';
 import { isGvisor, statusCode, withDeadline, type EngineKind, type RuntimeChoice, type RuntimeRequest } from '../engine';
 import { LABEL } from './labels';
 import { KEEPER_SOURCE, SANDBOX_GID, SANDBOX_UID, SANDBOX_USER, WORK_ROOT, sandboxEnv } from './guest';
-import { runnerCommand } from './runnerProgram';
+import { commandWithoutAhead, runnerCommand } from './runnerProgram';
 import { PODMAN_RLIMITS, podmanTmpfsCovers, podmanWorkAreaMountOptions, reportedImageMatches } from './podmanSpec';
 
 export interface SandboxSpec {
@@ -19,6 +19,13 @@ export interface SandboxSpec {
   preloadModules?: readonly string[];
   /** When: once a program of the sandbox imported them (`used`, the default), or at its start. */
   preloadWhen?: PreloadWhen;
+  /**
+   * With `used`: modules of the list preloaded at the start all the same, because programs of
+   * this window's chats imported them (spares and sandboxes made ahead of a chat's first call).
+   * A hint of the provider's, not a setting: not part of `specKey`, so a sandbox made with
+   * another hint still serves the session.
+   */
+  preloadAhead?: readonly string[];
   /** `auto` (gVisor where the engine has it), a runtime the engine must have, or unset: the engine's default. */
   runtime?: RuntimeRequest;
   /**
@@ -89,7 +96,7 @@ export function sameSpec(a: SandboxSpec, b: SandboxSpec): boolean {
 
 /** The container's command: the warm runner, or the plain keeper. */
 export function commandOf(spec: SandboxSpec): string[] {
-  return spec.warmRunner === false ? ['python3', '-c', KEEPER_SOURCE] : runnerCommand(spec.preloadModules ?? DEFAULTS.preloadModules, spec.preloadWhen ?? DEFAULTS.preloadWhen);
+  return spec.warmRunner === false ? ['python3', '-c', KEEPER_SOURCE] : runnerCommand(spec.preloadModules ?? DEFAULTS.preloadModules, spec.preloadWhen ?? DEFAULTS.preloadWhen, spec.preloadAhead);
 }
 
 /**
@@ -232,7 +239,7 @@ export function containerMatches(info: Dockerode.ContainerInspectInfo, spec: San
     h.Memory === spec.limits.memoryMb * 1024 * 1024 &&
     h.NanoCpus === Math.round(spec.limits.cpus * 1e9) &&
     h.PidsLimit === processLimits(spec.limits, runtime.name).hostPids &&
-    JSON.stringify(info.Config.Cmd) === JSON.stringify(commandOf(spec))
+    JSON.stringify(commandWithoutAhead(info.Config.Cmd)) === JSON.stringify(commandWithoutAhead(commandOf(spec)))
   );
 }
 

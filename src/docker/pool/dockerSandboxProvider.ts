@@ -11,6 +11,7 @@ import { adoptSession, createOrAdopt } from './sharedSessions';
 import { sameSpec, type SandboxSpec } from '../container';
 import { keptRuntime, runtimeFor } from './runtimeFor';
 import { SPARE_SESSION, SharedSparePool, SparePool, poolDigest, spareFailed, spareLabels } from './sparePool';
+import { WindowModules } from './windowModules';
 import type { ProviderOptions } from './providerOptions';
 import { systemClock, type Clock, type Timer } from '../../core/clock';
 
@@ -41,6 +42,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   private readonly roomWaiters = new RoomWaiters();
   private readonly sandboxes: SandboxFactory;
   private readonly clock: Clock;
+  private readonly window = new WindowModules();
 
   constructor(private readonly options: ProviderOptions) {
     this.sandboxes = options.sandboxes ?? engineSandboxes(options.docker, options.log);
@@ -111,7 +113,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   private async makeSpare(spec: SandboxSpec): Promise<DockerSandbox> {
     const { owner } = this.options;
     const runtime = await this.runtimeFor(spec);
-    return this.sandboxes.create(spec, runtime, owner, SPARE_SESSION, spareLabels(poolDigest(spec, runtime.name, owner.version)));
+    return this.sandboxes.create(this.window.ahead(spec), runtime, owner, SPARE_SESSION, spareLabels(poolDigest(spec, runtime.name, owner.version)));
   }
 
   /** Sandboxes replaced while a call still held them, not yet removed (for tests). */
@@ -168,7 +170,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
       this.options.log.info(`not creating a sandbox ahead of time: ${spec.image}${spec.network ? ' or the network proxy' : ''} is not on the engine yet`);
       return false;
     }
-    const entry = await this.entryFor(sessionKey, spec, new AbortController().signal, false);
+    const entry = await this.entryFor(sessionKey, this.window.ahead(spec), new AbortController().signal, false);
     if (!entry) return false;
     // Nobody holds it yet; the first call takes it.
     entry.leases--;
@@ -261,7 +263,10 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   private afterCall(entry: Entry): void {
     const maker = this.options.spareMaker;
     if (!maker || !this.sharedPool) {
-      void this.refill(entry.sandbox.spec);
+      // The chat's runner starts over to preload what its program imported: spares made without it go.
+      const learned = this.window.note(entry.sandbox.runner?.learned);
+      if (learned && this.pool && !this.disposed) void this.pool.renew(entry.sandbox.spec, (s) => this.window.behind(s.spec));
+      else void this.refill(entry.sandbox.spec);
       return;
     }
     // Only a new session can have taken the engine's spare; a kept session's call asks nothing more.

@@ -116,6 +116,19 @@ export class SparePool {
     return run;
   }
 
+  /**
+   * Removes the spares `stale` picks (and one being made, which may be as stale) and tops the pool
+   * up again for `spec`, in the background; resolves when that is done.
+   */
+  renew(spec: SandboxSpec, stale: (spare: DockerSandbox) => boolean): Promise<void> {
+    if (this.filling) this.generation++;
+    const old = this.spares.filter(stale);
+    for (const s of old) this.spares.splice(this.spares.indexOf(s), 1);
+    if (old.length > 0) this.log.info(`replacing ${old.length} spare sandbox(es) to preload what this window's programs imported`);
+    void Promise.all(old.map((s) => s.remove())).finally(() => this.source.changed());
+    return this.fill(spec);
+  }
+
   /** Removes every spare; a fill under way stops and removes what it was making. */
   async drain(): Promise<void> {
     this.generation++;

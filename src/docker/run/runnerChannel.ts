@@ -97,6 +97,7 @@ export class RunnerChannel {
   private stderrLine = '';
   private brokenReason: string | undefined;
   private restartTimer: Timer | undefined;
+  private readonly learnedModules = new Set<string>();
 
   private constructor(
     private readonly label: string,
@@ -230,6 +231,7 @@ export class RunnerChannel {
    * imported: until the new runner answers a hello, calls wait for it as for a starting one.
    */
   private startingOver(modules: readonly string[]): void {
+    for (const m of modules) this.learnedModules.add(m);
     if (this.stateValue !== 'ready') return;
     this.log.info(`sandbox ${this.label}: the runner starts over to preload ${modules.join(', ')} (a program imported them)`);
     this.clock.clearTimeout(this.helloTimer);
@@ -242,6 +244,11 @@ export class RunnerChannel {
     }, RESTART_DEADLINE_MS);
     this.restartTimer.unref();
     this.greet();
+  }
+
+  /** Modules the runner said it starts over to preload (a program imported them), over this channel's life. */
+  get learned(): ReadonlySet<string> {
+    return this.learnedModules;
   }
 
   /** True from a runner's word that it starts over until the next one answers (a call waits for it rather than run beside it). */
