@@ -55,6 +55,29 @@ class FailedExec(unittest.TestCase):
         self.assertEqual(os.fstat(3).st_ino, inode)
         self.assertFalse(os.get_inheritable(3))
 
+    def test_a_pipe_the_kernel_will_not_grow_leaves_nothing_either(self):
+        null = os.open('/dev/null', os.O_RDONLY)
+        if null != 3:
+            os.dup2(null, 3, inheritable=False)
+            os.close(null)
+        inode = os.fstat(3).st_ino
+        import fcntl  # loaded here, so the runner's import finds this module and its patched fcntl()
+        real = fcntl.fcntl
+
+        def refused(fd, cmd, arg=0):
+            if cmd == 1031:  # F_SETPIPE_SZ, past the user's pipe-buffer limit
+                raise OSError(errno.EPERM, 'Operation not permitted')
+            return real(fd, cmd, arg)
+
+        before = _open_fds()
+        with mock.patch.object(fcntl, 'fcntl', refused), mock.patch.object(os, 'execv', _refused):
+            with mock.patch.object(os, 'execve', _refused), self.assertRaises(OSError) as caught:
+                r._stage0_exec('preload=;learn=numpy', {'PATH': '/usr/bin'})
+        self.assertEqual(caught.exception.errno, errno.EPERM)
+        self.assertEqual(_open_fds(), before)
+        self.assertEqual(os.fstat(3).st_ino, inode)
+        self.assertIs(sys.modules.get('fcntl'), fcntl)
+
     def test_fd_3_free_stays_free(self):
         try:
             os.close(3)

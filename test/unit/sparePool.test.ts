@@ -100,28 +100,42 @@ describe('spare pool over fake sandboxes (unit)', () => {
     ]);
   });
 
-  it('renew replaces the spares it is told are stale, and one being made, with spares of the spec it is given', async () => {
+  it('renew removes the spares it is told are stale, then makes spares of the spec it is given', async () => {
     const { sandboxes, log, pool, ids } = setup(2);
     await pool.fill(SPEC);
     const ahead = { ...SPEC, preloadAhead: ['pandas'] };
     await pool.renew(ahead, (s) => s.id === 'sb1');
-    await settle();
     assert.deepEqual(ids(), ['sb2', 'sb3']);
     assert.deepEqual([sandboxes.byId('sb1').removed, sandboxes.byId('sb3').spec.preloadAhead], [true, ['pandas']]);
-    // A spare under way when the window learned more may be made without it: it goes when it arrives.
-    sandboxes.hold = true;
+    // Removed before the new one is made: the old and the new never count together against the maximum.
+    assert.deepEqual(sandboxes.events, ['create sb1 for spare', 'create sb2 for spare', 'remove sb1', 'create sb3 for spare']);
+    assert.deepEqual(log.lines.filter((l) => l.includes('replacing')), ["info: replacing 1 spare sandbox(es) to preload what this window's programs imported"]);
+  });
+
+  it('renew waits for a spare being made: kept when it is up to date, replaced when it is stale', async () => {
+    const { sandboxes, pool, ids } = setup(2);
+    await pool.fill(SPEC);
     pool.evictOne();
-    const filling = pool.fill(SPEC);
+    pool.evictOne();
+    sandboxes.hold = true;
+    void pool.fill(SPEC);
     await settle();
-    const renewed = pool.renew(ahead, () => false);
+    const kept = pool.renew(SPEC, (s) => s.id === 'sb1');
     sandboxes.held[0]!.make();
     await settle();
     sandboxes.held[1]!.make();
-    await Promise.all([filling, renewed]);
-    assert.deepEqual(ids(), ['sb3', 'sb5']);
-    assert.deepEqual(sandboxes.events.slice(-4), ['remove sb2', 'create sb4 for spare', 'remove sb4', 'create sb5 for spare']);
-    assert.equal(log.lines.filter((l) => l.includes('replacing')).length, 1);
-    assert.equal(log.lines.find((l) => l.includes('replacing')), "info: replacing 1 spare sandbox(es) to preload what this window's programs imported");
+    await kept;
+    assert.deepEqual(ids(), ['sb3', 'sb4']);
+    pool.evictOne();
+    void pool.fill(SPEC);
+    await settle();
+    const replaced = pool.renew(SPEC, (s) => s.id === 'sb5');
+    sandboxes.held[2]!.make();
+    await settle();
+    sandboxes.held[3]!.make();
+    await replaced;
+    assert.deepEqual(ids(), ['sb4', 'sb6']);
+    assert.deepEqual(sandboxes.events.slice(-3), ['create sb5 for spare', 'remove sb5', 'create sb6 for spare']);
   });
 
   it('close removes the spares at once, the one being made when it arrives, and makes no more', async () => {

@@ -38,12 +38,16 @@ export function guestSource(): string {
 
 /**
  * A container's command as a sandbox's match compares it: what was preloaded ahead, on first use
- * (`preload=a;learn=a,b`), was the provider's hint at the time, not a setting.
+ * (`preload=a;learn=a,b`), was the provider's hint at the time, not a setting. Only modules of the
+ * list count as a hint; a command that preloads anything else stays as it is (and matches nothing).
  */
 export function commandWithoutAhead(cmd: readonly string[] | undefined): string[] {
   const args = [...(cmd ?? [])];
-  const last = args.length - 1;
-  if (last >= 0 && /^preload=[^;]*;learn=/.test(args[last]!)) args[last] = args[last]!.replace(/^preload=[^;]*;/, 'preload=;');
+  const m = /^preload=([^;]*);learn=(.*)$/.exec(args.at(-1) ?? '');
+  if (m) {
+    const list = m[2]!.split(',');
+    if (m[1]!.split(',').every((x) => x === '' || list.includes(x))) args[args.length - 1] = `preload=;learn=${m[2]}`;
+  }
   return args;
 }
 

@@ -264,7 +264,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     const maker = this.options.spareMaker;
     if (!maker || !this.sharedPool) {
       // The chat's runner starts over to preload what its program imported: spares made without it go.
-      const learned = this.window.note(entry.sandbox.runner?.learned);
+      const learned = this.window.note(entry.sandbox.runner?.learned, entry.sandbox.spec);
       if (learned && this.pool && !this.disposed) void this.pool.renew(entry.sandbox.spec, (s) => this.window.behind(s.spec));
       else void this.refill(entry.sandbox.spec);
       return;

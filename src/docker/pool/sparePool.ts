@@ -117,16 +117,20 @@ export class SparePool {
   }
 
   /**
-   * Removes the spares `stale` picks (and one being made, which may be as stale) and tops the pool
-   * up again for `spec`, in the background; resolves when that is done.
+   * Replaces the spares `stale` picks with spares for `spec`: once a spare being made has arrived
+   * (it may be as stale), they are removed, and then the pool is topped up (so the old and the new
+   * never count twice against the maximum). Resolves when that is done; never rejects.
    */
-  renew(spec: SandboxSpec, stale: (spare: DockerSandbox) => boolean): Promise<void> {
-    if (this.filling) this.generation++;
+  async renew(spec: SandboxSpec, stale: (spare: DockerSandbox) => boolean): Promise<void> {
+    await this.filling;
     const old = this.spares.filter(stale);
     for (const s of old) this.spares.splice(this.spares.indexOf(s), 1);
-    if (old.length > 0) this.log.info(`replacing ${old.length} spare sandbox(es) to preload what this window's programs imported`);
-    void Promise.all(old.map((s) => s.remove())).finally(() => this.source.changed());
-    return this.fill(spec);
+    if (old.length > 0) {
+      this.log.info(`replacing ${old.length} spare sandbox(es) to preload what this window's programs imported`);
+      await Promise.allSettled(old.map((s) => s.remove()));
+      this.source.changed();
+    }
+    await this.fill(spec);
   }
 
   /** Removes every spare; a fill under way stops and removes what it was making. */

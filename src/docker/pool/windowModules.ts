@@ -12,10 +12,11 @@ import type { SandboxSpec } from '../container';
 export class WindowModules {
   private readonly seen = new Set<string>();
 
-  /** Adds what a sandbox's runner learned; true when any of it is new to the window. */
-  note(learned: Iterable<string> | undefined): boolean {
+  /** Adds what a sandbox's runner learned of `spec`'s list; true when any of it is new to the window. */
+  note(learned: Iterable<string> | undefined, spec: SandboxSpec): boolean {
+    const list = spec.preloadModules ?? DEFAULTS.preloadModules;
     const before = this.seen.size;
-    for (const m of learned ?? []) this.seen.add(m);
+    for (const m of learned ?? []) if (list.includes(m)) this.seen.add(m);
     return this.seen.size > before;
   }
 
