@@ -116,24 +116,23 @@ describe('spare pool over fake sandboxes (unit)', () => {
     const { sandboxes, pool, ids } = setup(2);
     await pool.fill(SPEC);
     pool.evictOne();
-    pool.evictOne();
     sandboxes.hold = true;
-    void pool.fill(SPEC);
-    await settle();
-    const kept = pool.renew(SPEC, (s) => s.id === 'sb1');
-    sandboxes.held[0]!.make();
-    await settle();
-    sandboxes.held[1]!.make();
-    await kept;
+    /** Frees a place, starts a fill, renews with `staleId` stale while it is under way, then lets both spares arrive. */
+    const renewWhileMaking = async (staleId: string) => {
+      pool.evictOne();
+      void pool.fill(SPEC);
+      await settle();
+      const renewed = pool.renew(SPEC, (s) => s.id === staleId);
+      sandboxes.held.at(-1)!.make();
+      await settle();
+      sandboxes.held.at(-1)!.make();
+      await renewed;
+    };
+    // sb3, under way, is up to date: kept; sb4 fills the other place.
+    await renewWhileMaking('sb1');
     assert.deepEqual(ids(), ['sb3', 'sb4']);
-    pool.evictOne();
-    void pool.fill(SPEC);
-    await settle();
-    const replaced = pool.renew(SPEC, (s) => s.id === 'sb5');
-    sandboxes.held[2]!.make();
-    await settle();
-    sandboxes.held[3]!.make();
-    await replaced;
+    // sb5, under way, is stale: removed once it arrives, and sb6 made instead.
+    await renewWhileMaking('sb5');
     assert.deepEqual(ids(), ['sb4', 'sb6']);
     assert.deepEqual(sandboxes.events.slice(-3), ['create sb5 for spare', 'remove sb5', 'create sb6 for spare']);
   });
