@@ -4,6 +4,7 @@
  * receive and exits 0 whenever the tool produced a result (whatever the program's exit code);
  * non-zero only when the tool itself failed (2: bad arguments, 1: no engine, no image, ...).
  */
+import { enableCompileCache } from './compileCache';
 import { USAGE, UsageError, isCommandName, parse, type Parsed } from './options';
 import { reportFailure } from './report';
 
@@ -24,6 +25,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   // Loaded only now: the engine client, the MCP SDK and the rest are not read for `--help` or a
   // usage error, so those answer as fast as Node starts (esbuild.mjs makes it a file of its own).
+  enableCompileCache();
   const { runCommand } = await import('./commands');
   return runCommand(parsed);
 }
