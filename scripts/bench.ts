@@ -24,7 +24,7 @@ import { putRunFiles } from '../src/docker/files/workArea';
 import { QUICK_MIX, loadCase, type LoadResult } from './bench/load';
 import { FORK_SCRIPT, heaviestPhase, warmPhases, type Phases } from './bench/phases';
 import { benchDataImage, type DataImageBench } from './bench/dataImage';
-import { benchCliRun, benchCliStart, type CliRunBench, type CliStartBench } from './bench/cliStart';
+import { benchCliRun, benchCliStart, heaviestCliPhase, type CliRunBench, type CliStartBench } from './bench/cliStart';
 import { benchSession, printSession, type SessionBench } from './bench/session';
 import { benchNetwork, type NetworkBench } from './bench/network';
 import { benchChats, type ChatsBench } from './bench/chats';
@@ -294,7 +294,7 @@ async function main(): Promise<void> {
     const cliDir = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-bench-bundle-'));
     try {
       await execFileP(process.execPath, ['esbuild.mjs', '--cli-into', cliDir, '--version', VERSION]);
-      cliRun = await benchCliRun(N, path.join(cliDir, 'cli.js'), IMAGE, VERSION, dockerClient);
+      cliRun = await benchCliRun(N, path.join(cliDir, 'cli.js'), IMAGE, VERSION, dockerClient, () => createDockerClient(), results['cli.nodeStart']!.median);
       Object.assign(results, cliRun.results);
       mcp = await benchMcp(path.join(cliDir, 'cli.js'), IMAGE, Math.max(3, Math.round(N / 6)), ['runc', 'auto']);
       Object.assign(results, mcp.results);
@@ -377,6 +377,7 @@ async function main(): Promise<void> {
     'CLI --help / node -e 0 (target <= 1.5)': r('cli.help') / r('cli.nodeStart'),
     'CLI --help / node -e 0, minor page faults (no target)': cliStart.faults.help / cliStart.faults.nodeStart,
     'CLI run of print(1) on a kept session / node -e 0 (target <= 3)': r('cli.run.warmSession') / r('cli.nodeStart'),
+    'CLI run of print(1) on a kept session under runc / node -e 0 (target <= 3)': r('cli.run.warmSession.runc') / r('cli.nodeStart'),
     'CLI run of print(1) on a kept session / node -e 0, minor page faults (no target)': cliRun!.faults.warmSession / cliStart.faults.nodeStart,
     'CLI run in a new session: from its result to its exit / node -e 0 (target <= 1)': r('cli.run.newSession.afterResult') / r('cli.nodeStart'),
   };
@@ -410,6 +411,13 @@ async function main(): Promise<void> {
   for (const [k, v] of Object.entries(ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
   for (const [k, v] of Object.entries(runtimes.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(2)}`);
   for (const [k, v] of Object.entries(network!.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(2)}`);
+  const cliRatio = r('cli.run.warmSession') / r('cli.nodeStart');
+  const p = cliRun!.phases;
+  console.log(
+    `\nCLI run on a kept session (the default runtime), ${r('cli.run.warmSession').toFixed(0)} ms: starting Node ${p.nodeStart.toFixed(0)}, loading the commands ${p.loadCommands.toFixed(0)}, ` +
+      `finding the sandbox ${p.findSandbox.toFixed(0)}, the lock's exec ${p.lockExec.toFixed(0)}, the call and the exit ${p.rest.toFixed(0)} (medians, each part alone)` +
+      (cliRatio > 3 ? `; ${cliRatio.toFixed(2)} x node -e 0, the phase that holds it: ${heaviestCliPhase(p, r('cli.run.warmSession'))}` : ''),
+  );
   const floor = chats!.ratios[`data chat: warm print(1), ${GAP_MS} ms between calls / fork and exit of the preloaded interpreter (target <= 1.2)`]!;
   if (floor > 1.2) console.log(`\na data chat's warm print(1) is ${floor.toFixed(2)} x the fork-and-exit floor; the phase that holds it: ${heaviestPhase(phases!)}`);
   const out = path.join('test-results', 'bench');

@@ -12,8 +12,12 @@ import { promisify } from 'node:util';
 import type Dockerode from 'dockerode';
 import { makersDir, makersEnded } from '../../src/cli/spareMaker';
 import { silentLogger } from '../../src/core/logger';
+import { sessionDigest } from '../../src/core/session';
 import { LABEL } from '../../src/docker/container/labels';
-import { WORK_ROOT } from '../../src/docker/container/guest';
+import { GUEST_PYTHON_FLAGS, WORK_ROOT } from '../../src/docker/container/guest';
+import { LOCK_HOLDER_SOURCE } from '../../src/docker/container/lock';
+import { engineIdentity } from '../../src/docker/engine/identity';
+import { sharedSandboxName } from '../../src/docker/sandbox/dockerSandbox';
 import { removeQuietly } from '../../src/docker/container/spec';
 import { processIsAlive } from '../../src/docker/pool/cleanup';
 import { stat, type Stat } from './stats';
@@ -57,9 +61,43 @@ export async function benchCliStart(n: number): Promise<CliStartBench> {
 }
 
 export interface CliRunBench {
-  results: { 'cli.run.warmSession': Stat; 'cli.run.newSession': Stat; 'cli.run.newSession.afterResult': Stat };
+  results: {
+    /** Under the engine's default runtime choice (gVisor where the engine has runsc), and under runc. */
+    'cli.run.warmSession': Stat;
+    'cli.run.warmSession.runc': Stat;
+    'cli.run.newSession': Stat;
+    'cli.run.newSession.afterResult': Stat;
+  };
   /** Minor page faults of the CLI process of a warm run on a kept session, median. */
   faults: { warmSession: number };
+  /** Where a warm run on a kept session (default runtime) goes, each part measured alone, medians. */
+  phases: CliRunPhases;
+}
+
+export interface CliRunPhases {
+  /** `node -e 0`, from the CLI-start bench. */
+  nodeStart: number;
+  /** Importing the commands' bundle (cli-commands.mjs and the chunks a run reads), timed inside a new Node process. */
+  loadCommands: number;
+  /** On a new engine connection, as a new process has: the inspect that finds the session's sandbox, and the ping. */
+  findSandbox: number;
+  /** The cross-process lock: an exec of its holder in the sandbox until it says it holds the lock. */
+  lockExec: number;
+  /** What is left: attaching to the runner, the call, printing, exiting. */
+  rest: number;
+}
+
+/** The phase of a CLI warm run that takes the most, for the bench's sentence on an unmet target. */
+export function heaviestCliPhase(p: CliRunPhases, whole: number): string {
+  const names: Record<keyof CliRunPhases, string> = {
+    nodeStart: 'starting Node',
+    loadCommands: 'loading the commands',
+    findSandbox: 'finding the sandbox',
+    lockExec: "the lock's exec in the sandbox",
+    rest: 'the call and the exit',
+  };
+  const [key, ms] = (Object.entries(p) as [keyof CliRunPhases, number][]).sort((a, b) => b[1] - a[1])[0]!;
+  return `${names[key]} (${ms.toFixed(0)} ms of ${whole.toFixed(0)})`;
 }
 
 /**
@@ -68,7 +106,16 @@ export interface CliRunBench {
  * time from its result on standard output to its exit is taken: what a caller waits for after it
  * has its answer. `cli` is a bundle stamped `version`, so what it leaves is found and removed.
  */
-export async function benchCliRun(n: number, cli: string, image: string, version: string, docker: Dockerode): Promise<CliRunBench> {
+export async function benchCliRun(
+  n: number,
+  cli: string,
+  image: string,
+  version: string,
+  docker: Dockerode,
+  /** A client with a connection of its own, as a new CLI process has. */
+  newClient: () => Dockerode,
+  nodeStart: number,
+): Promise<CliRunBench> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-bench-cli-'));
   const preload = path.join(dir, 'faults.cjs');
   fs.writeFileSync(preload, FAULTS);
@@ -76,16 +123,29 @@ export async function benchCliRun(n: number, cli: string, image: string, version
   fs.writeFileSync(program, 'print(1)\n');
   const kept = `bench-kept-${process.pid}`;
   const warm: number[] = [];
+  const warmRunc: number[] = [];
   const faults: number[] = [];
+  const load: number[] = [];
+  const find: number[] = [];
+  const lock: number[] = [];
+  // The CLI's session key for --session K (src/cli/commands.ts).
+  const name = sharedSandboxName('cli', sessionDigest(`cli:${kept}`));
   const fresh: number[] = [];
   const afterResult: number[] = [];
   try {
     for (let i = 0; i < n + 2; i++) {
       const r = await timedRun(['--require', preload, cli, 'run', '--image', image, '--session', kept, program]);
       await makersEnded(makersDir(), processIsAlive);
+      const runc = await timedRun([cli, 'run', '--image', image, '--runtime', 'runc', '--session', `${kept}-runc`, program]);
+      await makersEnded(makersDir(), processIsAlive);
       if (i < 2) continue; // the first creates the session; both leave the files in the page cache
       warm.push(r.ms);
+      warmRunc.push(runc.ms);
       faults.push(Number(/minflt=(\d+)/.exec(r.stderr)?.[1]));
+      // Its parts, each alone, between the runs (the kept sandbox idle, as a run finds it).
+      load.push(await loadTime(path.join(path.dirname(cli), 'cli-commands.mjs')));
+      find.push(await findTime(newClient(), name));
+      lock.push(await lockTime(docker, name));
     }
     const FRESH_N = Math.max(3, Math.round(n / 6));
     for (let i = 0; i < FRESH_N + 1; i++) {
@@ -104,10 +164,62 @@ export async function benchCliRun(n: number, cli: string, image: string, version
     fs.rmSync(dir, { recursive: true, force: true });
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const phases = { nodeStart, loadCommands: median(load), findSandbox: median(find), lockExec: median(lock), rest: 0 };
+  phases.rest = Math.max(0, median(warm) - phases.nodeStart - phases.loadCommands - phases.findSandbox - phases.lockExec);
   return {
-    results: { 'cli.run.warmSession': stat(warm), 'cli.run.newSession': stat(fresh), 'cli.run.newSession.afterResult': stat(afterResult) },
+    results: {
+      'cli.run.warmSession': stat(warm),
+      'cli.run.warmSession.runc': stat(warmRunc),
+      'cli.run.newSession': stat(fresh),
+      'cli.run.newSession.afterResult': stat(afterResult),
+    },
     faults: { warmSession: median(faults) },
+    phases,
   };
+}
+
+/** Milliseconds a new Node process takes to import `bundle`, timed by that process. */
+async function loadTime(bundle: string): Promise<number> {
+  const code = 'const t = performance.now(); await import(process.env.BUNDLE); process.stdout.write(String(performance.now() - t));';
+  const { stdout } = await execFileP(process.execPath, ['--input-type=module', '-e', code], { env: { ...process.env, BUNDLE: bundle } });
+  return Number(stdout);
+}
+
+/** What a warm run asks before the lock, on a connection of its own: the inspect by name and the ping. */
+async function findTime(client: Dockerode, name: string): Promise<number> {
+  const t = process.hrtime.bigint();
+  await client.getContainer(name).inspect();
+  await engineIdentity(client);
+  return Number(process.hrtime.bigint() - t) / 1e6;
+}
+
+/**
+ * The lock holder's exec (the command src/docker/container/lock.ts runs) until it says "locked";
+ * then its stdin is closed and its end is waited for, so the next run finds the lock free.
+ */
+async function lockTime(docker: Dockerode, name: string): Promise<number> {
+  const t = process.hrtime.bigint();
+  const exec = await docker.getContainer(name).exec({
+    Cmd: ['python3', ...GUEST_PYTHON_FLAGS, '-c', LOCK_HOLDER_SOURCE],
+    User: '0',
+    AttachStdin: true,
+    AttachStdout: true,
+    AttachStderr: true,
+  });
+  const stream = (await exec.start({ hijack: true, stdin: true })) as NodeJS.ReadWriteStream & { destroy(): void };
+  await new Promise<void>((resolve, reject) => {
+    let seen = '';
+    stream.on('data', (c: Buffer) => {
+      seen += c.toString('latin1');
+      if (seen.includes('locked\n')) resolve();
+    });
+    stream.on('end', () => reject(new Error(`the lock holder ended: ${JSON.stringify(seen)}`)));
+  });
+  const ms = Number(process.hrtime.bigint() - t) / 1e6;
+  stream.end();
+  stream.destroy();
+  for (let i = 0; i < 500 && (await exec.inspect()).Running; i++) await new Promise((r) => setTimeout(r, 10));
+  return ms;
 }
 
 /** Runs node with `args`; ms to its exit, and to the end of its result (`stdout:\n1\n`) on standard output. */
