@@ -14,8 +14,8 @@ import { makersDir, makersEnded } from '../../src/cli/spareMaker';
 import { silentLogger } from '../../src/core/logger';
 import { sessionDigest } from '../../src/core/session';
 import { LABEL } from '../../src/docker/container/labels';
-import { GUEST_PYTHON_FLAGS, WORK_ROOT } from '../../src/docker/container/guest';
-import { LOCK_HOLDER_SOURCE } from '../../src/docker/container/lock';
+import { WORK_ROOT } from '../../src/docker/container/guest';
+import { lockHolderExec } from '../../src/docker/container/lock';
 import { engineIdentity } from '../../src/docker/engine/identity';
 import { sharedSandboxName } from '../../src/docker/sandbox/dockerSandbox';
 import { removeQuietly } from '../../src/docker/container/spec';
@@ -194,18 +194,12 @@ async function findTime(client: Dockerode, name: string): Promise<number> {
 }
 
 /**
- * The lock holder's exec (the command src/docker/container/lock.ts runs) until it says "locked";
+ * The lock holder's exec (the one src/docker/container/lock.ts makes) until it says "locked";
  * then its stdin is closed and its end is waited for, so the next run finds the lock free.
  */
 async function lockTime(docker: Dockerode, name: string): Promise<number> {
   const t = process.hrtime.bigint();
-  const exec = await docker.getContainer(name).exec({
-    Cmd: ['python3', ...GUEST_PYTHON_FLAGS, '-c', LOCK_HOLDER_SOURCE],
-    User: '0',
-    AttachStdin: true,
-    AttachStdout: true,
-    AttachStderr: true,
-  });
+  const exec = await docker.getContainer(name).exec(lockHolderExec(false));
   const stream = (await exec.start({ hijack: true, stdin: true })) as NodeJS.ReadWriteStream & { destroy(): void };
   await new Promise<void>((resolve, reject) => {
     let seen = '';

@@ -25,6 +25,17 @@ export const LOCK_HOLDER_SOURCE = [
   'sys.stdin.buffer.read()',
 ].join('\n');
 
+/** The engine's exec of a holder (with `onlyIfFree`: one that says "busy" rather than wait). */
+export function lockHolderExec(onlyIfFree: boolean): Dockerode.ExecCreateOptions {
+  return {
+    Cmd: ['python3', ...GUEST_PYTHON_FLAGS, '-c', LOCK_HOLDER_SOURCE, ...(onlyIfFree ? ['try'] : [])],
+    User: '0',
+    AttachStdin: true,
+    AttachStdout: true,
+    AttachStderr: true,
+  };
+}
+
 /** Holders that end before taking the lock are replaced this many times in all. */
 const HOLDER_ATTEMPTS = 3;
 
@@ -78,17 +89,7 @@ export class SandboxLock {
   }
 
   private async takeOnce(signal: AbortSignal, onlyIfFree: boolean): Promise<boolean> {
-    const exec = await withDeadline(
-      this.container.exec({
-        Cmd: ['python3', ...GUEST_PYTHON_FLAGS, '-c', LOCK_HOLDER_SOURCE, ...(onlyIfFree ? ['try'] : [])],
-        User: '0',
-        AttachStdin: true,
-        AttachStdout: true,
-        AttachStderr: true,
-      }),
-      ENGINE_DEADLINE_MS,
-      'create lock exec',
-    );
+    const exec = await withDeadline(this.container.exec(lockHolderExec(onlyIfFree)), ENGINE_DEADLINE_MS, 'create lock exec');
     const stream = (await withDeadline(exec.start({ hijack: true, stdin: true }), ENGINE_DEADLINE_MS, 'start lock exec')) as NodeJS.ReadWriteStream & {
       destroy?: () => void;
     };
