@@ -69,6 +69,9 @@ bash scripts/ensure-runsc.sh
 bash scripts/ensure-podman.sh --rootless
 bash scripts/ensure-stress.sh
 bash scripts/ensure-python-tools.sh
+# The extension host's Node (22.1+) is also the one a unit test runs the command line under, to
+# prove its compile cache: installed here, before the unit stage, rather than only for the host stage.
+if [ "${CODEACT_SKIP_HOST:-}" != 1 ]; then bash scripts/ensure-vscode-host.sh; fi
 
 stage "typecheck, lint, bundle"
 npx tsc --noEmit -p .
