@@ -164,8 +164,8 @@ export async function benchCliRun(
     fs.rmSync(dir, { recursive: true, force: true });
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const phases = { nodeStart, loadCommands: median(load), findSandbox: median(find), lockExec: median(lock), rest: 0 };
-  phases.rest = Math.max(0, median(warm) - phases.nodeStart - phases.loadCommands - phases.findSandbox - phases.lockExec);
+  const parts = { nodeStart, loadCommands: median(load), findSandbox: median(find), lockExec: median(lock) };
+  const phases: CliRunPhases = { ...parts, rest: Math.max(0, median(warm) - Object.values(parts).reduce((a, b) => a + b, 0)) };
   return {
     results: {
       'cli.run.warmSession': stat(warm),

@@ -18,10 +18,10 @@ export function compileCacheDir(env: NodeJS.ProcessEnv = process.env): string {
  * Keeps V8's compiled code of the command bundles between runs, where Node can (22.1 and later):
  * compiling the ~1 MB a `run` reads is a tenth of a warm run on a kept session (Node 24 on a
  * 2-vCPU virtual machine, medians of 12 interleaved runs: runc 187 ms without, 175 ms with; gVisor
- * 249 ms, 225 ms). The folder is the user's, made 0700
- * first: Node's own default is a shared folder in the system's temporary directory, where another
- * user could leave code for this one to run. Returns whether the cache is on; never throws (a
- * folder that cannot be made leaves the command as fast as it was).
+ * 249 ms, 225 ms). The folder is the user's, made 0700 first: Node's own default is a shared
+ * folder in the system's temporary directory, where another user could leave code for this one to
+ * run. Returns whether the cache is on; never throws (a folder that cannot be made leaves the
+ * command as fast as it was).
  */
 export function enableCompileCache(dir: string = compileCacheDir(), host: CompileCacheHost = nodeModule as CompileCacheHost): boolean {
   if (typeof host.enableCompileCache !== 'function') return false;
