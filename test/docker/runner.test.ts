@@ -37,6 +37,24 @@ const gvisorDetails = byRuntime({
 });
 
 /**
+ * A program that imports modules of its own, one on each side of a module of the start it takes
+ * out of sys.modules and imports again: at its end, only its own are torn down (their globals'
+ * finalizers print), in the order `python3 file` tears them down.
+ */
+const OWN_MODULES = [
+  'import sys',
+  'for name in ("mod_a", "mod_b"):',
+  '    with open(name + ".py", "w") as f:',
+  '        f.write("class R:\\n    def __del__(self):\\n        print(%r, \'finalized\')\\nr = R()\\n" % name)',
+  'import mod_a',
+  'old = sys.modules.pop("os")',
+  'import os',
+  'import mod_b',
+  'print(os is old)',
+].join('\n');
+const OWN_MODULES_TEXT = 'stdout:\nFalse\nmod_a finalized\nmod_b finalized';
+
+/**
  * Programs whose result must be the same text through the warm runner (forked from a warm
  * interpreter) and through a fresh `docker exec python3 program.py`.
  */
@@ -127,6 +145,7 @@ const PARITY: [string, string][] = [
       'print(sorted(os.sched_getaffinity(0)) == sorted(os.sched_getaffinity(0)), os.nice(0))',
     ].join('\n'),
   ],
+  ["its own modules' globals finalized, a module of the start imported again", OWN_MODULES],
   ['a syntax error', 'print("unclosed"\n'],
   ['an indentation error', 'if True:\nprint(1)\n'],
   [
@@ -164,6 +183,10 @@ describe('the warm runner (integration)', function () {
         assert.equal(normalized(w), normalized(p));
       });
     }
+
+    it('tears down exactly the modules the program imported', async function () {
+      assert.equal((await run(warm, warmKey, OWN_MODULES)).text, OWN_MODULES_TEXT);
+    });
 
     it('runs them as forks of the runner, not through docker exec', async function () {
       const r = await run(warm, warmKey, 'import os\nprint(os.getppid())');
