@@ -7,6 +7,8 @@ export interface Entry {
   sandbox: DockerSandbox;
   leases: number;
   retired: boolean;
+  /** A spare taken by this session: the name it gets once its first call is over (for `docker ps`). */
+  renameTo?: string;
 }
 
 /** What a lease asks of the provider it came from. */
