@@ -11,6 +11,7 @@ import { DockerSandboxProvider } from '../src/docker/pool/dockerSandboxProvider'
 import { engineRuntimes } from '../src/docker/engine/runtime';
 import { SANDBOX_GID, SANDBOX_UID } from '../src/docker/container/guest';
 import { currentOwner } from '../src/docker/container/labels';
+import { warmPhases, type Phases } from './bench/phases';
 
 export interface Stat {
   n: number;
@@ -20,7 +21,7 @@ export interface Stat {
 }
 
 /** Idle time before each call of the `.gap` rows, as a model's thinking leaves between tool calls. */
-const RUNTIME_GAP_MS = 300;
+export const RUNTIME_GAP_MS = 300;
 
 export interface BenchTools {
   N: number;
@@ -43,12 +44,15 @@ async function runtimeImage(t: BenchTools, fallback: string): Promise<string> {
   return out.split('\n').find((l) => l && !l.endsWith(':<none>')) ?? fallback;
 }
 
-/** Results keyed `runtime.<name>.<measurement>` and ratios runsc / runc; nothing when the engine has no runsc. */
+/**
+ * Results keyed `runtime.<name>.<measurement>` and ratios runsc / runc; nothing when the engine has
+ * no runsc. `heldBy`: the phase of a data chat's warm print(1) to which runsc adds the most.
+ */
 export async function measureRuntimes(
   dockerClient: Dockerode,
   t: BenchTools,
   fallbackImage: string,
-): Promise<{ image?: string; results: Record<string, Stat>; ratios: Record<string, number>; skipped?: string }> {
+): Promise<{ image?: string; results: Record<string, Stat>; ratios: Record<string, number>; skipped?: string; heldBy?: string }> {
   const { available } = await engineRuntimes(dockerClient);
   if (!available.includes('runsc')) return { results: {}, ratios: {}, skipped: 'the engine has no runsc runtime' };
   const image = await runtimeImage(t, fallbackImage);
@@ -80,6 +84,8 @@ export async function measureRuntimes(
       results[at('warm.pandas')] = await t.repeat(t.N, async () => t.expectText((await call(key, t.PANDAS)).text, t.pandasOut, `${runtime} pandas`));
       results[at('warm.pandas.gap')] = await t.repeat(t.N, async () => t.expectText((await call(key, t.PANDAS)).text, t.pandasOut, `${runtime} pandas`), 2, RUNTIME_GAP_MS);
       results[at('data.print1.gap')] = await t.repeat(t.N, async () => t.expectText((await call(key, t.PRINT1)).text, /^stdout:\n1$/, `${runtime} print(1)`), 2, RUNTIME_GAP_MS);
+      // The same call on the runner channel, by phase: which part of it the runtime makes dearer.
+      for (const [phase, s] of Object.entries(await warmPhases(provider.active.get(key)!, t.N, RUNTIME_GAP_MS)) as [keyof Phases, Stat][]) results[at(`data.print1.gap.${phase}`)] = s;
       const user = `${SANDBOX_UID}:${SANDBOX_GID}`;
       results[at('dockerExecCli.print1')] = await t.repeat(Math.max(5, t.N / 3), () => t.docker('exec', '-u', user, first.sandboxId, 'python3', '-c', t.PRINT1));
       results[at('dockerExecCli.pandas')] = await t.repeat(Math.max(3, t.N / 6), () => t.docker('exec', '-u', user, first.sandboxId, 'python3', '-c', t.PANDAS), 1);
@@ -108,5 +114,9 @@ export async function measureRuntimes(
   for (const m of ['warm.print1', 'warm.pandas', 'warm.print1.gap', 'warm.pandas.gap', 'data.print1.gap', 'first.print1.prewarmed', 'first.print1.cold', 'dockerExecCli.print1', 'dockerExecCli.pandas']) {
     ratios[`runsc / runc: ${m}`] = results[`runtime.runsc.${m}`]!.median / results[`runtime.runc.${m}`]!.median;
   }
-  return { image, results, ratios };
+  const phaseNames: (keyof Phases)[] = ['toProgram', 'program', 'outputBack', 'exitAndReply', 'channelTotal'];
+  const extra = (p: keyof Phases) => results[`runtime.runsc.data.print1.gap.${p}`]!.median - results[`runtime.runc.data.print1.gap.${p}`]!.median;
+  const held = phaseNames.filter((p) => p !== 'channelTotal').sort((a, b) => extra(b) - extra(a))[0]!;
+  const heldBy = `${held} (${results[`runtime.runc.data.print1.gap.${held}`]!.median.toFixed(1)} -> ${results[`runtime.runsc.data.print1.gap.${held}`]!.median.toFixed(1)} ms, ${extra(held).toFixed(1)} of the ${extra('channelTotal').toFixed(1)} ms that runsc adds on the channel)`;
+  return { image, results, ratios, heldBy };
 }

@@ -17,6 +17,9 @@ const STAMPED = [
 
 const now = () => performance.timeOrigin + performance.now();
 
+/** Each run's directory is new, also when one sandbox is measured more than once. */
+let runNumber = 900_000;
+
 export interface Phases {
   /** Request written by the host until the program's first statement: the channel, program.py, checks, fork, becoming the program. */
   toProgram: Stat;
@@ -30,18 +33,26 @@ export interface Phases {
   channelTotal: Stat;
 }
 
-export async function warmPhases(sandbox: DockerSandbox, n: number, gapMs: number): Promise<Phases> {
+/** `session`: each call a session call, run on the state the last one kept (the state's holder forks it). */
+export async function warmPhases(sandbox: DockerSandbox, n: number, gapMs: number, options: { session?: boolean } = {}): Promise<Phases> {
   const rows: Record<keyof Phases, number[]> = { toProgram: [], program: [], outputBack: [], exitAndReply: [], channelTotal: [] };
   for (let i = 0; i < n + 2; i++) {
     await new Promise((r) => setTimeout(r, gapMs));
+    const number = runNumber++;
     const runner = sandbox.runner;
     if (!runner) throw new Error('no runner channel');
     let text = '';
     let outAt = 0;
     const t0 = now();
     const outcome = await runner.run(
-      900_000_000 + i,
-      { dir: `/sandbox/runs/${900_000 + i}-bec000`, code: Buffer.from(STAMPED), maxOutputBytes: 1 << 20, orphanGraceMs: 200 },
+      900_000_000 + number,
+      {
+        dir: `/sandbox/runs/${number}-bec000`,
+        code: Buffer.from(STAMPED),
+        maxOutputBytes: 1 << 20,
+        orphanGraceMs: 200,
+        ...(options.session ? { state: { reset: false } } : {}),
+      },
       {
         onStdout: (c) => {
           text += c.toString('utf8');

@@ -17,6 +17,7 @@ import { SANDBOX_GID, SANDBOX_UID } from '../../src/docker/container/guest';
 import { currentOwner } from '../../src/docker/container/labels';
 import { stat, type Stat } from './stats';
 import { describeFaults, faultsPerCall, type CallFaults } from './faults';
+import { warmPhases, type Phases } from './phases';
 
 const execFileP = promisify(execFile);
 const RUN_LIMITS = { timeoutMs: 120_000, outputBudgetBytes: DEFAULTS.outputBudgetBytes, maxOutputBytes: DEFAULTS.maxOutputMb * 1024 * 1024 };
@@ -32,6 +33,8 @@ export interface SessionBench {
   ratios: Record<string, number>;
   /** Page faults per session call (print(x + 1)), by process. */
   faults: CallFaults;
+  /** Where a session call's time goes on the runner channel, `gapMs` between calls. */
+  phases: Phases;
 }
 
 async function docker(...args: string[]): Promise<string> {
@@ -62,7 +65,7 @@ km.shutdown_kernel(now=True)
 print(json.dumps(print1))
 `;
 
-export async function benchSession(dockerClient: Dockerode, image: string, n: number, version: string, limits: SandboxLimits): Promise<SessionBench> {
+export async function benchSession(dockerClient: Dockerode, image: string, n: number, version: string, limits: SandboxLimits, gapMs = 25): Promise<SessionBench> {
   const provider = new DockerSandboxProvider({
     docker: dockerClient,
     owner: currentOwner('cli', version),
@@ -100,6 +103,13 @@ export async function benchSession(dockerClient: Dockerode, image: string, n: nu
     results['session.print(1)'] = await timed(n, async () => expect((await call(sKey, 'print(1)', true)).text, `stdout:\n1\n\n${KEPT}`));
     results['fresh.print(1)'] = await timed(n, async () => expect((await call(fKey, 'print(1)', false)).text, 'stdout:\n1'));
     const faults = await faultsPerCall(session, n, async () => expect((await call(sKey, 'print(x + 1)', true)).text, `stdout:\n42\n\n${KEPT}`));
+    // On the channel itself, in a session of its own with the same small state: calls made there
+    // keep a state the host's bookkeeping did not see, so this session takes no other call.
+    const pKey = `bench:session-phases:${process.pid}`;
+    await call(pKey, 'x = 41', true);
+    if (!(await provider.active.get(pKey)!.warmedUp(60_000))) throw new Error('the warm runner did not come up');
+    const phases = await warmPhases(provider.active.get(pKey)!, n, gapMs, { session: true });
+    await provider.release(pKey);
 
     // Memory: the same 100 MB DataFrame in each mode, then a question about it in session mode.
     const idleSession = await memoryMb(session);
@@ -119,6 +129,7 @@ export async function benchSession(dockerClient: Dockerode, image: string, n: nu
     );
     const r = (k: string) => results[k]!.median;
     return {
+      phases,
       results,
       memoryMb: { idleSession, keptDataFrame, idleFresh, freshAfterDataFrame },
       faults,
@@ -147,6 +158,12 @@ export function printSession(b: SessionBench): void {
       `(+${(m.keptDataFrame - m.idleSession).toFixed(1)} MB); fresh idle ${m.idleFresh.toFixed(1)} MB, after the same call ${m.freshAfterDataFrame.toFixed(1)} MB\n`,
   );
   console.log(`page faults of a session call (print(x + 1)): ${describeFaults(b.faults)}\n`);
+  const pw = Math.max(...Object.keys(b.phases).map((k) => k.length), 'a session call on the runner channel, by phase'.length);
+  console.log(`${'a session call on the runner channel, by phase'.padEnd(pw)}    n      min   median      p95      max  (ms)`);
+  for (const [k, s] of Object.entries(b.phases)) {
+    console.log(`${k.padEnd(pw)} ${String(s.n).padStart(4)} ${[s.min, s.median, s.p95, s.max].map((v) => v.toFixed(1).padStart(8)).join(' ')}`);
+  }
+  console.log('');
   const rw = Math.max(...Object.keys(b.ratios).map((k) => k.length));
   for (const [k, v] of Object.entries(b.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
   console.log('');
