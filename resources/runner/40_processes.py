@@ -55,6 +55,28 @@ def _shadowing(d, extra):
     return None
 
 
+# A request like the host's, for rehearse_request.
+_REHEARSAL = encode_frame(b'r', 1, b'dir=/sandbox/runs/0001-000000\nmax=1\ngrace=1000\ncode=1\n\nprint(1)\n')
+
+
+def rehearse_request(stale, extra, listed):
+    """Runs PID 1's side of a request on a made-up one, touching nothing the program will see:
+    its frame read, its parse, the checks that read the file system. Called once a child is
+    forked ahead, whose fork shared every page of this process again: each page the request's
+    path then writes first is a copy-on-write fault, which gVisor handles itself at several µs
+    each. Taken here, in the idle time, they are off the next call's path (measured under
+    gVisor, data image: the frame's read and parse 1.5 to 0.3 ms). Returns the parsed request."""
+    reader = FrameReader()
+    reader.push(_REHEARSAL)
+    req = None
+    for _kind, _rid, payload in reader.frames():
+        req = parse_run_request(payload)
+    stale()
+    _shadowing(listed, extra)
+    read_oom_kills()
+    return req
+
+
 def _stale_paths(extra):
     """Import-time inputs that a later fresh import would read (a program may change them)."""
     paths = []

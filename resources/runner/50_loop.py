@@ -165,6 +165,11 @@ class Runner:
         for fd in (out_w, err_w, ctl_r):
             os.close(fd)
         self.waiting = {'pid': pid, 'ctl': ctl_w, 'out_r': out_r, 'err_r': err_r, 'notice': notice}
+        try:
+            # The work area's top, a few names (the runs folder grows with the calls).
+            rehearse_request(self.stale, self.extra, os.path.dirname(RUNS))
+        except Exception as e:  # a rehearsal is never worth a call
+            _log('rehearsal: %r' % e)
         return None
 
     def take_waiting(self, d):

@@ -107,3 +107,14 @@ class OomKills(unittest.TestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+class Rehearsal(unittest.TestCase):
+    def test_parses_its_made_up_request_and_changes_nothing(self):
+        calls = []
+        with tempfile.TemporaryDirectory() as d:
+            open(os.path.join(d, 'numpy.py'), 'w').close()
+            req = r.rehearse_request(lambda: calls.append('stale'), {'numpy'}, d)
+            self.assertEqual(os.listdir(d), ['numpy.py'])
+        self.assertEqual(req, {'dir': '/sandbox/runs/0001-000000', 'code': b'print(1)\n', 'max': 1, 'grace': 1.0, 'session': False, 'reset': False})
+        self.assertEqual(calls, ['stale'])
