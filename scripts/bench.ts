@@ -29,7 +29,7 @@ import { benchSession, printSession, type SessionBench } from './bench/session';
 import { benchNetwork, type NetworkBench } from './bench/network';
 import { benchChats, type ChatsBench } from './bench/chats';
 import { benchMcp, type McpBench } from './bench/mcp';
-import { stat, type Stat } from './bench/stats';
+import { printTable, stat, type Stat } from './bench/stats';
 import { describeFaults, faultsPerCall, pageTouchMicros, type CallFaults } from './bench/faults';
 import { measureRuntimes, RUNTIME_GAP_MS } from './benchRuntimes';
 
@@ -384,22 +384,14 @@ async function main(): Promise<void> {
     'CLI run of print(1) on a kept session / node -e 0, minor page faults (no target)': cliRun!.faults.warmSession / cliStart.faults.nodeStart,
     'CLI run in a new session: from its result to its exit / node -e 0 (target <= 1)': r('cli.run.newSession.afterResult') / r('cli.nodeStart'),
   };
-  const table = (title: string, entries: [string, Stat][]) => {
-    const w = Math.max(title.length, ...entries.map((x) => x[0].length));
-    console.log(`${title.padEnd(w)}    n      min   median      p95      max  (ms)`);
-    for (const [k, s] of entries) {
-      console.log(`${k.padEnd(w)} ${String(s.n).padStart(4)} ${[s.min, s.median, s.p95, s.max].map((v) => v.toFixed(1).padStart(8)).join(' ')}`);
-    }
-    console.log('');
-  };
-  table('measurement', Object.entries(results));
-  table(`warm print(1) on the runner channel, by phase (${GAP_MS} ms between calls, before the chat's first pandas call)`, Object.entries(plainPhases!));
-  table(`warm print(1) on the runner channel, by phase (${GAP_MS} ms between calls, after the chat's pandas calls)`, Object.entries(phases!));
+  printTable('measurement', Object.entries(results));
+  printTable(`warm print(1) on the runner channel, by phase (${GAP_MS} ms between calls, before the chat's first pandas call)`, Object.entries(plainPhases!));
+  printTable(`warm print(1) on the runner channel, by phase (${GAP_MS} ms between calls, after the chat's pandas calls)`, Object.entries(phases!));
   console.log(`page faults of a warm print(1), ${GAP_MS} ms between calls, after the chat's pandas calls: ${describeFaults(warmFaults!)}`);
   for (const [k, f] of Object.entries(chats!.faults)) console.log(`page faults of a warm print(1), ${k.replace('.', ' chat, preloaded on ')}: ${describeFaults(f)}`);
   console.log('');
   for (const [l, what] of [[load!, ''], [loadSerial!, ''], [loadQuick!, ', quick calls only']] as const) {
-    table(`load, ${l.inFlightPerChat} in flight per chat${what} (${l.calls} calls, wall ${(l.wallMs / 1000).toFixed(1)} s)`, Object.entries(l.latency) as [string, Stat][]);
+    printTable(`load, ${l.inFlightPerChat} in flight per chat${what} (${l.calls} calls, wall ${(l.wallMs / 1000).toFixed(1)} s)`, Object.entries(l.latency) as [string, Stat][]);
     console.log(`${l.failures.length} failed calls${l.failures.length ? `: ${l.failures.slice(0, 5).join('; ')}` : ''}\n`);
   }
   console.log(`idle chat sandbox ${load!.idleSandboxMb.toFixed(1)} MB; the whole set (${load!.sandboxes} sandboxes, spare included) ${load!.wholeSetMb.toFixed(1)} MB`);

@@ -57,6 +57,7 @@ export async function measureRuntimes(
   if (!available.includes('runsc')) return { results: {}, ratios: {}, skipped: 'the engine has no runsc runtime' };
   const image = await runtimeImage(t, fallbackImage);
   const results: Record<string, Stat> = {};
+  const phasesOf: Record<string, Phases> = {};
   for (const runtime of ['runc', 'runsc']) {
     process.stdout.write(`${runtime}: warm print(1), warm pandas, first call, docker exec ... `);
     const provider = new DockerSandboxProvider({
@@ -85,7 +86,8 @@ export async function measureRuntimes(
       results[at('warm.pandas.gap')] = await t.repeat(t.N, async () => t.expectText((await call(key, t.PANDAS)).text, t.pandasOut, `${runtime} pandas`), 2, RUNTIME_GAP_MS);
       results[at('data.print1.gap')] = await t.repeat(t.N, async () => t.expectText((await call(key, t.PRINT1)).text, /^stdout:\n1$/, `${runtime} print(1)`), 2, RUNTIME_GAP_MS);
       // The same call on the runner channel, by phase: which part of it the runtime makes dearer.
-      for (const [phase, s] of Object.entries(await warmPhases(provider.active.get(key)!, t.N, RUNTIME_GAP_MS)) as [keyof Phases, Stat][]) results[at(`data.print1.gap.${phase}`)] = s;
+      phasesOf[runtime] = await warmPhases(provider.active.get(key)!, t.N, RUNTIME_GAP_MS);
+      for (const [phase, s] of Object.entries(phasesOf[runtime]!)) results[at(`data.print1.gap.${phase}`)] = s;
       const user = `${SANDBOX_UID}:${SANDBOX_GID}`;
       results[at('dockerExecCli.print1')] = await t.repeat(Math.max(5, t.N / 3), () => t.docker('exec', '-u', user, first.sandboxId, 'python3', '-c', t.PRINT1));
       results[at('dockerExecCli.pandas')] = await t.repeat(Math.max(3, t.N / 6), () => t.docker('exec', '-u', user, first.sandboxId, 'python3', '-c', t.PANDAS), 1);
@@ -114,9 +116,9 @@ export async function measureRuntimes(
   for (const m of ['warm.print1', 'warm.pandas', 'warm.print1.gap', 'warm.pandas.gap', 'data.print1.gap', 'first.print1.prewarmed', 'first.print1.cold', 'dockerExecCli.print1', 'dockerExecCli.pandas']) {
     ratios[`runsc / runc: ${m}`] = results[`runtime.runsc.${m}`]!.median / results[`runtime.runc.${m}`]!.median;
   }
-  const phaseNames: (keyof Phases)[] = ['toProgram', 'program', 'outputBack', 'exitAndReply', 'channelTotal'];
-  const extra = (p: keyof Phases) => results[`runtime.runsc.data.print1.gap.${p}`]!.median - results[`runtime.runc.data.print1.gap.${p}`]!.median;
-  const held = phaseNames.filter((p) => p !== 'channelTotal').sort((a, b) => extra(b) - extra(a))[0]!;
-  const heldBy = `${held} (${results[`runtime.runc.data.print1.gap.${held}`]!.median.toFixed(1)} -> ${results[`runtime.runsc.data.print1.gap.${held}`]!.median.toFixed(1)} ms, ${extra(held).toFixed(1)} of the ${extra('channelTotal').toFixed(1)} ms that runsc adds on the channel)`;
+  const [runc, runsc] = [phasesOf.runc!, phasesOf.runsc!];
+  const extra = (p: keyof Phases) => runsc[p].median - runc[p].median;
+  const held = (Object.keys(runc) as (keyof Phases)[]).filter((p) => p !== 'channelTotal').sort((a, b) => extra(b) - extra(a))[0]!;
+  const heldBy = `${held} (${runc[held].median.toFixed(1)} -> ${runsc[held].median.toFixed(1)} ms, ${extra(held).toFixed(1)} of the ${extra('channelTotal').toFixed(1)} ms that runsc adds on the channel)`;
   return { image, results, ratios, heldBy };
 }

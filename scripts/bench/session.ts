@@ -15,7 +15,7 @@ import { createDockerClient } from '../../src/docker/engine/connection';
 import { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { SANDBOX_GID, SANDBOX_UID } from '../../src/docker/container/guest';
 import { currentOwner } from '../../src/docker/container/labels';
-import { stat, type Stat } from './stats';
+import { printTable, stat, type Stat } from './stats';
 import { describeFaults, faultsPerCall, type CallFaults } from './faults';
 import { warmPhases, type Phases } from './phases';
 
@@ -147,23 +147,14 @@ export async function benchSession(dockerClient: Dockerode, image: string, n: nu
 
 /** Prints what benchSession measured (the bench's table format). */
 export function printSession(b: SessionBench): void {
-  const w = Math.max(...Object.keys(b.results).map((k) => k.length), 'session mode'.length);
-  console.log(`${'session mode'.padEnd(w)}    n      min   median      p95      max  (ms)`);
-  for (const [k, s] of Object.entries(b.results)) {
-    console.log(`${k.padEnd(w)} ${String(s.n).padStart(4)} ${[s.min, s.median, s.p95, s.max].map((v) => v.toFixed(1).padStart(8)).join(' ')}`);
-  }
+  printTable('session mode', Object.entries(b.results));
   const m = b.memoryMb;
   console.log(
-    `\nsandbox memory: session idle ${m.idleSession.toFixed(1)} MB, with the kept 100 MB DataFrame ${m.keptDataFrame.toFixed(1)} MB ` +
+    `sandbox memory: session idle ${m.idleSession.toFixed(1)} MB, with the kept 100 MB DataFrame ${m.keptDataFrame.toFixed(1)} MB ` +
       `(+${(m.keptDataFrame - m.idleSession).toFixed(1)} MB); fresh idle ${m.idleFresh.toFixed(1)} MB, after the same call ${m.freshAfterDataFrame.toFixed(1)} MB\n`,
   );
   console.log(`page faults of a session call (print(x + 1)): ${describeFaults(b.faults)}\n`);
-  const pw = Math.max(...Object.keys(b.phases).map((k) => k.length), 'a session call on the runner channel, by phase'.length);
-  console.log(`${'a session call on the runner channel, by phase'.padEnd(pw)}    n      min   median      p95      max  (ms)`);
-  for (const [k, s] of Object.entries(b.phases)) {
-    console.log(`${k.padEnd(pw)} ${String(s.n).padStart(4)} ${[s.min, s.median, s.p95, s.max].map((v) => v.toFixed(1).padStart(8)).join(' ')}`);
-  }
-  console.log('');
+  printTable('a session call on the runner channel, by phase', Object.entries(b.phases));
   const rw = Math.max(...Object.keys(b.ratios).map((k) => k.length));
   for (const [k, v] of Object.entries(b.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
   console.log('');

@@ -6,6 +6,16 @@ export interface Stat {
   max: number;
 }
 
+/** Prints `entries` as the bench's tables are printed: a header, one row each, a blank line. */
+export function printTable(title: string, entries: [string, Stat][]): void {
+  const w = Math.max(title.length, ...entries.map((x) => x[0].length));
+  console.log(`${title.padEnd(w)}    n      min   median      p95      max  (ms)`);
+  for (const [k, s] of entries) {
+    console.log(`${k.padEnd(w)} ${String(s.n).padStart(4)} ${[s.min, s.median, s.p95, s.max].map((v) => v.toFixed(1).padStart(8)).join(' ')}`);
+  }
+  console.log('');
+}
+
 export function stat(ms: number[]): Stat {
   const s = [...ms].sort((a, b) => a - b);
   const mid = s.length >> 1;

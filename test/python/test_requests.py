@@ -105,10 +105,6 @@ class OomKills(unittest.TestCase):
         self.assertNotIn('oomKilled', r.exit_reply(9, False, False, False))
 
 
-if __name__ == '__main__':
-    unittest.main()
-
-
 class Rehearsal(unittest.TestCase):
     def test_parses_its_made_up_request_and_changes_nothing(self):
         calls = []
@@ -118,3 +114,7 @@ class Rehearsal(unittest.TestCase):
             self.assertEqual(os.listdir(d), ['numpy.py'])
         self.assertEqual(req, {'dir': '/sandbox/runs/0001-000000', 'code': b'print(1)\n', 'max': 1, 'grace': 1.0, 'session': False, 'reset': False})
         self.assertEqual(calls, ['stale'])
+
+
+if __name__ == '__main__':
+    unittest.main()
