@@ -59,7 +59,7 @@ def _shadowing(d, extra):
 _REHEARSAL = encode_frame(b'r', 1, b'dir=/sandbox/runs/0001-000000\nmax=1\ngrace=1000\ncode=1\n\nprint(1)\n')
 
 
-def rehearse_request(stale, extra, listed):
+def rehearse_request(stale, extra, listed, count_ooms):
     """Runs PID 1's side of a request on a made-up one, touching nothing the program will see:
     its frame read, its parse, the checks that read the file system. Called once a child is
     forked ahead, whose fork shared every page of this process again: each page the request's
@@ -73,7 +73,7 @@ def rehearse_request(stale, extra, listed):
         req = parse_run_request(payload)
     stale()
     _shadowing(listed, extra)
-    read_oom_kills()
+    count_ooms()
     return req
 
 

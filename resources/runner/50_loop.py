@@ -18,6 +18,9 @@ class Runner:
         os.set_blocking(self.wake_w, False)
         # Descriptors every child closes, whatever a preloaded module keeps open.
         self.own_fds = set(own_fds) | {channel.fd_in, channel.fd_out, self.wake_r, self.wake_w}
+        self.oom = OomCounter()
+        if self.oom.fd is not None:
+            self.own_fds.add(self.oom.fd)
         if not unusable:
             _signal.signal(_SIGCHLD, _on_sigchld)
             _signal.siginterrupt(_SIGCHLD, False)
@@ -167,7 +170,7 @@ class Runner:
         self.waiting = {'pid': pid, 'ctl': ctl_w, 'out_r': out_r, 'err_r': err_r, 'notice': notice}
         try:
             # The work area's top, a few names (the runs folder grows with the calls).
-            rehearse_request(self.stale, self.extra, os.path.dirname(RUNS))
+            rehearse_request(self.stale, self.extra, os.path.dirname(RUNS), self.oom.read)
         except Exception as e:  # a rehearsal is never worth a call
             _log('rehearsal: %r' % e)
         return None
@@ -318,19 +321,22 @@ class Runner:
             # A state is about to be held: the runner cannot start over, and hosts it told it
             # would are answered by this one again (what fresh calls import is learned anew).
             self.learned.clear()
-        if req['code'] is not None:
+        made = req['code'] is not None
+        if made:
             problem = _write_program(d, req['code'])
             if problem:
                 self.channel.send(b'D', rid, declined_reply(problem, False))
                 return None
         # Only fresh mode must be indistinguishable from `python3 file`; a session's interpreter
-        # keeps what earlier calls imported, as a notebook's kernel does.
-        why = None if session else self.stale() or _shadowing(d, self.extra)
+        # keeps what earlier calls imported, as a notebook's kernel does. A directory this process
+        # has just made (mkdir fails on one that exists) holds program.py alone: only one the host
+        # wrote, with the program's files, is listed (five syscalls, tens of µs each under gVisor).
+        why = None if session else self.stale() or (None if made else _shadowing(d, self.extra))
         if why:
             self.channel.send(b'D', rid, declined_reply(why, True))
             return None
         self.await_exits()
-        oom_before = read_oom_kills()
+        oom_before = self.oom.read()
         if session:
             # A session program must find no process it did not start (see Program.hold).
             self.drop_waiting()
@@ -494,7 +500,7 @@ class Runner:
         preloading = [m for m in self.learn_config if m in self.learned] if link is None else ()
         # The kernel counts an OOM kill before it sends the SIGKILL: a reaped child's is in.
         own_oom = w.own_oom and not w.kept
-        reply = exit_reply(w.status, w.killed, w.limited, w.orphans, oom_before, read_oom_kills(), state, own_oom, preloading)
+        reply = exit_reply(w.status, w.killed, w.limited, w.orphans, oom_before, self.oom.read(), state, own_oom, preloading)
         self.channel.send(b'X', rid, reply)
 
     def commit(self, pid, link, base, keep, status, unkept):

@@ -88,6 +88,26 @@ class OomKills(unittest.TestCase):
             self.assertIsNone(r.read_oom_kills((d,)))  # a directory: read fails
             self.assertEqual(r.OOM_COUNTERS, ('/sys/fs/cgroup/memory.events', '/sys/fs/cgroup/memory/memory.oom_control'))
 
+    def test_the_counter_keeps_the_first_file_that_has_a_count_and_reads_it_anew(self):
+        with tempfile.TemporaryDirectory() as d:
+            v2, v1, old = (os.path.join(d, n) for n in ('memory.events', 'memory.oom_control', 'old.oom_control'))
+            for path, text in ((v1, V1), (old, 'oom_kill_disable 0\n')):
+                with open(path, 'w') as f:
+                    f.write(text)
+            counter = r.OomCounter((v2, old, v1))
+            self.assertEqual(counter.read(), 3)
+            with open(v1, 'w') as f:
+                f.write(V1.replace('oom_kill 3', 'oom_kill 4'))
+            self.assertEqual(counter.read(), 4)
+            # Found once: a file that appears later is not looked for.
+            with open(v2, 'w') as f:
+                f.write(V2)
+            self.assertEqual(counter.read(), 4)
+            os.close(counter.fd)
+            none = r.OomCounter((os.path.join(d, 'absent'), old, d))
+            self.assertIsNone(none.fd)
+            self.assertIsNone(none.read())
+
     def test_exit_reply_says_oom_killed_only_for_a_sigkill_while_the_counter_rose(self):
         cases = [
             ((9, 0, 1), True),
@@ -110,10 +130,10 @@ class Rehearsal(unittest.TestCase):
         calls = []
         with tempfile.TemporaryDirectory() as d:
             open(os.path.join(d, 'numpy.py'), 'w').close()
-            req = r.rehearse_request(lambda: calls.append('stale'), {'numpy'}, d)
+            req = r.rehearse_request(lambda: calls.append('stale'), {'numpy'}, d, lambda: calls.append('ooms'))
             self.assertEqual(os.listdir(d), ['numpy.py'])
         self.assertEqual(req, {'dir': '/sandbox/runs/0001-000000', 'code': b'print(1)\n', 'max': 1, 'grace': 1.0, 'session': False, 'reset': False})
-        self.assertEqual(calls, ['stale'])
+        self.assertEqual(calls, ['stale', 'ooms'])
 
 
 if __name__ == '__main__':
