@@ -170,7 +170,7 @@ class Runner:
         self.waiting = {'pid': pid, 'ctl': ctl_w, 'out_r': out_r, 'err_r': err_r, 'notice': notice}
         try:
             # The work area's top, a few names (the runs folder grows with the calls).
-            rehearse_request(self.stale, self.extra, os.path.dirname(RUNS), self.oom.read)
+            rehearse_request(self.stale, self.extra, os.path.dirname(RUNS), self.oom.read, notice)
         except Exception as e:  # a rehearsal is never worth a call
             _log('rehearsal: %r' % e)
         return None

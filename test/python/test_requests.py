@@ -130,10 +130,12 @@ class Rehearsal(unittest.TestCase):
         calls = []
         with tempfile.TemporaryDirectory() as d:
             open(os.path.join(d, 'numpy.py'), 'w').close()
-            req = r.rehearse_request(lambda: calls.append('stale'), {'numpy'}, d, lambda: calls.append('ooms'))
+            req, exit_frame = r.rehearse_request(lambda: calls.append('stale'), {'numpy'}, d, lambda: calls.append('ooms'))
             self.assertEqual(os.listdir(d), ['numpy.py'])
         self.assertEqual(req, {'dir': '/sandbox/runs/0001-000000', 'code': b'print(1)\n', 'max': 1, 'grace': 1.0, 'session': False, 'reset': False})
-        self.assertEqual(calls, ['stale', 'ooms'])
+        payload = b'{"t":"exit","exitCode":0,"signal":null,"killed":false,"limited":false,"orphans":false}'
+        self.assertEqual(exit_frame, b'CXX\0\0\0\0\x01' + len(payload).to_bytes(4, 'big') + payload)
+        self.assertEqual(calls, ['stale', 'ooms', 'ooms'])
 
 
 if __name__ == '__main__':
