@@ -34,8 +34,11 @@ class _Supervision:
         self.exited_at = self.kill_at = None
         # Whether a SIGCHLD may have come since the last reap (its handler wrote to wake_r): only
         # then is reaping worth its two syscalls (a read and a waitpid), each tens of µs under
-        # gVisor, on every wake-up for output. A child that ended before the watch began woke it.
-        self.woken = True
+        # gVisor, on every wake-up for output. A child that ended before the watch began left its
+        # byte there: the first poll says so.
+        self.woken = False
+        # Output pipes at their end, closed once the exit frame is sent (release): off its way.
+        self.spent = []
 
     def watch(self):
         # Frames that arrived together with the run request (a kill sent at once) are already buffered.
@@ -48,11 +51,12 @@ class _Supervision:
                 events = self.poller.poll(timeout)
             except InterruptedError:
                 continue
-            for fd, _ev in events:
-                self.on_event(fd)
+            for fd, ev in events:
+                self.on_event(fd, ev)
         for fd in list(self.streams):
             self.poller.unregister(fd)
-            os.close(fd)
+            self.spent.append(fd)
+        self.streams.clear()
         if self.link_fd is not None:
             self.poller.unregister(self.link_fd)
 
@@ -102,7 +106,13 @@ class _Supervision:
             return 50
         return 50 if self.kill_at is not None else None
 
-    def on_event(self, fd):
+    def release(self):
+        """Closes the output pipes; called once the run's end is reported."""
+        for fd in self.spent:
+            os.close(fd)
+        self.spent = []
+
+    def on_event(self, fd, ev):
         if fd == self.runner.wake_r:
             self.woken = True  # reaped at the top of the loop
         if fd == self.link_fd:
@@ -113,7 +123,7 @@ class _Supervision:
                 self.poller.unregister(self.channel.fd_in)
             self.handle_input()
         elif fd in self.streams:
-            self.on_output(fd)
+            self.on_output(fd, ev)
 
     def on_link(self):
         data, _fds = _recv(self.link)
@@ -130,16 +140,20 @@ class _Supervision:
             self.poller.unregister(self.link_fd)
             self.link_fd = None
 
-    def on_output(self, fd):
-        try:
-            data = os.read(fd, CHUNK)
-        except InterruptedError:
-            return
-        except OSError:
-            data = b''
+    def on_output(self, fd, ev):
+        data = b''
+        # A pipe whose writers are gone and which holds nothing says POLLHUP alone: its end, known
+        # without the read that would return it (a syscall saved on the way to the exit frame).
+        if ev & select.POLLIN or not ev & select.POLLHUP:
+            try:
+                data = os.read(fd, CHUNK)
+            except InterruptedError:
+                return
+            except OSError:
+                data = b''
         if not data:
             self.poller.unregister(fd)
-            os.close(fd)
+            self.spent.append(fd)
             del self.streams[fd]
             return
         if self.limited:

@@ -502,6 +502,7 @@ class Runner:
         own_oom = w.own_oom and not w.kept
         reply = exit_reply(w.status, w.killed, w.limited, w.orphans, oom_before, self.oom.read(), state, own_oom, preloading)
         self.channel.send(b'X', rid, reply)
+        w.release()
 
     def commit(self, pid, link, base, keep, status, unkept):
         """The end of a session call: the program that is now a holder replaces the previous one
