@@ -31,6 +31,7 @@ import { benchChats, type ChatsBench } from './bench/chats';
 import { benchMcp, type McpBench } from './bench/mcp';
 import { printTable, stat, type Stat } from './bench/stats';
 import { describeFaults, faultsPerCall, pageTouchMicros, type CallFaults } from './bench/faults';
+import { describeSyscalls } from './bench/syscalls';
 import { measureRuntimes, RUNTIME_GAP_MS } from './benchRuntimes';
 
 const execFileP = promisify(execFile);
@@ -407,6 +408,10 @@ async function main(): Promise<void> {
   for (const [k, v] of Object.entries(ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
   for (const [k, v] of Object.entries(runtimes.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(2)}`);
   if (runtimes.heldBy) console.log(`runsc / runc of a data chat's warm print(1), ${RUNTIME_GAP_MS} ms between calls: the phase that holds it: ${runtimes.heldBy}`);
+  for (const [kind, s] of Object.entries(runtimes.syscalls ?? {})) {
+    const chat = kind === 'plain' ? 'a chat before it imports pandas' : 'a data chat';
+    console.log(`syscalls of a warm print(1) on runc, ${chat}, ${RUNTIME_GAP_MS} ms between calls: ${typeof s === 'string' ? `not counted (${s})` : describeSyscalls(s)}`);
+  }
   for (const [k, v] of Object.entries(network!.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(2)}`);
   const cliRatio = r('cli.run.warmSession') / r('cli.nodeStart');
   const p = cliRun!.phases;
@@ -426,7 +431,7 @@ async function main(): Promise<void> {
   const out = path.join('test-results', 'bench');
   fs.mkdirSync(out, { recursive: true });
   const file = path.join(out, 'bench.json');
-  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, plainPhases, load, loadSerial, loadQuick, dataImage, session, cliStart, cliRun, warmFaults, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios, ...network!.ratios }, network, chats, mcp, notes }, null, 2) + '\n');
+  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, plainPhases, load, loadSerial, loadQuick, dataImage, session, cliStart, cliRun, warmFaults, syscalls: runtimes.syscalls, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios, ...network!.ratios }, network, chats, mcp, notes }, null, 2) + '\n');
   console.log(`\nwritten to ${file}`);
 }
 

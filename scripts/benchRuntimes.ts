@@ -12,6 +12,7 @@ import { engineRuntimes } from '../src/docker/engine/runtime';
 import { SANDBOX_GID, SANDBOX_UID } from '../src/docker/container/guest';
 import { currentOwner } from '../src/docker/container/labels';
 import { warmPhases, type Phases } from './bench/phases';
+import { syscallsPerCall, type CallSyscalls } from './bench/syscalls';
 
 export interface Stat {
   n: number;
@@ -52,12 +53,14 @@ export async function measureRuntimes(
   dockerClient: Dockerode,
   t: BenchTools,
   fallbackImage: string,
-): Promise<{ image?: string; results: Record<string, Stat>; ratios: Record<string, number>; skipped?: string; heldBy?: string }> {
+): Promise<{ image?: string; results: Record<string, Stat>; ratios: Record<string, number>; skipped?: string; heldBy?: string; syscalls?: Record<string, CallSyscalls | string> }> {
   const { available } = await engineRuntimes(dockerClient);
   if (!available.includes('runsc')) return { results: {}, ratios: {}, skipped: 'the engine has no runsc runtime' };
   const image = await runtimeImage(t, fallbackImage);
   const results: Record<string, Stat> = {};
   const phasesOf: Record<string, Phases> = {};
+  // Counted on runc only (see bench/syscalls.ts): a chat before it imports pandas, a data chat.
+  const syscalls: Record<string, CallSyscalls | string> = {};
   for (const runtime of ['runc', 'runsc']) {
     process.stdout.write(`${runtime}: warm print(1), warm pandas, first call, docker exec ... `);
     const provider = new DockerSandboxProvider({
@@ -79,6 +82,12 @@ export async function measureRuntimes(
       // forks the next child (under gVisor a fork of a large interpreter costs ~100 ms).
       results[at('warm.print1')] = await t.repeat(t.N, async () => t.expectText((await call(key, t.PRINT1)).text, /^stdout:\n1$/, `${runtime} print(1)`));
       results[at('warm.print1.gap')] = await t.repeat(t.N, async () => t.expectText((await call(key, t.PRINT1)).text, /^stdout:\n1$/, `${runtime} print(1)`), 2, RUNTIME_GAP_MS);
+      const runnerPid = Number((await t.docker('inspect', '--format', '{{.State.Pid}}', first.sandboxId)).trim());
+      const gapPrint1 = async () => {
+        await new Promise((r) => setTimeout(r, RUNTIME_GAP_MS));
+        t.expectText((await call(key, t.PRINT1)).text, /^stdout:\n1$/, `${runtime} print(1)`);
+      };
+      if (runtime === 'runc') syscalls.plain = await syscallsPerCall(runnerPid, 10, gapPrint1);
       // Then it imports pandas: the runner starts over with it preloaded, and the calls after are a data chat's.
       await call(key, t.PANDAS);
       if (!(await provider.active.get(key)!.warmedUp(120_000))) throw new Error(`the warm runner did not come back under ${runtime}`);
@@ -88,6 +97,7 @@ export async function measureRuntimes(
       // The same call on the runner channel, by phase: which part of it the runtime makes dearer.
       phasesOf[runtime] = await warmPhases(provider.active.get(key)!, t.N, RUNTIME_GAP_MS);
       for (const [phase, s] of Object.entries(phasesOf[runtime]!)) results[at(`data.print1.gap.${phase}`)] = s;
+      if (runtime === 'runc') syscalls.data = await syscallsPerCall(runnerPid, 10, gapPrint1);
       const user = `${SANDBOX_UID}:${SANDBOX_GID}`;
       results[at('dockerExecCli.print1')] = await t.repeat(Math.max(5, t.N / 3), () => t.docker('exec', '-u', user, first.sandboxId, 'python3', '-c', t.PRINT1));
       results[at('dockerExecCli.pandas')] = await t.repeat(Math.max(3, t.N / 6), () => t.docker('exec', '-u', user, first.sandboxId, 'python3', '-c', t.PANDAS), 1);
@@ -120,5 +130,5 @@ export async function measureRuntimes(
   const extra = (p: keyof Phases) => runsc[p].median - runc[p].median;
   const held = (Object.keys(runc) as (keyof Phases)[]).filter((p) => p !== 'channelTotal').sort((a, b) => extra(b) - extra(a))[0]!;
   const heldBy = `${held} (${runc[held].median.toFixed(1)} -> ${runsc[held].median.toFixed(1)} ms, ${extra(held).toFixed(1)} of the ${extra('channelTotal').toFixed(1)} ms that runsc adds on the channel)`;
-  return { image, results, ratios, heldBy };
+  return { image, results, ratios, heldBy, syscalls };
 }
