@@ -181,16 +181,18 @@ describe('which engine answered (unit)', function () {
 });
 
 describe('a name another container has (unit)', function () {
-  it("is Docker's 409, and Podman's 500 with its own words (as Podman 4.3.1 answered a create that lost the race)", function () {
+  it("is Docker's 409, and Podman's 500 with either of its own wordings (as Podman 4.3.1 answered creates that lost the race)", function () {
     const podman = Object.assign(
       new Error(
         '(HTTP code 500) server error - container create: creating container storage: the container name "codeact-cli-2940bdf7028235e3" is already in use by 5064e39e748986fdf87cec2fe4985e4f56d994ce72327f3747d7f4dbd25c0c57. You have to remove that container to be able to reuse that name: that name is already in use ',
       ),
       { statusCode: 500 },
     );
+    const podmanDatabase = Object.assign(new Error('(HTTP code 500) server error - container create: name "codeact-cli-67dd94f268b614a8" is in use: container already exists '), { statusCode: 500 });
+    const otherInUse = Object.assign(new Error('(HTTP code 500) server error - volume is in use'), { statusCode: 500 });
     assert.deepEqual(
-      [podman, Object.assign(new Error('Conflict. The container name is already in use'), { statusCode: 409 }), Object.assign(new Error('server error'), { statusCode: 500 })].map(isNameTaken),
-      [true, true, false],
+      [podman, podmanDatabase, Object.assign(new Error('Conflict. The container name is already in use'), { statusCode: 409 }), Object.assign(new Error('server error'), { statusCode: 500 }), otherInUse].map(isNameTaken),
+      [true, true, true, false, false],
     );
   });
 });

@@ -147,13 +147,15 @@ export function isGoneStatus(e: unknown): boolean {
 
 /**
  * The name asked for (create, rename) is another container's. Docker says 409; Podman 4.3.1 says
- * 500 "the container name … is already in use" (measured: ten CLI processes creating one
- * session's sandbox at once), so for Podman this test reads the message.
+ * 500, in words that depend on where the create lost the race (measured: ten and twenty CLI
+ * processes creating one session's sandbox at once): "the container name … is already in use"
+ * (its storage) or "name … is in use: container already exists" (its database). So for Podman
+ * this test reads the message.
  */
 export function isNameTaken(e: unknown): boolean {
   const status = statusCode(e);
   if (status === 409) return true;
-  return status === 500 && chain(e).some((link) => typeof link.message === 'string' && /name .* is already in use/i.test(link.message));
+  return status === 500 && chain(e).some((link) => typeof link.message === 'string' && /name .* is (already )?in use/i.test(link.message));
 }
 
 /**
