@@ -4,6 +4,7 @@ import type { WorkspaceSource } from '../core/files/filesIn';
 import { DEFAULTS } from '../core/limits';
 import { SessionStates } from '../core/sessionState';
 import { executeToolCall } from '../core/toolCall';
+import { rehearseCallPath } from '../core/rehearsal';
 import { parseToolInput } from '../core/toolInput';
 import type { DockerSandboxProvider, Owner } from '../docker';
 import type { ArtifactStore } from '../storage/artifactStore';
@@ -63,10 +64,12 @@ export class McpConnection {
    * about to call: the first call then finds it started and its runner warming (or warm). Only an
    * image already on the engine is used; nothing is asked, built or pulled. The run store's
    * index is read now too (a walk of its folders, the first use of its records' schema), which
-   * the first call would otherwise pay after its program ran (its record, the prune).
+   * the first call would otherwise pay after its program ran (its record, the prune), and the
+   * call's host path is taken once on made-up values (rehearseCallPath).
    */
   prewarm(): void {
     this.provider.prewarm(this.parts.sessionKey);
+    rehearseCallPath();
     this.parts.store.totalBytes().catch((e: unknown) => this.config.log.warn(`the run store could not be read ahead of the first call: ${describeError(e)}`));
   }
 
