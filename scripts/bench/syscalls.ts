@@ -19,8 +19,8 @@ export interface CallSyscalls {
   program: { onTheWay: number; all: number };
 }
 
-/** A syscall's first line in `strace -f` output (a resumed one starts with `<...`). */
-const SYSCALL = /^(\d+)\s+([a-z_][a-z0-9_]*)\(/;
+/** A syscall's first line in `strace -f` output, its pid taken off (a resumed one starts with `<...`). */
+const SYSCALL = /^[a-z_][a-z0-9_]*\(/;
 
 /** Counts of one trace of `calls` calls of the runner `runnerPid` (pure: unit-tested). */
 export function countSyscalls(trace: string, runnerPid: number, calls: number): CallSyscalls {
@@ -31,7 +31,7 @@ export function countSyscalls(trace: string, runnerPid: number, calls: number): 
     if (!byPid.has(pid)) byPid.set(pid, []);
     byPid.get(pid)!.push(line.slice(line.indexOf(' ')).trim());
   }
-  const isCall = (l: string) => SYSCALL.test(`0 ${l}`);
+  const isCall = (l: string) => SYSCALL.test(l);
   const runner = byPid.get(runnerPid) ?? [];
   const runnerWay: number[] = [];
   let n = -1;
