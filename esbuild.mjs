@@ -97,13 +97,16 @@ const common = {
 /**
  * The command line starts as two files: dist/cli.js reads the options and prints the usage, and
  * loads dist/cli-commands.mjs (the engine client and the rest, split in cli-chunks/) only once a
- * command runs, so `--help` and a usage error cost what starting Node costs.
+ * command runs, so `--help` and a usage error cost what starting Node costs. A run on a kept
+ * session first loads dist/cli-ahead.mjs (src/docker/ahead.ts: dockerode and the lock), which asks
+ * for the session's lock while cli-commands.mjs loads; the chunks they share are read once.
  */
+const LAZY_ENTRIES = { './commands': './cli-commands.mjs', '../docker/ahead': './cli-ahead.mjs' };
 const lazyCommands = {
   name: 'lazy-commands',
   setup(build) {
-    build.onResolve({ filter: /^\.\/commands$/ }, (args) =>
-      args.importer.endsWith(path.join('src', 'cli', 'main.ts')) ? { path: './cli-commands.mjs', external: true } : undefined,
+    build.onResolve({ filter: /^(\.\/commands|\.\.\/docker\/ahead)$/ }, (args) =>
+      args.importer.endsWith(path.join('src', 'cli', 'main.ts')) ? { path: LAZY_ENTRIES[args.path], external: true } : undefined,
     );
   },
 };
@@ -153,7 +156,7 @@ const cliBuilds = [
   // BuildKit) is a chunk of its own in cli-chunks/, read only then. A `run` reads about half the bytes.
   {
     ...common,
-    entryPoints: { 'cli-commands': 'src/cli/commands.ts' },
+    entryPoints: { 'cli-commands': 'src/cli/commands.ts', 'cli-ahead': 'src/docker/ahead.ts' },
     outdir: cliDir,
     format: 'esm',
     splitting: true,

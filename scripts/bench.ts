@@ -417,7 +417,7 @@ async function main(): Promise<void> {
   const p = cliRun!.phases;
   console.log(
     `\nCLI run on a kept session (the default runtime), ${r('cli.run.warmSession').toFixed(0)} ms: starting Node ${p.nodeStart.toFixed(0)}, loading the commands ${p.loadCommands.toFixed(0)}, ` +
-      `finding the sandbox ${p.findSandbox.toFixed(0)}, the lock's exec ${p.lockExec.toFixed(0)}, the call and the exit ${p.rest.toFixed(0)} (medians, each part alone)` +
+      `finding the sandbox ${p.findSandbox.toFixed(0)}, the lock's exec ${p.lockExec.toFixed(0)} (asked for while the commands load), the call and the exit ${p.rest.toFixed(0)} (medians, each part alone)` +
       (cliRatio > 3 ? `; ${cliRatio.toFixed(2)} x node -e 0, the phase that holds it: ${heaviestCliPhase(p, r('cli.run.warmSession'))}` : ''),
   );
   const floors: [string, number, Phases][] = [

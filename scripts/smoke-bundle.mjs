@@ -19,6 +19,25 @@ const require = createRequire(import.meta.url);
 assert.equal(typeof (await import('../dist/cli-commands.mjs')).runCommand, 'function');
 for (const chunk of fs.readdirSync('dist/cli-chunks').filter((f) => f.endsWith('.mjs'))) await import(`../dist/cli-chunks/${chunk}`);
 
+// The light door a run on a kept session loads first (src/docker/ahead.ts) must stay light: it asks
+// for the lock while the rest loads, and is worth nothing if it loads the rest itself. It reads
+// dockerode (~150 kB with what it needs); zod and the engine's contexts alone are ~450 kB more.
+assert.equal(typeof (await import('../dist/cli-ahead.mjs')).lockCliSessionAhead, 'function');
+const aheadBytes = staticImportBytes('dist/cli-ahead.mjs');
+assert.ok(aheadBytes < 250_000, `dist/cli-ahead.mjs loads ${aheadBytes} bytes: src/docker/ahead.ts now imports something heavy`);
+
+/** Bytes of `file` and of every file it imports statically, each once. */
+function staticImportBytes(file, seen = new Set()) {
+  if (seen.has(file)) return 0;
+  seen.add(file);
+  const text = fs.readFileSync(file, 'utf8');
+  let bytes = Buffer.byteLength(text);
+  for (const [, spec] of text.matchAll(/(?:^|[;}\s])import\s*(?:[^'"()]*?from\s*)?["'](\.[^"']+)["']/g)) {
+    bytes += staticImportBytes(new URL(spec, new URL(file, `file://${process.cwd()}/`)).pathname.slice(process.cwd().length + 1), seen);
+  }
+  return bytes;
+}
+
 const originalLoad = Module._load;
 Module._load = function (request, ...rest) {
   if (request === 'vscode') return {};

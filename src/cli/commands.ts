@@ -29,11 +29,12 @@ import {
   resolveEngine,
   type BackendSetting,
   type EngineTarget,
+  type LockAhead,
 } from '../docker';
 import { defaultArtifactsDir } from '../mcp/cacheDir';
 import { createSandboxProvider, dataImage, toolCallOptions, type SandboxConfig } from '../standalone/pipeline';
 import { VERSION } from '../version';
-import { UsageError, number, one, type CommandName, type Parsed } from './options';
+import { UsageError, cliSessionKey, number, one, type CommandName, type Parsed } from './options';
 import { reportFailure } from './report';
 import { MAKER_DEADLINE_MS, SPARE_MAKER_COMMAND, liveMakers, makerSpec, makersDir, makersEnded, noteMakerEnd, startSpareMaker } from './spareMaker';
 
@@ -136,7 +137,7 @@ function runtimeFrom(p: Parsed): string {
   return runtime;
 }
 
-async function run(p: Parsed): Promise<number> {
+async function run(p: Parsed, ahead?: LockAhead): Promise<number> {
   if (p.positional.length !== 1) throw new UsageError('run needs exactly one PROGRAM.py (or - for stdin)');
   if (p.flags.has('idle-minutes')) throw new UsageError('--idle-minutes is an option of mcp');
   const config = sandboxConfigFrom(p);
@@ -159,7 +160,7 @@ async function run(p: Parsed): Promise<number> {
     ...(p.flags.has('reset') ? { reset: true } : {}),
   });
 
-  const sessionKey = `cli:${session ?? `once-${randomBytes(6).toString('hex')}`}`;
+  const sessionKey = cliSessionKey(session ?? `once-${randomBytes(6).toString('hex')}`);
   const provider = createSandboxProvider(config, {
     owner: currentOwner('cli', VERSION),
     workspaceFolder: () => workspace,
@@ -170,6 +171,7 @@ async function run(p: Parsed): Promise<number> {
     // Made by a process of its own: this one exits once the result is printed.
     spareMaker: (spec) => startSpareMaker(p, spec, spares, log),
     buildLogHint: 'the build output printed below (all of it with --verbose)',
+    ...(ahead ? { lockAhead: ahead } : {}),
   });
   const recording = artifacts === undefined ? undefined : new RunRecording(new ArtifactStore(path.resolve(artifacts)), sessionKey);
   const abort = new AbortController();
@@ -203,6 +205,7 @@ async function run(p: Parsed): Promise<number> {
     process.off('SIGTERM', onSignal);
     if (session === undefined) await provider.dispose();
     else await provider.detachAll();
+    ahead?.cancel();
   }
 }
 
@@ -291,7 +294,7 @@ async function makeSpares(p: Parsed): Promise<number> {
   return 0;
 }
 
-const COMMANDS: Record<CommandName, (p: Parsed) => Promise<number>> = {
+const COMMANDS: Record<CommandName, (p: Parsed, ahead?: LockAhead) => Promise<number>> = {
   run,
   mcp,
   cleanup,
@@ -301,9 +304,9 @@ const COMMANDS: Record<CommandName, (p: Parsed) => Promise<number>> = {
 };
 
 /** Runs the command `p` names (main.ts checked it is one), and reports its failure. */
-export async function runCommand(p: Parsed): Promise<number> {
+export async function runCommand(p: Parsed, ahead?: LockAhead): Promise<number> {
   try {
-    return await COMMANDS[p.command as CommandName](p);
+    return await COMMANDS[p.command as CommandName](p, ahead);
   } catch (e) {
     return reportFailure(e);
   }

@@ -5,7 +5,8 @@
  * non-zero only when the tool itself failed (2: bad arguments, 1: no engine, no image, ...).
  */
 import { enableCompileCache } from './compileCache';
-import { USAGE, UsageError, isCommandName, parse, type Parsed } from './options';
+import type { LockAhead } from '../docker/ahead';
+import { ENGINE_OPTIONS, USAGE, UsageError, cliSessionKey, isCommandName, one, parse, type Parsed } from './options';
 import { reportFailure } from './report';
 
 export async function main(argv: string[]): Promise<number> {
@@ -26,8 +27,26 @@ export async function main(argv: string[]): Promise<number> {
   // Loaded only now: the engine client, the MCP SDK and the rest are not read for `--help` or a
   // usage error, so those answer as fast as Node starts (esbuild.mjs makes it a file of its own).
   enableCompileCache();
+  const ahead = await lockAhead(parsed);
   const { runCommand } = await import('./commands');
-  return runCommand(parsed);
+  return runCommand(parsed, ahead);
+}
+
+/**
+ * A run on a kept session asks for the session's lock before the commands load: the lock's exec
+ * is the slowest step of a warm run, and the engine makes it while this process loads the rest
+ * (src/docker/container/lockAhead.ts). Only when the environment names the engine plainly; the
+ * run checks it resolves the same engine before it uses the lock.
+ */
+async function lockAhead(p: Parsed): Promise<LockAhead | undefined> {
+  try {
+    const session = p.command === 'run' ? one(p, 'session') : undefined;
+    if (session === undefined || ENGINE_OPTIONS.some((name) => p.flags.has(name))) return undefined;
+    const { lockCliSessionAhead } = await import('../docker/ahead');
+    return lockCliSessionAhead(cliSessionKey(session));
+  } catch {
+    return undefined; // a repeated --session and the like: the command says so
+  }
 }
 
 if (require.main === module) {

@@ -192,6 +192,14 @@ export function parse(argv: string[]): Parsed {
 }
 
 /** The one value of an option that may be given once. */
+/** The provider's key of the CLI session --session `session` (its sandbox's name comes from it). */
+export function cliSessionKey(session: string): string {
+  return `cli:${session}`;
+}
+
+/** The options that name the engine some other way than the environment. */
+export const ENGINE_OPTIONS = ['docker-host', 'context', 'docker-cert-path', 'docker-tls-verify'] as const;
+
 export function one(p: Parsed, name: string): string | undefined {
   const v = p.flags.get(name);
   if (v && v.length > 1) throw new UsageError(`--${name} given more than once`);

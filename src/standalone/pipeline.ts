@@ -14,6 +14,7 @@ import type { OutputsMode, ToolCallOptions } from '../core/toolCall';
 import {
   DockerSandboxProvider,
   chooseBackend,
+  aheadOnEngine,
   createDockerClient,
   ensureDataImage,
   ensureDevcontainerImage,
@@ -24,6 +25,7 @@ import {
   type BuildProgress,
   type DataImage,
   type EngineTarget,
+  type LockAhead,
   type Owner,
   type SandboxSpec,
   type PackagesImage,
@@ -68,11 +70,15 @@ export interface ProviderWiring {
   spareSandboxes?: number;
   /** Who makes the engine's spares (ProviderOptions.spareMaker); unset: the provider. */
   spareMaker?: (spec: SandboxSpec) => void;
+  /** The session sandbox's lock asked for as the process started; used only if asked on this config's engine. */
+  lockAhead?: LockAhead;
 }
 
 export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWiring): DockerSandboxProvider {
   const { engine, log } = config;
   const docker = createDockerClient(engine);
+  const lockAhead = wiring.lockAhead && aheadOnEngine(wiring.lockAhead, engine) ? wiring.lockAhead : undefined;
+  if (wiring.lockAhead && !lockAhead) wiring.lockAhead.cancel();
   const base = {
     limits: config.limits,
     warmRunner: config.warmRunner,
@@ -120,6 +126,7 @@ export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWir
     adoptExisting: wiring.adoptExisting,
     spareSandboxes: wiring.spareSandboxes ?? 0,
     ...(wiring.spareMaker ? { spareMaker: wiring.spareMaker } : {}),
+    ...(lockAhead ? { lockAhead } : {}),
   });
 }
 

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { isToolError } from '../../src/core/errors';
 import { sessionDigest } from '../../src/core/session';
 import { createDockerClient, resolveEngine } from '../../src/docker/engine/connection';
-import { sharedSandboxName } from '../../src/docker/sandbox/dockerSandbox';
+import { sharedSandboxName } from '../../src/docker/container';
 import { LABEL } from '../../src/docker/container/labels';
 import { FaultyEngine } from './fixtures/faultyEngine';
 import { IMAGE, TEST_LABEL, bundleCli, containersWith, dockerCli, run, spawnCli, uniqueSessionKey, useDocker } from './helpers';

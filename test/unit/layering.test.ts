@@ -65,6 +65,8 @@ describe('import layering lint rules (unit)', function () {
     }
     assert.deepEqual(await violations('src/cli/main.ts', use("import { LABEL as a } from '../docker/container/labels';")), ['import the Docker layer through src/docker/index.ts']);
     assert.deepEqual(await violations('src/cli/main.ts', use("import { currentOwner as a } from '../docker';")), []);
+    // The light door a command-line run enters by before the rest of the layer is loaded.
+    assert.deepEqual(await violations('src/cli/main.ts', use("import { lockCliSessionAhead as a } from '../docker/ahead';")), []);
   });
 
   it('a room of src/docker imports only the rooms below it, each through its index.ts', async () => {
@@ -74,6 +76,9 @@ describe('import layering lint rules (unit)', function () {
     // below, past the door
     assert.deepEqual(await violations('src/docker/pool/x.ts', use("import { LABEL as a } from '../container/labels';")), ['import src/docker/container through its index.ts']);
     assert.deepEqual(await violations('src/docker/run/deep/x.ts', use("import { statusCode as a } from '../../engine/errors';")), ['import src/docker/engine through its index.ts']);
+    // a light door (engine/deadline.ts imports nothing): allowed; any other file still is past the door
+    assert.deepEqual(await violations('src/docker/container/x.ts', use("import { withDeadline as a } from '../engine/deadline';")), []);
+    assert.deepEqual(await violations('src/docker/container/x.ts', use("import { readContext as a } from '../engine/context';")), ['import src/docker/engine through its index.ts']);
     // above or beside
     assert.deepEqual(await violations('src/docker/engine/x.ts', use("import { LABEL as a } from '../container';")), ['src/docker/engine imports only core']);
     assert.deepEqual(await violations('src/docker/container/x.ts', use("import { RunnerChannel as a } from '../run';")), ['src/docker/container imports only engine']);

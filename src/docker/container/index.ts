@@ -6,8 +6,9 @@
 export { createFailure, sandboxFailed, translateEngine } from './errors';
 export { PROGRAM_NAME, RUNS_DIR, SANDBOX_GID, SANDBOX_UID, SANDBOX_USER, WORK_ROOT, killAllSparingSource } from './guest';
 export { oomKillCount, startGuest } from './guestExec';
-export { LABEL, LABEL_SCHEMA, currentOwner, hasAllLabels, ownerLabels, runtimeFromLabels, runtimeLabels, type Owner, type OwnerKind } from './labels';
+export { LABEL, LABEL_SCHEMA, currentOwner, hasAllLabels, ownerLabels, runtimeFromLabels, runtimeLabels, sharedSandboxName, type Owner, type OwnerKind } from './labels';
 export { SandboxLock } from './lock';
+export { LockAhead, type HeldAhead } from './lockAhead';
 export { PODMAN_RLIMITS, logPodmanDifferences } from './podmanSpec';
 export {
   containerMatches,

@@ -89,3 +89,8 @@ export function hasAllLabels(labels: Record<string, string> | null | undefined, 
     return at < 0 ? labels?.[f] !== undefined : labels?.[f.slice(0, at)] === f.slice(at + 1);
   });
 }
+
+/** The name of a sandbox processes share (CLI --session): derived from the session, so the engine keeps it unique. */
+export function sharedSandboxName(kind: OwnerKind, sessionDigest: string): string {
+  return `codeact-${kind}-${sessionDigest.slice(0, 24)}`;
+}

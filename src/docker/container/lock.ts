@@ -1,7 +1,9 @@
 import type Dockerode from 'dockerode';
 import { ToolError } from '../../core/errors';
-import { ENGINE_DEADLINE_MS, withDeadline } from '../engine';
-import { GUEST_PYTHON_FLAGS } from './guest';
+// The deadline and the flags by their own files, not the rooms' doors: a command-line run loads this
+// file before the rest of the Docker layer (lockAhead.ts), and those doors would bring it all.
+import { ENGINE_DEADLINE_MS, withDeadline } from '../engine/deadline';
+import { GUEST_PYTHON_FLAGS } from './pythonFlags';
 
 /**
  * Holds the lock: `flock` on a directory the sandbox user cannot open (root's home, 0700; `/`
@@ -57,11 +59,32 @@ export class HolderEndedError extends Error {
  */
 export class SandboxLock {
   private stream: (NodeJS.ReadWriteStream & { destroy?: () => void }) | undefined;
+  /** The engine's id of the exec that holds the lock (while held). */
+  private holder: string | undefined;
 
   constructor(private readonly container: Dockerode.Container) {}
 
   get held(): boolean {
     return this.stream !== undefined;
+  }
+
+  /** The id of the exec holding the lock for this process, while it holds it. */
+  get holderExecId(): string | undefined {
+    return this.stream ? this.holder : undefined;
+  }
+
+  /**
+   * Takes over the lock `from` holds (in the same container: the caller checks), so this one
+   * releases it. False when `from` holds none, or its holder has already ended (its container
+   * stopped or was removed): then nothing is held and nothing moved.
+   */
+  takeOver(from: SandboxLock): boolean {
+    const stream = from.stream as (NodeJS.ReadWriteStream & { destroyed?: boolean; readableEnded?: boolean }) | undefined;
+    if (this.stream || !stream || stream.destroyed || stream.readableEnded) return false;
+    from.stream = undefined;
+    this.stream = stream;
+    this.holder = from.holder;
+    return true;
   }
 
   /** Waits (cancellably) until this process holds the lock. */
@@ -123,6 +146,7 @@ export class SandboxLock {
     stream.on('error', () => {});
     stream.resume();
     this.stream = stream;
+    this.holder = exec.id;
     return true;
   }
 

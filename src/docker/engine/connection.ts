@@ -4,6 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import Dockerode from 'dockerode';
 import { ToolError } from '../../core/errors';
+import { defaultSocketPath } from './plainSocket';
 import { resolveEngine } from './resolve';
 import { SshDialAgent, sshOptions, type SshFiles } from './ssh';
 import type { EngineTarget } from './target';
@@ -13,6 +14,7 @@ import type { EngineTarget } from './target';
  * contexts) lives in ./engine/; what other files import from here stays here.
  */
 export { resolveEngine, type EngineLookup } from './resolve';
+export { defaultSocketPath } from './plainSocket';
 export { hostKeyKnown, type KnownHost } from './ssh';
 export type { EngineContext, EngineOptions, EngineProtocol, EngineSource, EngineTarget, EngineTls } from './target';
 
@@ -90,13 +92,6 @@ export function createDockerClient(target: EngineTarget = resolveEngine(), envir
   const docker = withoutDockerEnv(() => new Dockerode(options));
   clientTargets.set(docker, target);
   return docker;
-}
-
-/** The socket docker-modem would pick, made explicit so the docker CLI (Dev Container builds) talks to the same engine. */
-export function defaultSocketPath(protocol: 'unix' | 'npipe', env: NodeJS.ProcessEnv = process.env): string {
-  if (protocol === 'npipe') return '//./pipe/docker_engine';
-  const user = path.join(env.HOME || os.homedir(), '.docker', 'run', 'docker.sock');
-  return fs.existsSync(user) ? user : '/var/run/docker.sock';
 }
 
 /**

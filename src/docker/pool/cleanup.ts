@@ -1,10 +1,9 @@
 import * as fs from 'node:fs';
 import type Dockerode from 'dockerode';
 import type { Logger } from '../../core/logger';
-import { sharedSandboxName } from '../sandbox';
 import { statusCode } from '../engine';
 import { describeError } from '../../core/errors';
-import { LABEL, WORK_ROOT, hasAllLabels, removeQuietly, type Owner } from '../container';
+import { LABEL, WORK_ROOT, hasAllLabels, removeQuietly, sharedSandboxName, type Owner } from '../container';
 import { releaseIdleEgress } from '../network';
 
 /** The networks and proxies the removed sandboxes were the last users of go too. */

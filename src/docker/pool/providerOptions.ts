@@ -3,7 +3,7 @@ import type { Logger } from '../../core/logger';
 import type { Clock } from '../../core/clock';
 import type { SandboxFactory } from '../sandbox';
 import type { PullProgress } from '../images';
-import type { Owner, SandboxSpec } from '../container';
+import type { LockAhead, Owner, SandboxSpec } from '../container';
 
 /** What a DockerSandboxProvider is made with: the engine, the settings, the limits, and its seams. */
 export interface ProviderOptions {
@@ -36,6 +36,8 @@ export interface ProviderOptions {
    * is disposed: runs of one session never overlap, whichever process starts them.
    */
   adoptExisting?: boolean;
+  /** With `adoptExisting`: the session sandbox's lock, asked for as the process started (the CLI's run). */
+  lockAhead?: LockAhead;
   /**
    * Sandboxes kept created, hardened and preloading with no session (the hosts pass the
    * spareSandboxes setting; unset: none). A new session's first call takes one, and a replacement

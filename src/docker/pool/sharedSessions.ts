@@ -1,9 +1,9 @@
 import type Dockerode from 'dockerode';
 import { ToolError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
-import { DockerSandbox, attachSandbox, createSharedSandbox, sharedSandboxName } from '../sandbox';
+import { DockerSandbox, attachSandbox, createSharedSandbox } from '../sandbox';
 import { ENGINE_DEADLINE_MS, engineFailure, engineRefused, isEngineFailure, readEngine, statusCode, type RuntimeChoice } from '../engine';
-import { LABEL, removeQuietly, sandboxFailed, type Owner, type SandboxSpec } from '../container';
+import { LABEL, removeQuietly, sandboxFailed, sharedSandboxName, type LockAhead, type Owner, type SandboxSpec } from '../container';
 
 /** How long processes racing to create one session's sandbox keep trying (on a busy engine) before the call fails. */
 const SHARED_CREATE_WAIT_MS = ENGINE_DEADLINE_MS;
@@ -12,6 +12,8 @@ export interface SharedContext {
   docker: Dockerode;
   owner: Owner;
   log: Logger;
+  /** The session sandbox's lock, asked for before this process was ready to look (the CLI's). */
+  lockAhead?: LockAhead;
 }
 
 /**
@@ -49,7 +51,7 @@ export async function adoptSession(
   runtimeOf: (labels: Record<string, string> | undefined) => Promise<RuntimeChoice>,
   signal: AbortSignal,
 ): Promise<DockerSandbox | undefined> {
-  const { docker, owner, log } = ctx;
+  const { docker, owner, log, lockAhead } = ctx;
   const named = await readEngine(() => docker.getContainer(sharedSandboxName(owner.kind, digest)).inspect(), "the session's sandbox (inspect)").then(
     (info) => (info.Config.Labels?.[LABEL.managed] && info.Config.Labels[LABEL.ownerKind] === owner.kind ? info : undefined),
     (e: unknown) => {
@@ -60,7 +62,8 @@ export async function adoptSession(
   );
   const tryOne = async (id: string, name: string | undefined, labels: Record<string, string> | undefined, inspected?: Dockerode.ContainerInspectInfo): Promise<DockerSandbox | undefined> => {
     const runtime = await runtimeOf(labels);
-    const attached = await attachSandbox(docker, id, spec, runtime, log, signal, inspected ? { inspected } : {});
+    // The lock asked for ahead is by the session's name: only the container found by it can hold it.
+    const attached = await attachSandbox(docker, id, spec, runtime, log, signal, inspected ? { inspected, ...(lockAhead ? { lockAhead } : {}) } : {});
     if (attached.kind === 'attached') return attached.sandbox;
     if (attached.kind === 'gone' || attached.kind === 'busy') return undefined;
     log.info(`sandbox ${name ?? id} of this session ${attached.reason}; removing it`);

@@ -8,7 +8,7 @@ import type { CollectOutcome, OutputSink, ProgramExit, ProgramRun, Sandbox } fro
 import { collectFiles, layOutWorkArea, putRunFiles } from '../files';
 import { ENGINE_DEADLINE_MS, SandboxGoneError, engineFailure, isEngineFailure, isGoneStatus, statusCode, withDeadline, type RuntimeChoice } from '../engine';
 import { ExecStrategy, KILL_GRACE_MS, RunnerChannel, WarmStrategy, type ExitInfo, type StrategyResult, type WarmOps } from '../run';
-import { RUNS_DIR, SandboxLock, killAllSparingSource, oomKillCount, removeQuietly, startGuest, type OwnerKind, type SandboxSpec } from '../container';
+import { RUNS_DIR, SandboxLock, killAllSparingSource, oomKillCount, removeQuietly, startGuest, type SandboxSpec } from '../container';
 import { imageDistributions } from '../images';
 import { networkNote } from '../../core/network';
 import { egressNames, ensureEgress, proxyRunning, releaseEgress, runActivity, sidecarEgress, type Egress, type RunMark } from '../network';
@@ -114,8 +114,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
 
   /** Holds this sandbox's cross-process lock; the runner channel is opened only while it is held. */
   async lock(signal: AbortSignal): Promise<void> {
-    if (this.lockHolder.held) return;
-    await this.lockHolder.acquire(signal);
+    if (!this.lockHolder.held) await this.lockHolder.acquire(signal);
+    // Also when the lock was taken ahead (make.ts): the channel is opened only under the lock.
     if (!this.channel || this.channel.state === 'broken') await this.reconnect();
   }
 
@@ -399,10 +399,5 @@ export class DockerSandbox implements Sandbox, WarmOps {
       return false;
     }
   }
-}
-
-/** The name of a sandbox processes share (CLI --session): derived from the session, so the engine keeps it unique. */
-export function sharedSandboxName(kind: OwnerKind, sessionDigest: string): string {
-  return `codeact-${kind}-${sessionDigest.slice(0, 24)}`;
 }
 

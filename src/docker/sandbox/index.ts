@@ -1,4 +1,4 @@
 /** One sandbox's life: made from its spec, a program run in it with its files, then removed. */
-export { DockerSandbox, sharedSandboxName } from './dockerSandbox';
+export { DockerSandbox } from './dockerSandbox';
 export { engineSandboxes, type SandboxFactory } from './factory';
 export { attachSandbox, createSandbox, createSharedSandbox, type AttachResult, type NewSandbox } from './make';

@@ -18,15 +18,17 @@ import {
   runtimeLabels,
   removeQuietly,
   sandboxFailed,
+  sharedSandboxName,
   translateEngine,
   workAreaVolumeOptions,
+  type LockAhead,
   type Owner,
   type SandboxEgress,
   type SandboxSpec,
 } from '../container';
 import { ENGINE_DEADLINE_MS, isEngineFailure, isNameTaken, statusCode, withDeadline, type RuntimeChoice } from '../engine';
 import { ensureEgress, makeSidecar, proxyEnv, proxyRunning, removeSidecar, sidecarName } from '../network';
-import { DockerSandbox, NETWORK_LOG_HINT, sharedSandboxName } from './dockerSandbox';
+import { DockerSandbox, NETWORK_LOG_HINT } from './dockerSandbox';
 
 /** What a new sandbox is made of, and for whom. */
 export interface NewSandbox {
@@ -154,8 +156,11 @@ export async function attachSandbox(
   runtime: RuntimeChoice,
   log: Logger,
   signal: AbortSignal,
-  /** `inspected`: what the caller's inspect of this container said a moment ago (not asked again). */
-  options: { onlyIfFree?: boolean; inspected?: Dockerode.ContainerInspectInfo } = {},
+  /**
+   * `inspected`: what the caller's inspect of this container said a moment ago (not asked again).
+   * `lockAhead`: its lock asked for earlier, used when it is held in this very container.
+   */
+  options: { onlyIfFree?: boolean; inspected?: Dockerode.ContainerInspectInfo; lockAhead?: LockAhead } = {},
 ): Promise<AttachResult> {
   let info: Dockerode.ContainerInspectInfo;
   try {
@@ -177,7 +182,10 @@ export async function attachSandbox(
     if (options.onlyIfFree) {
       if (!(await sandbox.lockHolder.tryAcquire(signal))) return { kind: 'busy' };
       if (!sandbox.runner || sandbox.runner.state === 'broken') await sandbox.reconnect();
-    } else await sandbox.lock(signal);
+    } else {
+      if (options.lockAhead) await takeLockAhead(sandbox, options.lockAhead, signal);
+      await sandbox.lock(signal);
+    }
     // Whoever started it laid the work area out, and a warm runner makes the same folders as it
     // starts. Without a runner, doing it again covers a start that another process never finished.
     if (spec.warmRunner === false || !info.State.Running) await sandbox.layOutWorkArea();
@@ -195,3 +203,9 @@ export async function attachSandbox(
   }
 }
 
+
+/** Makes the lock taken ahead `sandbox`'s own when it is held in that container; else lets it go (the usual lock follows). */
+async function takeLockAhead(sandbox: DockerSandbox, ahead: LockAhead, signal: AbortSignal): Promise<void> {
+  const held = await ahead.claim(signal);
+  if (held && !(held.containerId === sandbox.id && sandbox.lockHolder.takeOver(held.lock))) held.lock.release();
+}
