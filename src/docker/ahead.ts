@@ -1,10 +1,9 @@
 /**
  * The Docker layer's light door: what a command-line run starts before the rest of the layer is
  * loaded. index.ts brings every part of the engine client (zod, contexts, the runner's source);
- * this file reads dockerode and the few files it names, nothing else (esbuild.mjs makes it a
+ * this file reads the few files it names and Node's HTTP client, nothing else (esbuild.mjs makes it a
  * chunk of its own, cli-ahead.mjs, so the engine starts the lock's exec while the rest loads).
  */
-import Dockerode from 'dockerode';
 import { sessionDigest } from '../core/session';
 import { sharedSandboxName } from './container/labels';
 import { LockAhead } from './container/lockAhead';
@@ -21,9 +20,7 @@ export type { LockAhead };
 export function lockCliSessionAhead(sessionKey: string): LockAhead | undefined {
   const socketPath = plainUnixSocket();
   if (socketPath === undefined) return undefined;
-  // Every option said, as createDockerClient does: docker-modem would fill what is left out from DOCKER_* variables.
-  const docker = new Dockerode({ socketPath, host: undefined, port: undefined, protocol: 'http', ca: undefined, cert: undefined, key: undefined });
-  return new LockAhead(docker, sharedSandboxName('cli', sessionDigest(sessionKey)), socketPath);
+  return new LockAhead(socketPath, sharedSandboxName('cli', sessionDigest(sessionKey)));
 }
 
 /** Whether `ahead` was asked on the engine `target` names (resolveEngine's answer): only then is it used. */

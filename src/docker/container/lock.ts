@@ -51,6 +51,14 @@ export class HolderEndedError extends Error {
   }
 }
 
+/** A holder's stream: the exec's stdin, and its multiplexed output. */
+export type HolderStream = NodeJS.ReadWriteStream & { destroy?: () => void };
+
+/** What the lock needs of a container: an exec of its holder, started attached (a dockerode Container is one). */
+export interface LockTarget {
+  exec(options: Dockerode.ExecCreateOptions): Promise<{ id: string; start(options: { hijack: true; stdin: true }): Promise<HolderStream> }>;
+}
+
 /**
  * The cross-process lock of one sandbox. Separate processes sharing a sandbox (CLI runs with one
  * --session, several terminals or windows on one key) meet in the container itself, whichever
@@ -58,11 +66,11 @@ export class HolderEndedError extends Error {
  * it for as long as this host holds the exec's stream open.
  */
 export class SandboxLock {
-  private stream: (NodeJS.ReadWriteStream & { destroy?: () => void }) | undefined;
+  private stream: HolderStream | undefined;
   /** The engine's id of the exec that holds the lock (while held). */
   private holder: string | undefined;
 
-  constructor(private readonly container: Dockerode.Container) {}
+  constructor(private readonly container: LockTarget) {}
 
   get held(): boolean {
     return this.stream !== undefined;
@@ -113,9 +121,7 @@ export class SandboxLock {
 
   private async takeOnce(signal: AbortSignal, onlyIfFree: boolean): Promise<boolean> {
     const exec = await withDeadline(this.container.exec(lockHolderExec(onlyIfFree)), ENGINE_DEADLINE_MS, 'create lock exec');
-    const stream = (await withDeadline(exec.start({ hijack: true, stdin: true }), ENGINE_DEADLINE_MS, 'start lock exec')) as NodeJS.ReadWriteStream & {
-      destroy?: () => void;
-    };
+    const stream = await withDeadline(exec.start({ hijack: true, stdin: true }), ENGINE_DEADLINE_MS, 'start lock exec');
     const locked = await new Promise<boolean>((resolve, reject) => {
       let seen = '';
       const done = (error?: Error, held = true) => {

@@ -1,6 +1,6 @@
-import type Dockerode from 'dockerode';
 import { ENGINE_DEADLINE_MS, withDeadline } from '../engine/deadline';
 import { SandboxLock } from './lock';
+import { socketContainer } from './socketExec';
 
 /** A lock taken ahead, and the container it is held in. */
 export interface HeldAhead {
@@ -10,11 +10,12 @@ export interface HeldAhead {
 
 /**
  * A kept sandbox's cross-process lock, asked for by name as a command-line run starts. The lock's
- * exec is the slowest step of a warm run on a kept session, and this file and dockerode are all it
- * needs, so the engine starts the holder while the rest of the command line is still loading. On
- * a 2-vCPU virtual machine (Node 20) the exec took 75-100 ms and the commands 75-90 ms to load, one
- * after the other; overlapped, a warm `run` of print(1) went from 317 to 280 ms under gVisor and
- * from 252 to 208 ms under runc (medians of 15, old and new alternating). With both cores busy
+ * exec is the slowest step of a warm run on a kept session, and this file and Node's HTTP client
+ * are all it needs (socketExec.ts), so the engine starts the holder while the rest of the command
+ * line is still loading. On
+ * a 2-vCPU virtual machine (Node 20) the exec took 75-110 ms and the commands 75-90 ms to load, one
+ * after the other; overlapped, a warm `run` of print(1) went from 375 to 294 ms under gVisor and
+ * from 274 to 222 ms under runc (medians of 15, old and new alternating). With both cores busy
  * there is nothing idle to overlap: no gain, and no loss. Whoever attaches to the container by the
  * usual way claims the lock once and checks it is held in the container it attached to; anything
  * that goes wrong here leaves it to that way (the engine is asked again there, and its failures
@@ -26,25 +27,24 @@ export class LockAhead {
   private lock: SandboxLock | undefined;
 
   constructor(
-    docker: Dockerode,
-    name: string,
-    /** The engine's socket it was asked on (the caller compares it with the engine it resolves). */
+    /** The engine's socket it is asked on (the caller compares it with the engine it resolves). */
     readonly socketPath: string,
+    name: string,
   ) {
-    this.pending = this.take(docker, name);
+    this.pending = this.take(name);
   }
 
-  private async take(docker: Dockerode, name: string): Promise<HeldAhead | undefined> {
+  private async take(name: string): Promise<HeldAhead | undefined> {
     let lock: SandboxLock | undefined;
     try {
       // By name, at once (a container that is not there or not running refuses the exec); which
       // container holds it is asked of the exec once it holds it, while the rest still loads.
-      lock = this.lock = new SandboxLock(docker.getContainer(name));
+      const container = socketContainer(this.socketPath, name);
+      lock = this.lock = new SandboxLock(container);
       await lock.acquire(this.abort.signal);
       const exec = lock.holderExecId;
       if (exec === undefined) throw new Error('the lock was let go');
-      const { ContainerID } = await withDeadline(docker.getExec(exec).inspect(), ENGINE_DEADLINE_MS, 'inspect lock exec');
-      return { lock, containerId: ContainerID };
+      return { lock, containerId: await withDeadline(container.execContainer(exec), ENGINE_DEADLINE_MS, 'inspect lock exec') };
     } catch {
       // Never left held unclaimed: this process would wait for itself on the usual way.
       lock?.release();
