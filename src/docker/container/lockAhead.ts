@@ -57,18 +57,24 @@ export class LockAhead {
    * until it is free; `signal` gives it up. Undefined when none was taken (no such container, not
    * running, an engine that failed). The claimer takes it over or releases it.
    */
-  async claim(signal: AbortSignal): Promise<HeldAhead | undefined> {
+  claim(signal: AbortSignal): Promise<HeldAhead | undefined> {
     const pending = this.pending;
     this.pending = undefined;
-    if (!pending) return undefined;
-    const onAbort = () => this.cancel();
-    signal.addEventListener('abort', onAbort, { once: true });
-    if (signal.aborted) onAbort();
-    try {
-      return await pending;
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-    }
+    if (!pending) return Promise.resolve(undefined);
+    // Given up at once, even while the engine has not answered a request yet (those wait for
+    // their deadline, not for the signal): what they bring later is let go (take()).
+    return new Promise((resolve) => {
+      const onAbort = () => {
+        this.cancel();
+        resolve(undefined);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      if (signal.aborted) onAbort();
+      void pending.then((held) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(held);
+      });
+    });
   }
 
   /** Gives it up: a wait for it ends, and a lock held and not taken over is released. */
