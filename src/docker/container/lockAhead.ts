@@ -12,14 +12,13 @@ export interface HeldAhead {
  * A kept sandbox's cross-process lock, asked for by name as a command-line run starts. The lock's
  * exec is the slowest step of a warm run on a kept session, and this file and Node's HTTP client
  * are all it needs (socketExec.ts), so the engine starts the holder while the rest of the command
- * line is still loading. On
- * a 2-vCPU virtual machine (Node 20) the exec took 75-110 ms and the commands 75-90 ms to load, one
- * after the other; overlapped, a warm `run` of print(1) went from 375 to 294 ms under gVisor and
- * from 274 to 222 ms under runc (medians of 15, old and new alternating). With both cores busy
- * there is nothing idle to overlap: no gain, and no loss. Whoever attaches to the container by the
- * usual way claims the lock once and checks it is held in the container it attached to; anything
- * that goes wrong here leaves it to that way (the engine is asked again there, and its failures
- * said there).
+ * line is still loading. On a 2-vCPU virtual machine (Node 20) the exec took 75-110 ms and the
+ * commands 75-90 ms to load, one after the other; overlapped, a warm `run` of print(1) went from
+ * 375 to 294 ms under gVisor and from 274 to 222 ms under runc (medians of 15, old and new
+ * alternating). With both cores busy there is nothing idle to overlap: no gain, and no loss.
+ * Whoever attaches to the container by the usual way claims the lock once and checks it is held
+ * in the container it attached to; anything that goes wrong here leaves it to that way (the
+ * engine is asked again there, and its failures said there).
  */
 export class LockAhead {
   private readonly abort = new AbortController();

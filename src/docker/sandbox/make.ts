@@ -203,7 +203,6 @@ export async function attachSandbox(
   }
 }
 
-
 /** Makes the lock taken ahead `sandbox`'s own when it is held in that container; else lets it go (the usual lock follows). */
 async function takeLockAhead(sandbox: DockerSandbox, ahead: LockAhead, signal: AbortSignal): Promise<void> {
   const held = await ahead.claim(signal);
