@@ -78,14 +78,17 @@ export function planDataImage(t: DataImageTarget = {}): RoutePlan[] {
 
 /** The data image of the current recipe already on the engine (any route), else undefined. */
 export async function findDataImage(docker: Dockerode, t: DataImageTarget = {}): Promise<DataImage | undefined> {
-  for (const plan of planDataImage(t)) {
-    let info: Dockerode.ImageInspectInfo;
-    try {
-      info = await docker.getImage(plan.tag).inspect();
-    } catch (e) {
-      if (isEngineFailure(e)) throw engineFailure(e, docker);
+  const plans = planDataImage(t);
+  // Every route's tag asked at once (one round trip on the way of every call, not one per route),
+  // then read in the routes' order, as if asked one after the other.
+  const answers = await Promise.allSettled(plans.map((plan) => docker.getImage(plan.tag).inspect()));
+  for (const [i, plan] of plans.entries()) {
+    const answer = answers[i]!;
+    if (answer.status === 'rejected') {
+      if (isEngineFailure(answer.reason)) throw engineFailure(answer.reason, docker);
       continue;
     }
+    const info = answer.value;
     const ours = ourImage(info);
     if (ours?.kind === 'data' && ours.hash === plan.hash && ours.distributions) {
       return { tag: plan.tag, id: info.Id, route: plan.route, recipeHash: plan.hash, built: false, distributions: ours.distributions };

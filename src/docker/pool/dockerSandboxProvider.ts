@@ -3,7 +3,7 @@ import { ToolError, describeError } from '../../core/errors';
 import type { Sandbox, SandboxProvider } from '../../core/sandbox';
 import { sessionDigest } from '../../core/session';
 import { DockerSandbox, engineSandboxes, type SandboxFactory } from '../sandbox';
-import type { RuntimeChoice } from '../engine';
+import { engineIdentity, type RuntimeChoice } from '../engine';
 import { ensureImage, imagePresent, proxyImageTag, type PullProgress } from '../images';
 import { RoomWaiters, evictedNote, leastRecentlyUsedIdle } from './capacity';
 import { Lease, type Entry, type LeaseHolder } from './lease';
@@ -123,6 +123,10 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
 
   async acquire(sessionKey: string, signal: AbortSignal): Promise<Sandbox> {
     if (this.disposed) throw shuttingDown();
+    // A kept session found again (the CLI's --session) pings the engine once its spec is known
+    // (keptRuntime); asked now, that round trip runs beside the spec's instead of after it. The
+    // answer is kept per client; a failure here is said where the ping is needed, if it is.
+    if (this.options.adoptExisting && !this.entries.has(sessionKey)) engineIdentity(this.options.docker).catch(() => {});
     const spec = await this.options.spec(signal);
     this.pool?.noteSpec(spec);
     const entry = await this.entryFor(sessionKey, spec, signal);
