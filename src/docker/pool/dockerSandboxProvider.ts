@@ -7,7 +7,7 @@ import { engineIdentity, type RuntimeChoice } from '../engine';
 import { ensureImage, imagePresent, proxyImageTag, type PullProgress } from '../images';
 import { RoomWaiters, evictedNote, leastRecentlyUsedIdle } from './capacity';
 import { Lease, type Entry, type LeaseHolder } from './lease';
-import { adoptSession, createOrAdopt } from './sharedSessions';
+import { adoptSession, createOrAdopt, namedSessionSandbox } from './sharedSessions';
 import { sameSpec, sharedSandboxName, type SandboxSpec } from '../container';
 import { keptRuntime, runtimeFor } from './runtimeFor';
 import { SPARE_SESSION, SharedSparePool, SparePool, poolDigest, spareFailed, spareLabels } from './sparePool';
@@ -28,6 +28,8 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   /** Replaced while a call held them: removed when the last such call releases them. */
   private readonly retiring = new Set<Entry>();
   private readonly creating = new Map<string, Promise<Entry>>();
+  /** A kept session's sandbox, looked up by its name as its acquire began (beside the spec), for the adopt that follows. */
+  private readonly namedAsked = new Map<string, Promise<Dockerode.ContainerInspectInfo | undefined>>();
   private idleTimer: Timer | undefined;
   private disposed = false;
   /** This process's spares (a provider that does not share sessions with other processes). */
@@ -123,13 +125,24 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
 
   async acquire(sessionKey: string, signal: AbortSignal): Promise<Sandbox> {
     if (this.disposed) throw shuttingDown();
-    // A kept session found again (the CLI's --session) pings the engine once its spec is known
-    // (keptRuntime); asked now, that round trip runs beside the spec's instead of after it. The
-    // answer is kept per client; a failure here is said where the ping is needed, if it is.
-    if (this.options.adoptExisting && !this.entries.has(sessionKey)) engineIdentity(this.options.docker).catch(() => {});
-    const spec = await this.options.spec(signal);
-    this.pool?.noteSpec(spec);
-    const entry = await this.entryFor(sessionKey, spec, signal);
+    // A kept session found again (the CLI's --session) is looked up by its name and the engine
+    // pinged once its spec is known (adoptSession, keptRuntime); asked now, those round trips run
+    // beside the spec's instead of after it. A failure is said where the answer is used, if it is.
+    if (this.options.adoptExisting && !this.entries.has(sessionKey) && !this.creating.has(sessionKey)) {
+      engineIdentity(this.options.docker).catch(() => {});
+      const named = namedSessionSandbox(this.options, sessionDigest(sessionKey));
+      named.catch(() => {});
+      this.namedAsked.set(sessionKey, named);
+    }
+    let entry: Entry;
+    try {
+      const spec = await this.options.spec(signal);
+      this.pool?.noteSpec(spec);
+      entry = await this.entryFor(sessionKey, spec, signal);
+    } finally {
+      // Used by the adopt that followed, if any: a later acquire asks again.
+      this.namedAsked.delete(sessionKey);
+    }
     const evicted = this.evicted.delete(sessionKey) && this.options.maxSandboxes !== undefined;
     return new Lease(this, sessionKey, entry, evicted ? [evictedNote(this.options.maxSandboxes!)] : []);
   }
@@ -310,7 +323,9 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     const digest = sessionDigest(sessionKey);
     if (this.options.adoptExisting) {
       // A kept session's sandbox says which runtime it runs under: the engine is not asked again.
-      const adopted = await adoptSession(this.options, digest, spec, (labels) => keptRuntime(this.options, spec, labels), signal);
+      const asked = this.namedAsked.get(sessionKey);
+      this.namedAsked.delete(sessionKey);
+      const adopted = await adoptSession(this.options, digest, spec, (labels) => keptRuntime(this.options, spec, labels), signal, asked);
       if (adopted) return this.track(sessionKey, adopted);
     }
     const runtime = await this.runtimeFor(spec, true);

@@ -38,6 +38,22 @@ export async function createOrAdopt(ctx: SharedContext, digest: string, spec: Sa
 }
 
 /**
+ * The container named after the session `digest`, when it is one of ours for this owner kind;
+ * undefined when there is none. An engine that fails to answer is an error.
+ */
+export function namedSessionSandbox(ctx: SharedContext, digest: string): Promise<Dockerode.ContainerInspectInfo | undefined> {
+  const { docker, owner } = ctx;
+  return readEngine(() => docker.getContainer(sharedSandboxName(owner.kind, digest)).inspect(), "the session's sandbox (inspect)").then(
+    (info) => (info.Config.Labels?.[LABEL.managed] && info.Config.Labels[LABEL.ownerKind] === owner.kind ? info : undefined),
+    (e: unknown) => {
+      if (statusCode(e) === 404) return undefined;
+      if (isEngineFailure(e)) throw engineFailure(e, docker);
+      throw statusCode(e) !== undefined ? engineRefused(e, docker, "the session's sandbox (inspect)") : e;
+    },
+  );
+}
+
+/**
  * CLI sessions outlive the process: the container named after this session (a spare a session
  * took keeps the spare's labels: it is found by its name), else one carrying this session's
  * labels, locked for this process. A container that does not match the settings, or is really
@@ -50,16 +66,11 @@ export async function adoptSession(
   /** The runtime to expect of a container with these labels (a kept one recorded its own). */
   runtimeOf: (labels: Record<string, string> | undefined) => Promise<RuntimeChoice>,
   signal: AbortSignal,
+  /** namedSessionSandbox's answer, asked a moment ago (beside the spec): not asked again. */
+  asked?: Promise<Dockerode.ContainerInspectInfo | undefined>,
 ): Promise<DockerSandbox | undefined> {
   const { docker, owner, log, lockAhead } = ctx;
-  const named = await readEngine(() => docker.getContainer(sharedSandboxName(owner.kind, digest)).inspect(), "the session's sandbox (inspect)").then(
-    (info) => (info.Config.Labels?.[LABEL.managed] && info.Config.Labels[LABEL.ownerKind] === owner.kind ? info : undefined),
-    (e: unknown) => {
-      if (statusCode(e) === 404) return undefined;
-      if (isEngineFailure(e)) throw engineFailure(e, docker);
-      throw statusCode(e) !== undefined ? engineRefused(e, docker, "the session's sandbox (inspect)") : e;
-    },
-  );
+  const named = await (asked ?? namedSessionSandbox(ctx, digest));
   const tryOne = async (id: string, name: string | undefined, labels: Record<string, string> | undefined, inspected?: Dockerode.ContainerInspectInfo): Promise<DockerSandbox | undefined> => {
     const runtime = await runtimeOf(labels);
     // The lock asked for ahead is by the session's name: only the container found by it can hold it.
