@@ -191,7 +191,6 @@ export function parse(argv: string[]): Parsed {
   return { command, flags, positional };
 }
 
-/** The one value of an option that may be given once. */
 /** The provider's key of the CLI session --session `session` (its sandbox's name comes from it). */
 export function cliSessionKey(session: string): string {
   return `cli:${session}`;
@@ -200,6 +199,7 @@ export function cliSessionKey(session: string): string {
 /** The options that name the engine some other way than the environment. */
 export const ENGINE_OPTIONS = ['docker-host', 'context', 'docker-cert-path', 'docker-tls-verify'] as const;
 
+/** The one value of an option that may be given once. */
 export function one(p: Parsed, name: string): string | undefined {
   const v = p.flags.get(name);
   if (v && v.length > 1) throw new UsageError(`--${name} given more than once`);

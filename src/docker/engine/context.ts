@@ -16,10 +16,7 @@ export type ReadFile = (file: string) => string | undefined;
 /** The context name that means "no context": the platform default (or DOCKER_HOST). */
 export const DEFAULT_CONTEXT = 'default';
 
-export function dockerConfigDir(env: NodeJS.ProcessEnv, home: string): string {
-  const dir = env.DOCKER_CONFIG?.trim();
-  return dir ? dir : path.join(home, '.docker');
-}
+export { dockerConfigDir } from './plainSocket';
 
 export interface CliConfig {
   file: string;

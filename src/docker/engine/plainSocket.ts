@@ -25,13 +25,9 @@ export function plainUnixSocket(
   const context = env.DOCKER_CONTEXT?.trim();
   if (context && context !== 'default') return undefined;
   const host = env.DOCKER_HOST?.trim();
-  if (host) {
-    const socket = /^unix:\/\/(\/[^\0\n]*)$/i.exec(host)?.[1];
-    return socket;
-  }
+  if (host) return /^unix:\/\/(\/[^\0\n]*)$/i.exec(host)?.[1];
   if (context !== 'default') {
-    const home = env.HOME || env.USERPROFILE || os.homedir();
-    const text = readFile(path.join(env.DOCKER_CONFIG?.trim() || path.join(home, '.docker'), 'config.json'));
+    const text = readFile(path.join(dockerConfigDir(env, env.HOME || env.USERPROFILE || os.homedir()), 'config.json'));
     if (text !== undefined) {
       let current: unknown;
       try {
@@ -45,7 +41,14 @@ export function plainUnixSocket(
   return defaultSocketPath('unix', env);
 }
 
-function readOrUndefined(file: string): string | undefined {
+/** The docker CLI's configuration folder: DOCKER_CONFIG, else ~/.docker. */
+export function dockerConfigDir(env: NodeJS.ProcessEnv, home: string): string {
+  const dir = env.DOCKER_CONFIG?.trim();
+  return dir ? dir : path.join(home, '.docker');
+}
+
+/** A file's text; undefined when it cannot be read. */
+export function readOrUndefined(file: string): string | undefined {
   try {
     return fs.readFileSync(file, 'utf8');
   } catch {

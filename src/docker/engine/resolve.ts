@@ -1,8 +1,8 @@
-import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ToolError } from '../../core/errors';
 import { DEFAULT_CONTEXT, dockerConfigDir, readCliConfig, readContext, type ContextChoice, type ReadFile } from './context';
+import { readOrUndefined } from './plainSocket';
 import type { EngineContext, EngineOptions, EngineSource, EngineTarget, EngineTls } from './target';
 
 /** Effects of the resolution; tests give a temporary store and an engine that does not exist. */
@@ -16,13 +16,6 @@ export interface EngineLookup {
 const DEFAULT_HINT = 'the CodeAct Sandbox Docker engine settings';
 const CURRENT_CONTEXT = "the docker CLI's current context";
 
-const readFileOrUndefined: ReadFile = (file) => {
-  try {
-    return fs.readFileSync(file, 'utf8');
-  } catch {
-    return undefined;
-  }
-};
 
 /**
  * Decides the engine as the docker CLI does: an address override (the dockerHost setting,
@@ -43,7 +36,7 @@ export function resolveEngine(
 ): EngineTarget {
   const hint = options.hint ?? DEFAULT_HINT;
   const origin = { host: options.origin?.host ?? 'the settings', context: options.origin?.context ?? 'the settings' };
-  const read = lookup.readFile ?? readFileOrUndefined;
+  const read: ReadFile = lookup.readFile ?? readOrUndefined;
   const home = env.HOME || env.USERPROFILE || os.homedir();
   const address = (raw: string | undefined, source: EngineSource, reason: string, where: string): EngineTarget => {
     const tls = source === 'default' && raw === undefined ? {} : addressTls(options, env, source === 'settings', home);
