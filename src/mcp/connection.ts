@@ -13,6 +13,7 @@ import { RunRecording } from '../storage/runRecorder';
 import { folderSource } from '../storage/workspaceFolder';
 import { foldersSource, type NamedFolder } from '../storage/workspaceFolders';
 import { createSandboxProvider, toolCallOptions, type SandboxConfig } from '../standalone/pipeline';
+import { rehearseProtocol } from './server';
 import { failureResult, successResult } from './toolResult';
 
 const MB = 1024 * 1024;
@@ -65,11 +66,13 @@ export class McpConnection {
    * image already on the engine is used; nothing is asked, built or pulled. The run store's
    * index is read now too (a walk of its folders, the first use of its records' schema), which
    * the first call would otherwise pay after its program ran (its record, the prune), and the
-   * call's host path is taken once on made-up values (rehearseCallPath).
+   * call's host path and the SDK's checks of a call are taken once on made-up values
+   * (rehearseCallPath, rehearseProtocol).
    */
   prewarm(): void {
     this.provider.prewarm(this.parts.sessionKey);
     rehearseCallPath();
+    rehearseProtocol();
     this.parts.store.totalBytes().catch((e: unknown) => this.config.log.warn(`the run store could not be read ahead of the first call: ${describeError(e)}`));
   }
 

