@@ -7,6 +7,8 @@
 import { enableCompileCache } from './compileCache';
 import type { LockAhead } from '../docker/ahead';
 import { ENGINE_OPTIONS, USAGE, UsageError, cliSessionKey, isCommandName, one, parse, type Parsed } from './options';
+import { runByKeeper } from './keeperLink';
+import { readProgram } from './programFile';
 import { reportFailure } from './report';
 
 export async function main(argv: string[]): Promise<number> {
@@ -24,12 +26,20 @@ export async function main(argv: string[]): Promise<number> {
   } catch (e) {
     return reportFailure(e);
   }
+  // A run on a kept session goes first to the session's keeper, if one listens: then nothing else
+  // is loaded (keeperLink.ts).
+  let code: string | undefined;
+  if (parsed.command === 'run') {
+    const kept = await runByKeeper(parsed, readProgram);
+    if (kept.exitCode !== undefined) return kept.exitCode;
+    code = kept.code;
+  }
   // Loaded only now: the engine client, the MCP SDK and the rest are not read for `--help` or a
   // usage error, so those answer as fast as Node starts (esbuild.mjs makes it a file of its own).
   enableCompileCache();
   const ahead = await lockAhead(parsed);
   const { runCommand } = await import('./commands');
-  return runCommand(parsed, ahead);
+  return runCommand(parsed, { ...(ahead ? { ahead } : {}), ...(code !== undefined ? { code } : {}) });
 }
 
 /**

@@ -9,9 +9,10 @@ export class UsageError extends Error {}
 
 /**
  * The commands, named once: main.ts checks a name against them before it loads commands.ts, whose
- * table must have each. The last is not in the usage: only `run` starts it (spareMaker.ts).
+ * table must have each. The last two are not in the usage: only `run` starts them (spareMaker.ts,
+ * keeper.ts).
  */
-export const COMMAND_NAMES = ['run', 'mcp', 'cleanup', 'prepare', 'export', '__make-spares'] as const;
+export const COMMAND_NAMES = ['run', 'mcp', 'cleanup', 'prepare', 'export', '__make-spares', '__keep-session'] as const;
 export type CommandName = (typeof COMMAND_NAMES)[number];
 
 export function isCommandName(name: string): name is CommandName {
@@ -50,7 +51,7 @@ const COMMANDS = `usage:
 
 const SECTIONS: readonly Section[] = [
   {
-    title: 'run options (mcp takes them too, except --session, --file and --output):',
+    title: 'run options (mcp takes them too, except --session, --keep-seconds, --file and --output):',
     column: 23,
     options: [
       { name: 'image', value: 'IMAGE', help: ['run exactly this image (default: the data image, built on first use)'] },
@@ -62,6 +63,15 @@ const SECTIONS: readonly Section[] = [
         help: [
           'with --session: sandboxes kept warm for the next new --session, shared',
           `by every run (default ${DEFAULTS.spareSandboxes}; 0: none; \`cleanup\` removes them)`,
+        ],
+      },
+      {
+        name: 'keep-seconds',
+        value: 'N',
+        help: [
+          "with --session: a process of its own keeps the session's sandbox attached",
+          'this long after a run and runs the next run of the same options in it',
+          '(default 60; 0: none; `cleanup` ends it)',
         ],
       },
       { name: 'timeout', value: 'SECONDS', help: [`stop the program after this long (default ${DEFAULTS.timeoutSeconds})`] },
@@ -189,6 +199,11 @@ export function parse(argv: string[]): Parsed {
     }
   }
   return { command, flags, positional };
+}
+
+/** `p`'s options as a command line again (the program left out), for a process a run starts. */
+export function optionArgs(p: Parsed): string[] {
+  return [...p.flags].flatMap(([name, values]) => (ALL.get(name)?.value ? values.map((v) => `--${name}=${v}`) : [`--${name}`]));
 }
 
 /** The provider's key of the CLI session --session `session` (its sandbox's name comes from it). */

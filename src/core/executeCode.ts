@@ -164,6 +164,7 @@ async function runProgram(sandbox: Sandbox, request: ExecuteRequest, limits: Run
       ...(request.state ? { state: { reset: request.state.reset } } : {}),
       signal: stopper.signal,
       onStart: () => {
+        log.debug('the program started');
         clearTimeout(timer);
         timer = setTimeout(() => stopper.stop('timeout'), limits.timeoutMs);
       },

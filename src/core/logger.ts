@@ -8,8 +8,9 @@ export interface Logger {
 
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
-export function consoleLogger(verbose: boolean): Logger {
-  const write = (level: string) => (message: string) => process.stderr.write(`[${level}] ${message}\n`);
+/** Lines for a terminal: errors always, the rest with `verbose`; to standard error unless `to` says where. */
+export function consoleLogger(verbose: boolean, to: (text: string) => void = (text) => void process.stderr.write(text)): Logger {
+  const write = (level: string) => (message: string) => to(`[${level}] ${message}\n`);
   return {
     debug: verbose ? write('debug') : () => {},
     info: verbose ? write('info') : () => {},

@@ -72,6 +72,8 @@ export interface ProviderWiring {
   spareMaker?: (spec: SandboxSpec) => void;
   /** The session sandbox's lock asked for as the process started; used only if asked on this config's engine. */
   lockAhead?: LockAhead;
+  /** A session's lock held from call to call (ProviderOptions.keepLock). */
+  keepLock?: boolean;
 }
 
 export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWiring): DockerSandboxProvider {
@@ -127,6 +129,7 @@ export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWir
     spareSandboxes: wiring.spareSandboxes ?? 0,
     ...(wiring.spareMaker ? { spareMaker: wiring.spareMaker } : {}),
     ...(lockAhead ? { lockAhead } : {}),
+    ...(wiring.keepLock ? { keepLock: true } : {}),
   });
 }
 

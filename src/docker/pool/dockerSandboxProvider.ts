@@ -191,7 +191,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     if (!entry) return false;
     // Nobody holds it yet; the first call takes it.
     entry.leases--;
-    if (this.options.adoptExisting) await entry.sandbox.unlock();
+    if (this.options.adoptExisting && !this.options.keepLock) await entry.sandbox.unlock();
     return true;
   }
 
@@ -273,7 +273,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     // An idle sandbox can make room for a call that waits.
     this.roomWaiters.notify();
     if (entry.retired) await this.retire(entry);
-    else if (this.options.adoptExisting) await entry.sandbox.unlock();
+    else if (this.options.adoptExisting && !this.options.keepLock) await entry.sandbox.unlock();
     // After the call, not during it: making a spare costs the engine and the CPU the call ran on.
     if (!entry.retired) this.afterCall(entry);
   }

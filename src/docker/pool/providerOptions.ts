@@ -39,6 +39,12 @@ export interface ProviderOptions {
   /** With `adoptExisting`: the session sandbox's lock, asked for as the process started (the CLI's run). */
   lockAhead?: LockAhead;
   /**
+   * With `adoptExisting`: a session's lock stays held between its calls, until `detachAll` (the
+   * command line's session keeper, which runs one session's calls one after the other): each call
+   * then skips the lock's exec. Another process waits for the lock until this one lets it go.
+   */
+  keepLock?: boolean;
+  /**
    * Sandboxes kept created, hardened and preloading with no session (the hosts pass the
    * spareSandboxes setting; unset: none). A new session's first call takes one, and a replacement
    * is made once that call is over. With `adoptExisting` the spares are on the engine for any

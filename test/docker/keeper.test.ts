@@ -1,0 +1,151 @@
+import * as assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { keeperAddress } from '../../src/cli/keeperLink';
+import { parse } from '../../src/cli/options';
+import { IMAGE, bundleCli, spawnCli, uniqueSessionKey, useDocker, type CliResult } from './helpers';
+
+/** The keeper that ran a --verbose run, as it says. */
+function keeperOf(r: CliResult): number {
+  const m = /\[info\] run by the session's keeper, process (\d+)\n/.exec(r.stderr);
+  assert.ok(m, r.stderr);
+  return Number(m[1]);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves once nothing is at `file` (the keeper removes its socket as it goes): the folder is watched. */
+async function gone(file: string): Promise<void> {
+  const dir = path.dirname(file);
+  while (fs.existsSync(file)) {
+    await new Promise<void>((resolve) => {
+      const watcher = fs.watch(dir, () => {
+        watcher.close();
+        resolve();
+      });
+      if (!fs.existsSync(file)) {
+        watcher.close();
+        resolve();
+      }
+    });
+  }
+}
+
+describe("a kept session's keeper (integration)", function () {
+  useDocker();
+  let dir: string;
+  let cli: string;
+
+  before(async function () {
+    this.timeout(60_000);
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-keeper-'));
+    cli = await bundleCli(dir);
+    fs.writeFileSync(path.join(dir, 'set.py'), 'x = 41\n');
+    fs.writeFileSync(path.join(dir, 'get.py'), 'print(x + 1)\n');
+    fs.writeFileSync(path.join(dir, 'sleep.py'), 'import time\ntime.sleep(60)\n');
+  });
+  after(function () {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const runCli = (args: string[], stdin?: string) => spawnCli(cli, args, { cwd: dir, env: process.env, ...(stdin !== undefined ? { stdin } : {}) });
+  const socketOf = (session: string, ...engine: string[]) => keeperAddress(session, parse(['run', ...engine]))!;
+
+  it('runs every run of the session with the same options, the first included, in one process that keeps its state', async function () {
+    this.timeout(120_000);
+    const session = uniqueSessionKey('keep');
+    const args = ['run', '--image', IMAGE, '--session', session, '--state', 'session', '--verbose'];
+    try {
+      const first = await runCli([...args, 'set.py']);
+      assert.equal(first.code, 0, first.stderr);
+      const second = await runCli([...args, 'get.py']);
+      assert.equal(second.stdout, 'stdout:\n42\n\nState: kept for the next call.\n');
+      const third = await runCli([...args, '-'], 'print(x * 2)\n');
+      assert.equal(third.stdout, 'stdout:\n82\n\nState: kept for the next call.\n');
+      const keeper = keeperOf(first);
+      assert.deepEqual([keeperOf(second), keeperOf(third)], [keeper, keeper]);
+      // It outlives the runs, and `cleanup` ends it before it removes the sandbox.
+      assert.equal(alive(keeper), true);
+      const cleanup = await runCli(['cleanup', '--session', session]);
+      assert.equal(cleanup.stdout, 'removed 1 sandbox\n');
+      // Its socket went before `cleanup` went on: nothing answers there.
+      assert.equal(fs.existsSync(socketOf(session)), false);
+    } finally {
+      await runCli(['cleanup', '--session', session]);
+    }
+  });
+
+  it('a run with other options: the keeper goes, letting the lock go first, and a keeper of its own runs it', async function () {
+    this.timeout(120_000);
+    const session = uniqueSessionKey('keep-other');
+    const args = ['run', '--image', IMAGE, '--session', session, '--verbose'];
+    try {
+      const first = await runCli([...args, '--memory', '256', '-'], 'print(6)\n');
+      assert.equal(first.stdout, 'stdout:\n6\n');
+      const other = await runCli([...args, '--memory', '300', '-'], 'print(7)\n');
+      assert.equal(other.stdout, 'stdout:\n7\n');
+      assert.notEqual(keeperOf(other), keeperOf(first));
+      // --keep-seconds 0 runs in its own process, after asking the keeper there is to go.
+      const own = await runCli([...args, '--memory', '300', '--keep-seconds', '0', '-'], 'print(8)\n');
+      assert.equal(own.stdout, 'stdout:\n8\n');
+      assert.doesNotMatch(own.stderr, /keeper/);
+      assert.equal(fs.existsSync(socketOf(session)), false);
+    } finally {
+      await runCli(['cleanup', '--session', session]);
+    }
+  });
+
+  it('goes after --keep-seconds without a run', async function () {
+    this.timeout(60_000);
+    const session = uniqueSessionKey('keep-idle');
+    try {
+      const r = await runCli(['run', '--image', IMAGE, '--session', session, '--keep-seconds', '1', '--verbose', '-'], 'print(1)\n');
+      assert.equal(r.stdout, 'stdout:\n1\n');
+      assert.equal(alive(keeperOf(r)), true);
+      await gone(socketOf(session));
+    } finally {
+      await runCli(['cleanup', '--session', session]);
+    }
+  });
+
+  it("a caller's Ctrl-C stops its program in the keeper, as it does in a run of its own; the next run starts a keeper again", async function () {
+    this.timeout(120_000);
+    const session = uniqueSessionKey('keep-cancel');
+    /** A --verbose run of sleep.py, sent `signal` once it says its program started. */
+    const interrupted = (extra: string[]) =>
+      new Promise<CliResult>((resolve, reject) => {
+        const child = spawn(process.execPath, [cli, 'run', '--image', IMAGE, '--session', session, '--verbose', ...extra, 'sleep.py'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        let sent = false;
+        child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+        child.stderr.on('data', (c: Buffer) => {
+          stderr += c.toString();
+          // Once: a second Ctrl-C ends a command at once, without its result.
+          if (!sent && stderr.includes('[debug] the program started\n')) sent = child.kill('SIGINT');
+        });
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code, stdout, stderr, ms: 0 }));
+      });
+    try {
+      const kept = await interrupted([]);
+      const own = await interrupted(['--keep-seconds', '0']);
+      assert.deepEqual([kept.code, kept.stdout], [0, 'The run was cancelled by the user and the program was stopped.\n']);
+      assert.deepEqual([own.code, own.stdout], [kept.code, kept.stdout]);
+      keeperOf(kept);
+      const after = await runCli(['run', '--image', IMAGE, '--session', session, '-'], 'print(2)\n');
+      assert.equal(after.stdout, 'stdout:\n2\n');
+    } finally {
+      await runCli(['cleanup', '--session', session]);
+    }
+  });
+});
