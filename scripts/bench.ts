@@ -382,6 +382,7 @@ async function main(): Promise<void> {
     'CLI --help / node -e 0, minor page faults (no target)': cliStart.faults.help / cliStart.faults.nodeStart,
     'CLI run of print(1) on a kept session / node -e 0 (target <= 3)': r('cli.run.warmSession') / r('cli.nodeStart'),
     'CLI run of print(1) on a kept session under runc / node -e 0 (target <= 3)': r('cli.run.warmSession.runc') / r('cli.nodeStart'),
+    'CLI run of print(1) on a kept session in its own process (--keep-seconds 0) / node -e 0 (no target)': r('cli.run.warmSession.ownProcess') / r('cli.nodeStart'),
     'CLI run of print(1) on a kept session / node -e 0, minor page faults (no target)': cliRun!.faults.warmSession / cliStart.faults.nodeStart,
     'CLI run in a new session: from its result to its exit / node -e 0 (target <= 1)': r('cli.run.newSession.afterResult') / r('cli.nodeStart'),
   };
@@ -416,9 +417,12 @@ async function main(): Promise<void> {
   const cliRatio = r('cli.run.warmSession') / r('cli.nodeStart');
   const p = cliRun!.phases;
   console.log(
-    `\nCLI run on a kept session (the default runtime), ${r('cli.run.warmSession').toFixed(0)} ms: starting Node ${p.nodeStart.toFixed(0)}, loading the commands ${p.loadCommands.toFixed(0)}, ` +
-      `finding the sandbox ${p.findSandbox.toFixed(0)}, the lock's exec ${p.lockExec.toFixed(0)} (asked for while the commands load), the call and the exit ${p.rest.toFixed(0)} (medians, each part alone)` +
-      (cliRatio > 3 ? `; ${cliRatio.toFixed(2)} x node -e 0, the phase that holds it: ${heaviestCliPhase(p, r('cli.run.warmSession'))}` : ''),
+    `\nCLI run on a kept session (the default runtime), ${r('cli.run.warmSession').toFixed(0)} ms: starting Node ${p.nodeStart.toFixed(0)}, the session's keeper runs it ` +
+      `${(r('cli.run.warmSession') - p.nodeStart).toFixed(0)}` +
+      (cliRatio > 3 ? `; ${cliRatio.toFixed(2)} x node -e 0` : '') +
+      `\nthe same run in its own process (--keep-seconds 0), ${r('cli.run.warmSession.ownProcess').toFixed(0)} ms: starting Node ${p.nodeStart.toFixed(0)}, loading the commands ${p.loadCommands.toFixed(0)}, ` +
+      `finding the sandbox ${p.findSandbox.toFixed(0)}, the lock's exec ${p.lockExec.toFixed(0)} (asked for while the commands load), the call and the exit ${p.rest.toFixed(0)} (medians, each part alone); ` +
+      `the phase that holds it: ${heaviestCliPhase(p, r('cli.run.warmSession.ownProcess'))}`,
   );
   const floors: [string, number, Phases][] = [
     ["a data chat's warm print(1)", chats!.ratios[`data chat: warm print(1), ${GAP_MS} ms between calls / fork and exit of the preloaded interpreter (target <= 1.2)`]!, phases!],

@@ -10,6 +10,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import type Dockerode from 'dockerode';
+import { dismissKeeper, keeperAddress } from '../../src/cli/keeperLink';
+import { parse } from '../../src/cli/options';
 import { makersDir, makersEnded } from '../../src/cli/spareMaker';
 import { silentLogger } from '../../src/core/logger';
 import { sessionDigest } from '../../src/core/session';
@@ -65,12 +67,14 @@ export interface CliRunBench {
     /** Under the engine's default runtime choice (gVisor where the engine has runsc), and under runc. */
     'cli.run.warmSession': Stat;
     'cli.run.warmSession.runc': Stat;
+    /** The same run in its own process (--keep-seconds 0): what the session's keeper saves. */
+    'cli.run.warmSession.ownProcess': Stat;
     'cli.run.newSession': Stat;
     'cli.run.newSession.afterResult': Stat;
   };
   /** Minor page faults of the CLI process of a warm run on a kept session, median. */
   faults: { warmSession: number };
-  /** Where a warm run on a kept session (default runtime) goes, each part measured alone, medians. */
+  /** Where a warm run on a kept session in its own process (default runtime) goes, each part measured alone, medians. */
   phases: CliRunPhases;
 }
 
@@ -127,12 +131,15 @@ export async function benchCliRun(
   const kept = `bench-kept-${process.pid}`;
   const warm: number[] = [];
   const warmRunc: number[] = [];
+  const own: number[] = [];
   const faults: number[] = [];
   const load: number[] = [];
   const find: number[] = [];
   const lock: number[] = [];
-  // The CLI's session key for --session K (src/cli/commands.ts).
-  const name = sharedSandboxName('cli', sessionDigest(`cli:${kept}`));
+  // The sandbox of the session run in its own process (its lock is free between runs; the others'
+  // keepers hold theirs), by the CLI's session key for --session K (src/cli/options.ts).
+  const name = sharedSandboxName('cli', sessionDigest(`cli:${kept}-own`));
+  const sessions = [kept, `${kept}-runc`];
   const fresh: number[] = [];
   const afterResult: number[] = [];
   try {
@@ -141,9 +148,12 @@ export async function benchCliRun(
       await makersEnded(makersDir(), processIsAlive);
       const runc = await timedRun([cli, 'run', '--image', image, '--runtime', 'runc', '--session', `${kept}-runc`, program]);
       await makersEnded(makersDir(), processIsAlive);
+      const ownRun = await timedRun([cli, 'run', '--image', image, '--keep-seconds', '0', '--session', `${kept}-own`, program]);
+      await makersEnded(makersDir(), processIsAlive);
       if (i < 2) continue; // the first creates the session; both leave the files in the page cache
       warm.push(r.ms);
       warmRunc.push(runc.ms);
+      own.push(ownRun.ms);
       faults.push(Number(/minflt=(\d+)/.exec(r.stderr)?.[1]));
       // Its parts, each alone, between the runs (the kept sandbox idle, as a run finds it).
       load.push(await loadTime(path.join(path.dirname(cli), 'cli-commands.mjs')));
@@ -152,7 +162,8 @@ export async function benchCliRun(
     }
     const FRESH_N = Math.max(3, Math.round(n / 6));
     for (let i = 0; i < FRESH_N + 1; i++) {
-      const r = await timedRun([cli, 'run', '--image', image, '--session', `bench-new-${process.pid}-${i}`, program]);
+      sessions.push(`bench-new-${process.pid}-${i}`);
+      const r = await timedRun([cli, 'run', '--image', image, '--session', sessions.at(-1)!, program]);
       // The next run takes the spare this one's maker makes: as a user's next new session would.
       await makersEnded(makersDir(), processIsAlive);
       if (i === 0) continue;
@@ -160,6 +171,8 @@ export async function benchCliRun(
       afterResult.push(r.ms - r.resultMs);
     }
   } finally {
+    // Their keepers first: each holds its sandbox, which would otherwise outlive the removal by a minute.
+    for (const session of sessions) await dismissKeeper(keeperAddress(session, parse(['run']))!);
     const label = [`${LABEL.version}=${version}`, `${LABEL.ownerKind}=cli`];
     for (const c of await docker.listContainers({ all: true, filters: { label } })) {
       await removeQuietly(docker, c.Id, c.Mounts?.find((m) => m.Destination === WORK_ROOT)?.Name, silentLogger);
@@ -170,11 +183,12 @@ export async function benchCliRun(
   const parts = { nodeStart, loadCommands: median(load), findSandbox: median(find), lockExec: median(lock) };
   // The lock's exec runs while the commands load: only the longer of the two is on the way.
   const onTheWay = nodeStart + Math.max(parts.loadCommands, parts.lockExec) + parts.findSandbox;
-  const phases: CliRunPhases = { ...parts, rest: Math.max(0, median(warm) - onTheWay) };
+  const phases: CliRunPhases = { ...parts, rest: Math.max(0, median(own) - onTheWay) };
   return {
     results: {
       'cli.run.warmSession': stat(warm),
       'cli.run.warmSession.runc': stat(warmRunc),
+      'cli.run.warmSession.ownProcess': stat(own),
       'cli.run.newSession': stat(fresh),
       'cli.run.newSession.afterResult': stat(afterResult),
     },
