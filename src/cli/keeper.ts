@@ -117,6 +117,34 @@ export async function keepSession(p: Parsed): Promise<number> {
     clearTimeout(timer);
     if (waiting === 0) timer = setTimeout(() => void stop(), keep * 1000);
   };
+  /** One caller: its run, refused (the keeper goes), or a `bye`. */
+  const serve = async (socket: net.Socket, r: KeeperRequest | undefined) => {
+    let failed = false;
+    if (r?.t === 'bye') return stop();
+    if (r === undefined || socket.destroyed) return;
+    if (r.version !== VERSION || r.options !== runOptions(p) || r.engine !== engineNamed(p) || r.cwd !== process.cwd()) {
+      send(socket, { t: 'no' });
+      return stop();
+    }
+    send(socket, { t: 'run' });
+    // The caller's Ctrl-C (or its end) cancels the run, which then ends as a cancelled one does.
+    const cancel = new AbortController();
+    socket.once('end', () => cancel.abort());
+    socket.once('close', () => cancel.abort());
+    caller = { out: (d) => send(socket, { t: 'out', d }), err: (d) => send(socket, { t: 'err', d }) };
+    config.log.info(`run by the session's keeper, process ${process.pid}`);
+    let code: number;
+    try {
+      code = await run(withRunOptions(p, r.perRun), { output: caller, code: r.code, kept: { provider, states, signal: cancel.signal } });
+    } catch (e) {
+      code = reportFailure(e, caller);
+      failed = true;
+    }
+    caller = undefined;
+    send(socket, { t: 'exit', code });
+    socket.end();
+    if (failed) return stop();
+  };
   let queue = Promise.resolve();
   server.on('connection', (socket) => {
     socket.on('error', () => {});
@@ -125,38 +153,11 @@ export async function keepSession(p: Parsed): Promise<number> {
     const asked = request(socket);
     queue = queue.then(async () => {
       try {
-        await serve(await asked);
+        await serve(socket, await asked);
       } catch {
         await stop(); // not a run's failure (those are its caller's to read): nothing more is taken
       }
     });
-    const serve = async (r: KeeperRequest | undefined) => {
-      let failed = false;
-      if (r?.t === 'bye') return stop();
-      if (r === undefined || socket.destroyed) return;
-      if (r.version !== VERSION || r.options !== runOptions(p) || r.engine !== engineNamed(p) || r.cwd !== process.cwd()) {
-        send(socket, { t: 'no' });
-        return stop();
-      }
-      send(socket, { t: 'run' });
-      // The caller's Ctrl-C (or its end) cancels the run, which then ends as a cancelled one does.
-      const cancel = new AbortController();
-      socket.once('end', () => cancel.abort());
-      socket.once('close', () => cancel.abort());
-      caller = { out: (d) => send(socket, { t: 'out', d }), err: (d) => send(socket, { t: 'err', d }) };
-      config.log.info(`run by the session's keeper, process ${process.pid}`);
-      let code: number;
-      try {
-        code = await run(withRunOptions(p, r.perRun), { output: caller, code: r.code, kept: { provider, states, signal: cancel.signal } });
-      } catch (e) {
-        code = reportFailure(e, caller);
-        failed = true;
-      }
-      caller = undefined;
-      send(socket, { t: 'exit', code });
-      socket.end();
-      if (failed) return stop();
-    };
     void queue.finally(() => {
       waiting--;
       arm();
