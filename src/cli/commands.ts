@@ -68,9 +68,14 @@ async function exportCommand(p: Parsed): Promise<number> {
 
 /** Asks the keeper of `session` (on the engine `p` names), or every keeper, to go; how many went. */
 async function dismissKeepers(p: Parsed, session: string | undefined): Promise<number> {
-  const one = session === undefined ? undefined : keeperAddress(session, p);
-  const dir = keepersDir();
-  const addresses = session !== undefined ? (one ? [one] : []) : fs.existsSync(dir) ? fs.readdirSync(dir).filter((n) => n.endsWith('.sock')).map((n) => path.join(dir, n)) : [];
+  let addresses: string[];
+  if (session !== undefined) {
+    const address = keeperAddress(session, p);
+    addresses = address === undefined ? [] : [address];
+  } else {
+    const dir = keepersDir();
+    addresses = fs.existsSync(dir) ? fs.readdirSync(dir).filter((n) => n.endsWith('.sock')).map((n) => path.join(dir, n)) : [];
+  }
   let n = 0;
   for (const address of addresses) if (await dismissKeeper(address)) n++;
   return n;

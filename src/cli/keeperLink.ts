@@ -1,10 +1,11 @@
 /**
  * A kept session's keeper, as a run finds it (main.ts, before the commands load): the address it
- * listens at, and the exchange of one run with it. After a run on a --session, a process of its
- * own (keeper.ts) holds the session's sandbox, its lock and its runner's connection for a while,
- * and runs the next runs of the same options: such a run costs starting Node and one round trip,
- * not loading the engine client and an exec of the lock in the sandbox (the slowest step under
- * gVisor). Node's own modules only: this file is part of dist/cli.js.
+ * listens at, its start, and the exchange of one run with it. A run on a --session is run by a
+ * process of its own (keeper.ts), started by the session's first run, that holds the session's
+ * sandbox, its lock and its runner's connection for a while and runs the runs of the same options:
+ * such a run costs starting Node and one round trip, not loading the engine client and an exec of
+ * the lock in the sandbox (the slowest step under gVisor). Node's own modules only: this file is
+ * part of dist/cli.js.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -22,14 +23,20 @@ export const KEEP_SECONDS_DEFAULT = 60;
 
 /** The variables that choose the engine beside the options (as resolveEngine reads them). */
 const ENGINE_VARIABLES = ['DOCKER_HOST', 'DOCKER_CONTEXT', 'DOCKER_CONFIG', 'DOCKER_CERT_PATH', 'DOCKER_TLS_VERIFY', 'HOME'] as const;
-/** Linux's limit on a socket's path (sun_path, with its terminating zero). */
-const MAX_SOCKET_PATH = 107;
+/**
+ * Linux's limit on a socket's path (sun_path, with its terminating zero), less the room for the
+ * keeper's own name beside it (`.` and a pid: keeper.ts listens there first).
+ */
+const MAX_SOCKET_PATH = 107 - 8;
 
 export function keepersDir(env: NodeJS.ProcessEnv = process.env): string {
   return path.join(userCacheDir(env), 'codeact-sandbox', 'keepers');
 }
 
-/** What a keeper is asked. `run`: one run (`argv` as given, `code` read by the caller); `bye`: go now. */
+/**
+ * What a keeper is asked. `run`: one run (its options as `runOptions` reads them, those of the run
+ * alone, the engine it names, and the program read by the caller); `bye`: go now.
+ */
 export type KeeperRequest = { t: 'run'; version: string; cwd: string; options: string; perRun: [string, string[]][]; engine: string; code: string } | { t: 'bye' };
 
 /** The options that belong to one run, as its program does (the pipeline takes them call by call). */
@@ -215,7 +222,7 @@ export function exchange(socket: net.Socket, request: KeeperRequest): Promise<nu
  * Resolves with a connection to the keeper at `address` once one listens there (now, or when its
  * socket appears: the folder is watched), or with undefined once `signal` aborts.
  */
-export function keeperAppears(address: string, signal: AbortSignal): Promise<net.Socket | undefined> {
+function keeperAppears(address: string, signal: AbortSignal): Promise<net.Socket | undefined> {
   return new Promise((resolve) => {
     let done = false;
     let watcher: fs.FSWatcher | undefined;
@@ -240,7 +247,6 @@ export function keeperAppears(address: string, signal: AbortSignal): Promise<net
     look();
   });
 }
-
 
 /** Until `socket` closes (a keeper that was asked to go has gone: it let the session's lock go first). */
 function closed(socket: net.Socket): Promise<void> {

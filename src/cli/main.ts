@@ -26,8 +26,8 @@ export async function main(argv: string[]): Promise<number> {
   } catch (e) {
     return reportFailure(e);
   }
-  // A run on a kept session goes first to the session's keeper, if one listens: then nothing else
-  // is loaded (keeperLink.ts).
+  // A run on a kept session goes to the session's keeper (started now if none listens): then
+  // nothing else is loaded (keeperLink.ts).
   let code: string | undefined;
   if (parsed.command === 'run') {
     const kept = await runByKeeper(parsed, readProgram);
