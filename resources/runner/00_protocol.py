@@ -10,6 +10,10 @@ _BASE_MODULES = frozenset(sys.modules)
 _START_ENV = dict(os.environ)
 _BUILTINS_COPY = dict(sys.modules['builtins'].__dict__)
 
+# Built in, and importing it does nothing a program could see (it is the interpreter's own list);
+# imported here, since a child that imports it at its end pays for the import machinery's pages,
+# each a fault under gVisor: 1.5 to 2.8 ms of a warm call (data image).
+import atexit  # noqa: E402
 import _signal  # noqa: E402  (loaded by the interpreter already: adds nothing to sys.modules)
 import gc  # noqa: E402
 import select  # noqa: E402

@@ -525,8 +525,6 @@ class Program:
                 threading._shutdown()
             except BaseException as e:  # noqa: BLE001
                 self._unraisable(e, threading)
-        import atexit
-
         atexit._run_exitfuncs()
         if self._flush_std_files() < 0:
             status = 120
@@ -548,6 +546,9 @@ class Program:
             if isinstance(mod, type(sys)):
                 weak.append(_weakref.ref(mod))
             modules[name] = None
+        # Our own name for the last of them must not keep it alive through the collection below:
+        # a module that is only garbage goes with it, its globals intact while finalizers run.
+        mod = None
         bdict = builtins.__dict__
         if bdict != _BUILTINS_COPY:
             bdict.clear()
