@@ -11,7 +11,7 @@ import { DockerSandboxProvider } from '../src/docker/pool/dockerSandboxProvider'
 import { engineRuntimes } from '../src/docker/engine/runtime';
 import { SANDBOX_GID, SANDBOX_UID } from '../src/docker/container/guest';
 import { currentOwner } from '../src/docker/container/labels';
-import { warmPhases, type Phases } from './bench/phases';
+import { FORK_SCRIPT, warmPhases, type Phases } from './bench/phases';
 import { syscallsPerCall, type CallSyscalls } from './bench/syscalls';
 
 export interface Stat {
@@ -53,7 +53,7 @@ export async function measureRuntimes(
   dockerClient: Dockerode,
   t: BenchTools,
   fallbackImage: string,
-): Promise<{ image?: string; results: Record<string, Stat>; ratios: Record<string, number>; skipped?: string; heldBy?: string; syscalls?: Record<string, CallSyscalls | string> }> {
+): Promise<{ image?: string; results: Record<string, Stat>; ratios: Record<string, number>; skipped?: string; heldBy?: string; backToBack?: string; syscalls?: Record<string, CallSyscalls | string> }> {
   const { available } = await engineRuntimes(dockerClient);
   if (!available.includes('runsc')) return { results: {}, ratios: {}, skipped: 'the engine has no runsc runtime' };
   const image = await runtimeImage(t, fallbackImage);
@@ -99,6 +99,12 @@ export async function measureRuntimes(
       for (const [phase, s] of Object.entries(phasesOf[runtime]!)) results[at(`data.print1.gap.${phase}`)] = s;
       if (runtime === 'runc') syscalls.data = await syscallsPerCall(runnerPid, 10, gapPrint1);
       const user = `${SANDBOX_UID}:${SANDBOX_GID}`;
+      // What a back-to-back call waits for: the runner forks the next child once a call ends. The
+      // same fork and exit, done by an interpreter in this sandbox, bare and with the data stack.
+      for (const [name, modules] of [['bare', []], ['preloaded', DEFAULTS.preloadModules]] as const) {
+        const out = await t.docker('exec', '-u', user, '-w', '/sandbox/tmp', first.sandboxId, 'python3', '-c', FORK_SCRIPT(modules, t.N));
+        results[at(`forkAndExit.${name}`)] = t.stat((JSON.parse(out.trim().split('\n').pop()!) as { forkAndExit: number[] }).forkAndExit);
+      }
       results[at('dockerExecCli.print1')] = await t.repeat(Math.max(5, t.N / 3), () => t.docker('exec', '-u', user, first.sandboxId, 'python3', '-c', t.PRINT1));
       results[at('dockerExecCli.pandas')] = await t.repeat(Math.max(3, t.N / 6), () => t.docker('exec', '-u', user, first.sandboxId, 'python3', '-c', t.PANDAS), 1);
       // A new session's first call, pre-warmed as a chat does it, and cold (created by the call).
@@ -130,5 +136,10 @@ export async function measureRuntimes(
   const extra = (p: keyof Phases) => runsc[p].median - runc[p].median;
   const held = (Object.keys(runc) as (keyof Phases)[]).filter((p) => p !== 'channelTotal').sort((a, b) => extra(b) - extra(a))[0]!;
   const heldBy = `${held} (${runc[held].median.toFixed(1)} -> ${runsc[held].median.toFixed(1)} ms, ${extra(held).toFixed(1)} of the ${extra('channelTotal').toFixed(1)} ms that runsc adds on the channel)`;
-  return { image, results, ratios, heldBy, syscalls };
+  const m = (rt: string, k: string) => results[`runtime.${rt}.${k}`]!.median.toFixed(1);
+  const backToBack =
+    `the fork and exit of the next child, which each call waits for when the last one has just ended: ` +
+    `${m('runsc', 'forkAndExit.bare')} ms under runsc against ${m('runc', 'forkAndExit.bare')} under runc for the bare interpreter (a warm print(1): ${m('runsc', 'warm.print1')} against ${m('runc', 'warm.print1')}), ` +
+    `${m('runsc', 'forkAndExit.preloaded')} against ${m('runc', 'forkAndExit.preloaded')} with the data stack (a warm pandas call: ${m('runsc', 'warm.pandas')} against ${m('runc', 'warm.pandas')})`;
+  return { image, results, ratios, heldBy, backToBack, syscalls };
 }
