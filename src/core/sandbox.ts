@@ -27,8 +27,10 @@ export interface ProgramRun {
   /** Aborting stops the program (timeout, the user's Stop, an output flood). */
   signal: AbortSignal;
   /**
-   * A sandbox calls this when the call's turn comes (it runs its calls one at a time): the time
-   * limit counts from here, so waiting behind the chat's other calls does not count against it.
+   * A sandbox calls this when the program starts: the time limit counts from here. Waiting behind
+   * the chat's other calls (a sandbox runs them one at a time), for a runner that starts over to
+   * preload, or for the call's files to be copied in does not count against it; each such wait
+   * has a deadline of its own.
    */
   onStart(): void;
   /** Session mode: run on the state the chat's last kept call left (an empty one with `reset`). */

@@ -120,4 +120,23 @@ describe('preloading on first use (integration)', function () {
     await warmSandbox(p, key);
     assert.equal((await run(p, key, 'import os\nprint(os.path.exists("/sandbox/tmp/pth-in-pid1"))')).text, 'stdout:\nFalse');
   });
+
+  it("counts a call's time limit from its program's start, not from the wait for a runner that starts over", async function () {
+    const p = provider();
+    const key = uniqueSessionKey('learn-limit');
+    const sandbox = await warmSandbox(p, key);
+    assert.equal((await run(p, key, 'import decimal\nprint(1)')).text, 'stdout:\n1');
+    // At once: the runner said it starts over with decimal, and the call waits for the new one.
+    const restartingAtCall = sandbox.runner?.restarting;
+    let out = '';
+    let restartingAtStart: boolean | undefined;
+    const exit = await sandbox.run({
+      code: 'import sys\nprint("decimal" in sys.modules)',
+      onStdout: (c) => (out += c.toString()),
+      onStderr: () => {},
+      signal: new AbortController().signal,
+      onStart: () => (restartingAtStart = sandbox.runner?.restarting),
+    });
+    assert.deepEqual([restartingAtCall, restartingAtStart, exit.exitCode, out], [true, false, 0, 'True\n']);
+  });
 });

@@ -50,8 +50,26 @@ async function ready() {
 function start(channel: RunnerChannel, id: number, request: RunRequest, signal = new AbortController().signal) {
   const stdout: string[] = [];
   const stderr: string[] = [];
-  const outcome = channel.run(id, request, { onStdout: (c) => stdout.push(c.toString('hex')), onStderr: (c) => stderr.push(c.toString('hex')) }, signal, KILL_GRACE_MS);
-  return { outcome, stdout, stderr };
+  /** What the caller was told, in order. */
+  const told: string[] = [];
+  const outcome = channel.run(
+    id,
+    request,
+    {
+      onStdout: (c) => {
+        told.push('stdout');
+        stdout.push(c.toString('hex'));
+      },
+      onStderr: (c) => {
+        told.push('stderr');
+        stderr.push(c.toString('hex'));
+      },
+      onStarted: () => told.push('started'),
+    },
+    signal,
+    KILL_GRACE_MS,
+  );
+  return { outcome, stdout, stderr, told };
 }
 
 const READY_LINE =
@@ -178,6 +196,8 @@ describe('runner channel over a stream, with a fake runner and clock (unit)', ()
       assert.deepEqual(await run.outcome, { kind: 'exit', exitCode: 3, killed: false, limited: false, orphans: false, oomKilled: false });
       assert.deepEqual(run.stdout, ['68656c6c6f0afffe']);
       assert.deepEqual(run.stderr, ['']);
+      // The caller's time limit starts with the started reply.
+      assert.deepEqual(run.told, ['started', 'stdout', 'stderr']);
       assert.deepEqual(runner.kinds, ['h0', 'r7']);
       assert.equal(runner.received[1]!.bytes.toString('hex'), RUN_7.bytes);
       assert.equal(channel.state, 'ready');

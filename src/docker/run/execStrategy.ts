@@ -41,6 +41,7 @@ export class ExecStrategy implements RunStrategy {
       'create exec',
     );
     const stream = (await withDeadline(exec.start({ hijack: true, stdin: false }), ENGINE_DEADLINE_MS, 'start exec')) as NodeJS.ReadWriteStream;
+    run.onStart();
 
     const ended = new Promise<void>((resolve, reject) => {
       stream.on('end', resolve);

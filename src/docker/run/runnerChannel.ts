@@ -183,7 +183,7 @@ export class RunnerChannel {
   run(
     id: number,
     request: RunRequest,
-    io: { onStdout(chunk: Buffer): void; onStderr(chunk: Buffer): void },
+    io: { onStdout(chunk: Buffer): void; onStderr(chunk: Buffer): void; onStarted?(): void },
     signal: AbortSignal,
     killGraceMs: number,
   ): Promise<RunnerOutcome> {
@@ -216,7 +216,19 @@ export class RunnerChannel {
       const active: ActiveRun = {
         id,
         onFrame: (frame) =>
-          readRunFrame(frame, progress, { ...io, onStarted: () => this.clock.clearTimeout(startTimer), onStartingOver: (m) => this.startingOver(m) }, finish),
+          readRunFrame(
+            frame,
+            progress,
+            {
+              ...io,
+              onStarted: () => {
+                this.clock.clearTimeout(startTimer);
+                io.onStarted?.();
+              },
+              onStartingOver: (m) => this.startingOver(m),
+            },
+            finish,
+          ),
         onBroken: (error) => finish({ kind: 'failed', started: progress.started, error }),
       };
       this.active = active;

@@ -104,7 +104,7 @@ export class WarmStrategy implements RunStrategy {
         orphanGraceMs: ORPHAN_GRACE_MS,
         ...(run.state ? { state: { reset: run.state.reset } } : {}),
       },
-      { onStdout: (c) => run.onStdout(c), onStderr: (c) => run.onStderr(c) },
+      { onStdout: (c) => run.onStdout(c), onStderr: (c) => run.onStderr(c), onStarted: () => run.onStart() },
       run.signal,
       KILL_GRACE_MS,
     );

@@ -246,7 +246,6 @@ export class DockerSandbox implements Sandbox, WarmOps {
 
   private async runProgram(run: ProgramRun): Promise<ProgramExit> {
     if (run.signal.aborted) return { exitCode: null, workDir: '' };
-    run.onStart();
     const callId = `${String(++this.runCount).padStart(4, '0')}-${randomBytes(3).toString('hex')}`;
     const workDir = `${RUNS_DIR}/${callId}`;
     const notes: string[] = [];
