@@ -343,7 +343,7 @@ async function main(): Promise<void> {
   }
   const runtimes = await measureRuntimes(
     dockerClient,
-    { N, LIMITS, VERSION, PRINT1, PANDAS, pandasOut, runLimits: RUN_LIMITS, repeat, time, stat, docker, expectText },
+    { N, LIMITS, VERSION, PRINT1, PANDAS, pandasOut, runLimits: RUN_LIMITS, repeat, time, stat, docker, inside, expectText },
     IMAGE,
   );
   Object.assign(results, runtimes.results);

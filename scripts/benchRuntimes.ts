@@ -36,6 +36,8 @@ export interface BenchTools {
   time(fn: () => Promise<unknown>): Promise<number>;
   stat(ms: number[]): Stat;
   docker(...args: string[]): Promise<string>;
+  /** Runs a Python script in a container as the sandbox user; its last line of output, as JSON. */
+  inside<T>(container: string, script: string): Promise<T>;
   expectText(text: string, want: RegExp, what: string): void;
 }
 
@@ -102,8 +104,8 @@ export async function measureRuntimes(
       // What a back-to-back call waits for: the runner forks the next child once a call ends. The
       // same fork and exit, done by an interpreter in this sandbox, bare and with the data stack.
       for (const [name, modules] of [['bare', []], ['preloaded', DEFAULTS.preloadModules]] as const) {
-        const out = await t.docker('exec', '-u', user, '-w', '/sandbox/tmp', first.sandboxId, 'python3', '-c', FORK_SCRIPT(modules, t.N));
-        results[at(`forkAndExit.${name}`)] = t.stat((JSON.parse(out.trim().split('\n').pop()!) as { forkAndExit: number[] }).forkAndExit);
+        const { forkAndExit } = await t.inside<{ forkAndExit: number[] }>(first.sandboxId, FORK_SCRIPT(modules, t.N));
+        results[at(`forkAndExit.${name}`)] = t.stat(forkAndExit);
       }
       results[at('dockerExecCli.print1')] = await t.repeat(Math.max(5, t.N / 3), () => t.docker('exec', '-u', user, first.sandboxId, 'python3', '-c', t.PRINT1));
       results[at('dockerExecCli.pandas')] = await t.repeat(Math.max(3, t.N / 6), () => t.docker('exec', '-u', user, first.sandboxId, 'python3', '-c', t.PANDAS), 1);
