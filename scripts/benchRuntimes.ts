@@ -13,6 +13,7 @@ import { SANDBOX_GID, SANDBOX_UID } from '../src/docker/container/guest';
 import { currentOwner } from '../src/docker/container/labels';
 import { FORK_SCRIPT, warmPhases, type Phases } from './bench/phases';
 import { syscallsPerCall, type CallSyscalls } from './bench/syscalls';
+import { attachRoundTrip } from './bench/attach';
 
 export interface Stat {
   n: number;
@@ -99,6 +100,7 @@ export async function measureRuntimes(
       // The same call on the runner channel, by phase: which part of it the runtime makes dearer.
       phasesOf[runtime] = await warmPhases(provider.active.get(key)!, t.N, RUNTIME_GAP_MS);
       for (const [phase, s] of Object.entries(phasesOf[runtime]!)) results[at(`data.print1.gap.${phase}`)] = s;
+      results[at('attachRoundTrip.gap')] = await attachRoundTrip(dockerClient, image, runtime, t.N, RUNTIME_GAP_MS);
       if (runtime === 'runc') syscalls.data = await syscallsPerCall(runnerPid, 10, gapPrint1);
       const user = `${SANDBOX_UID}:${SANDBOX_GID}`;
       // What a back-to-back call waits for: the runner forks the next child once a call ends. The
@@ -138,8 +140,10 @@ export async function measureRuntimes(
   const extra = (p: keyof Phases) => runsc[p].median - runc[p].median;
   const held = (Object.keys(runc) as (keyof Phases)[]).filter((p) => p !== 'channelTotal').sort((a, b) => extra(b) - extra(a))[0]!;
   // Medians of the parts do not add up to the median of the whole: each is given as it is.
-  const heldBy = `${held} (${runc[held].median.toFixed(1)} -> ${runsc[held].median.toFixed(1)} ms; the whole channel ${runc.channelTotal.median.toFixed(1)} -> ${runsc.channelTotal.median.toFixed(1)})`;
-  const m = (rt: string, k: string) => results[`runtime.${rt}.${k}`]!.median.toFixed(1);
+  const m = (rt: string, k: string, digits = 1) => results[`runtime.${rt}.${k}`]!.median.toFixed(digits);
+  const heldBy =
+    `${held} (${runc[held].median.toFixed(1)} -> ${runsc[held].median.toFixed(1)} ms; the whole channel ${runc.channelTotal.median.toFixed(1)} -> ${runsc.channelTotal.median.toFixed(1)}; ` +
+    `the engine's attach stream alone, a byte there and back, ${m('runc', 'attachRoundTrip.gap', 2)} -> ${m('runsc', 'attachRoundTrip.gap', 2)})`;
   const backToBack =
     `the fork and exit of the next child, which each call waits for when the last one has just ended: ` +
     `${m('runsc', 'forkAndExit.bare')} ms under runsc against ${m('runc', 'forkAndExit.bare')} under runc for the bare interpreter (a warm print(1): ${m('runsc', 'warm.print1')} against ${m('runc', 'warm.print1')}), ` +
