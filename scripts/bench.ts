@@ -413,6 +413,7 @@ async function main(): Promise<void> {
   for (const [k, v] of Object.entries(ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
   for (const [k, v] of Object.entries(runtimes.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(2)}`);
   if (runtimes.heldBy) console.log(`runsc / runc of a data chat's warm print(1), ${RUNTIME_GAP_MS} ms between calls: the phase that holds it: ${runtimes.heldBy}`);
+  if (runtimes.pandasOwn) console.log(`runsc / runc of a warm pandas call, ${RUNTIME_GAP_MS} ms between calls: ${runtimes.pandasOwn}`);
   if (runtimes.backToBack) console.log(`runsc / runc back to back: what holds it: ${runtimes.backToBack}`);
   for (const [kind, s] of Object.entries(runtimes.syscalls ?? {})) {
     const chat = kind === 'plain' ? 'a chat before it imports pandas' : 'a data chat';

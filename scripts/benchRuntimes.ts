@@ -42,6 +42,9 @@ export interface BenchTools {
   expectText(text: string, want: RegExp, what: string): void;
 }
 
+/** `code` timing its own statements: its output, then `@<ms>` on the last line. */
+const OWN_TIMED = (code: string) => `import time as _t\n_t0 = _t.perf_counter()\n${code}\nprint("@%.3f" % ((_t.perf_counter() - _t0) * 1000))`;
+
 /** The image for the runtime columns: the newest data image when there is one. */
 async function runtimeImage(t: BenchTools, fallback: string): Promise<string> {
   const out = await t.docker('image', 'ls', 'codeact-sandbox/data', '--format', '{{.Repository}}:{{.Tag}}');
@@ -56,7 +59,7 @@ export async function measureRuntimes(
   dockerClient: Dockerode,
   t: BenchTools,
   fallbackImage: string,
-): Promise<{ image?: string; results: Record<string, Stat>; ratios: Record<string, number>; skipped?: string; heldBy?: string; backToBack?: string; syscalls?: Record<string, CallSyscalls | string> }> {
+): Promise<{ image?: string; results: Record<string, Stat>; ratios: Record<string, number>; skipped?: string; heldBy?: string; backToBack?: string; pandasOwn?: string; syscalls?: Record<string, CallSyscalls | string> }> {
   const { available } = await engineRuntimes(dockerClient);
   if (!available.includes('runsc')) return { results: {}, ratios: {}, skipped: 'the engine has no runsc runtime' };
   const image = await runtimeImage(t, fallbackImage);
@@ -96,6 +99,17 @@ export async function measureRuntimes(
       if (!(await provider.active.get(key)!.warmedUp(120_000))) throw new Error(`the warm runner did not come back under ${runtime}`);
       results[at('warm.pandas')] = await t.repeat(t.N, async () => t.expectText((await call(key, t.PANDAS)).text, t.pandasOut, `${runtime} pandas`));
       results[at('warm.pandas.gap')] = await t.repeat(t.N, async () => t.expectText((await call(key, t.PANDAS)).text, t.pandasOut, `${runtime} pandas`), 2, RUNTIME_GAP_MS);
+      // The same program timing its own statements: what the runtime costs the program itself
+      // (gVisor serves its page faults and system calls), apart from the call around it.
+      const own: number[] = [];
+      for (let i = 0; i < t.N + 2; i++) {
+        await new Promise((r) => setTimeout(r, RUNTIME_GAP_MS));
+        const text = (await call(key, OWN_TIMED(t.PANDAS))).text;
+        const ms = /\n@([0-9.]+)$/.exec(text);
+        if (!ms) throw new Error(`${runtime} timed pandas printed ${JSON.stringify(text.slice(0, 300))}`);
+        if (i >= 2) own.push(Number(ms[1]));
+      }
+      results[at('warm.pandas.gap.program')] = t.stat(own);
       results[at('data.print1.gap')] = await t.repeat(t.N, async () => t.expectText((await call(key, t.PRINT1)).text, /^stdout:\n1$/, `${runtime} print(1)`), 2, RUNTIME_GAP_MS);
       // The same call on the runner channel, by phase: which part of it the runtime makes dearer.
       phasesOf[runtime] = await warmPhases(provider.active.get(key)!, t.N, RUNTIME_GAP_MS);
@@ -148,5 +162,8 @@ export async function measureRuntimes(
     `the fork and exit of the next child, which each call waits for when the last one has just ended: ` +
     `${m('runsc', 'forkAndExit.bare')} ms under runsc against ${m('runc', 'forkAndExit.bare')} under runc for the bare interpreter (a warm print(1): ${m('runsc', 'warm.print1')} against ${m('runc', 'warm.print1')}), ` +
     `${m('runsc', 'forkAndExit.preloaded')} against ${m('runc', 'forkAndExit.preloaded')} with the data stack (a warm pandas call: ${m('runsc', 'warm.pandas')} against ${m('runc', 'warm.pandas')})`;
-  return { image, results, ratios, heldBy, backToBack, syscalls };
+  const pandasOwn =
+    `the program's own statements, timed by the program: ${m('runc', 'warm.pandas.gap.program')} ms under runc, ${m('runsc', 'warm.pandas.gap.program')} under runsc ` +
+    `(${(results['runtime.runsc.warm.pandas.gap.program']!.median / results['runtime.runc.warm.pandas.gap.program']!.median).toFixed(2)} x); the whole call ${m('runc', 'warm.pandas.gap')} -> ${m('runsc', 'warm.pandas.gap')}`;
+  return { image, results, ratios, heldBy, backToBack, pandasOwn, syscalls };
 }
