@@ -372,6 +372,8 @@ async function main(): Promise<void> {
     'session call (print(x + 1)) / fork and exit of the bare interpreter (target <= 1.2)': session!.results['session.print(x+1)']!.median / r('forkAndExit.bareInterpreter'),
     // Below every call: the request's way in and the exit frame's way out on the engine's attach stream.
     [`the engine's attach stream, a byte there and back, ${GAP_MS} ms between / fork and exit of the bare interpreter (no target)`]: r('attach.roundTrip') / r('forkAndExit.bareInterpreter'),
+    // With the part of the floor a call cannot make ahead (its process's exit): the least any call costs.
+    [`that round trip and a process's exit and reaping after its fork / fork and exit of the bare interpreter (no target)`]: (r('attach.roundTrip') + r('afterFork.bareInterpreter')) / r('forkAndExit.bareInterpreter'),
     ...chats!.ratios,
     ...mcp!.ratios,
     'warm print(1) / bare interpreter (target <= 2)': r('print1.pipeline.warm') / r('print1.bareInterpreter'),
@@ -430,19 +432,23 @@ async function main(): Promise<void> {
       `finding the sandbox ${p.findSandbox.toFixed(0)}, the lock's exec ${p.lockExec.toFixed(0)} (asked for while the commands load), the call and the exit ${p.rest.toFixed(0)} (medians, each part alone); ` +
       `the phase that holds it: ${heaviestCliPhase(p, r('cli.run.warmSession.ownProcess'))}`,
   );
-  // Each: the call, its ratio to its fork-and-exit floor, the floor (ms), its phases.
-  const bare = r('forkAndExit.bareInterpreter');
-  const floors: [string, number, number, Phases][] = [
-    ["a data chat's warm print(1)", chats!.ratios[`data chat: warm print(1), ${GAP_MS} ms between calls / fork and exit of the preloaded interpreter (target <= 1.2)`]!, r('forkAndExit.preloadedInterpreter'), phases!],
-    ["a chat's warm print(1) before it imports pandas", ratios[`warm print(1), ${GAP_MS} ms between calls / fork and exit of the bare interpreter (target <= 1.2)`]!, bare, plainPhases!],
-    ['a session call', ratios['session call (print(x + 1)) / fork and exit of the bare interpreter (target <= 1.2)'], bare, session!.phases],
+  // Each: the call, its ratio to its fork-and-exit floor, the floor's interpreter, its phases.
+  const floors: [string, number, 'bare' | 'preloaded', Phases][] = [
+    ["a data chat's warm print(1)", chats!.ratios[`data chat: warm print(1), ${GAP_MS} ms between calls / fork and exit of the preloaded interpreter (target <= 1.2)`]!, 'preloaded', phases!],
+    ["a chat's warm print(1) before it imports pandas", ratios[`warm print(1), ${GAP_MS} ms between calls / fork and exit of the bare interpreter (target <= 1.2)`]!, 'bare', plainPhases!],
+    ['a session call', ratios['session call (print(x + 1)) / fork and exit of the bare interpreter (target <= 1.2)'], 'bare', session!.phases],
   ];
   const attach = r('attach.roundTrip');
-  for (const [what, ratio, floor, held] of floors) {
+  for (const [what, ratio, interpreter, held] of floors) {
     if (ratio <= 1.2) continue;
+    const floor = r(`forkAndExit.${interpreter}Interpreter`);
+    // The least a call can cost: the request in and the reply out on the stream, and its
+    // program's process ending (its fork was made ahead, in the idle time).
+    const least = attach + r(`afterFork.${interpreter}Interpreter`);
     console.log(
       `\n${what} is ${ratio.toFixed(2)} x the fork-and-exit floor; the phase that holds it: ${heaviestPhase(held)}; ` +
-        `below it all, the engine's attach stream alone, a byte there and back, ${attach.toFixed(2)} ms, is ${(attach / floor).toFixed(2)} x that floor, and each call crosses it both ways`,
+        `below it all, the engine's attach stream alone, a byte there and back, ${attach.toFixed(2)} ms, is ${(attach / floor).toFixed(2)} x that floor, ` +
+        `and with a process's exit and reaping after its fork, ${least.toFixed(2)} ms, the least a call through the stream can cost, ${(least / floor).toFixed(2)} x`,
     );
   }
   const out = path.join('test-results', 'bench');

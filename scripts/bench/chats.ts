@@ -32,7 +32,7 @@ const PANDAS_OUT = /^stdout:\na\s+499500\nb\s+499500\ndtype: int64$/;
 const FIRST_CHATS = 4;
 
 export interface ChatsBench {
-  /** `chats.<plain|data>.<call>.<used|start>` (`firstPandas`: the window's first data chat; `firstPandasLater`: the next ones) and `forkAndExit.<bare|preloaded>`. */
+  /** `chats.<plain|data>.<call>.<used|start>` (`firstPandas`: the window's first data chat; `firstPandasLater`: the next ones), `forkAndExit.<bare|preloaded>Interpreter` and its part after the fork, `afterFork.*`. */
   results: Record<string, Stat>;
   /** Page faults per call: `<plain|data>.<used|start>`, print(1) in that chat. */
   faults: Record<string, CallFaults>;
@@ -116,10 +116,16 @@ export async function benchChats(docker: Dockerode, image: string, n: number, ve
         await call(data, PRINT1, /^stdout:\n1$/);
       });
       if (when === 'used') {
-        const bare = await inside<{ forkAndExit: number[] }>(plainBox, FORK_SCRIPT([], n));
-        const preloaded = await inside<{ forkAndExit: number[] }>(dataBox, FORK_SCRIPT(DEFAULTS.preloadModules, n));
+        type Forks = { fork: number[]; forkAndExit: number[] };
+        const bare = await inside<Forks>(plainBox, FORK_SCRIPT([], n));
+        const preloaded = await inside<Forks>(dataBox, FORK_SCRIPT(DEFAULTS.preloadModules, n));
         results['forkAndExit.bareInterpreter'] = stat(bare.forkAndExit);
         results['forkAndExit.preloadedInterpreter'] = stat(preloaded.forkAndExit);
+        // The part after the fork (the child's exit and its reaping): a call's child is forked
+        // ahead, so this part of the floor is on every call's way, the fork is not.
+        const afterFork = (f: Forks) => stat(f.forkAndExit.map((ms, i) => ms - f.fork[i]!));
+        results['afterFork.bareInterpreter'] = afterFork(bare);
+        results['afterFork.preloadedInterpreter'] = afterFork(preloaded);
       }
     } finally {
       await provider.dispose();
