@@ -44,11 +44,14 @@ describe('notebook export (integration)', function () {
     return spawnCli(cli, args, { cwd: dir, env: process.env, ...(stdin !== undefined ? { stdin } : {}) });
   }
 
-  /** One session call; returns the stdout section of what the model received ('' when none). */
+  /**
+   * One session call; returns the stdout section of what the model received. Every call here
+   * prints: a result without one is returned whole, with the run's log, for the assertion to show.
+   */
   async function call(session: string, code: string): Promise<string> {
-    const r = await runCli(['run', '--image', IMAGE, '--session', session, '--state', 'session', '--artifacts', 'art', '--preload', '', '-'], code);
+    const r = await runCli(['run', '--image', IMAGE, '--session', session, '--state', 'session', '--artifacts', 'art', '--preload', '', '--verbose', '-'], code);
     assert.equal(r.code, 0, r.stderr);
-    return /^stdout:\n([\s\S]*?)(\n\n|$)/.exec(r.stdout)?.[1] ?? '';
+    return /^stdout:\n([\s\S]*?)(\n\n|$)/.exec(r.stdout)?.[1] ?? `no stdout in ${JSON.stringify(r.stdout)}; log: ${r.stderr}`;
   }
 
   /** Exports the session and runs the notebook in the notebook image; the stdout of each code cell. */
