@@ -1,8 +1,9 @@
 /**
  * The floor of any call on the runner channel: one byte there and back on the engine's attach
- * stream, the only way into a sandbox that has no network and no host mounts. A container as
- * hardened as a sandbox runs `cat`, which writes back each byte it reads; nothing of ours is on
- * the path, so what a call costs above this is ours, and what this costs is the engine's.
+ * stream, the only way into a sandbox that has no network and no host mounts. A container runs
+ * `cat` as a sandbox's user (read-only root, no capabilities, no network; the limits do not touch
+ * the stream), which writes back each byte it reads: nothing of ours is on the path, so what a
+ * call costs above this is ours, and what this costs is the engine's.
  */
 import type Dockerode from 'dockerode';
 import { Writable, type Duplex } from 'node:stream';
