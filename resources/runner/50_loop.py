@@ -457,6 +457,37 @@ class Runner:
         _log('not preloading what programs imported: %s' % why)
         return self.fork_ahead()
 
+    def strays(self):
+        """Live processes of ours that are not this runner, a state holder, or a program already
+        dying or in exit() (those end by their grace, and an exit's teardown stays off the answer's way)."""
+        me, known = os.getpid(), self.not_the_programs()
+        return [p for p in _live_pids() if p != 1 and p != me and p not in known]
+
+    def end_strays(self):
+        """A fresh call's processes end with it. One that left the program's group (a daemon's
+        double fork) would live on into later calls, its connections logged under their programs,
+        or its files changing under them. Killed, and waited for until each is dead (its sockets
+        closed, so the proxy has logged them) before the end is reported: the host's end-of-call
+        marker then comes after their last lines. Waits on SIGCHLD's wake-up, bounded."""
+        if not self.strays():
+            return
+        poller = select.poll()
+        poller.register(self.wake_r, select.POLLIN)
+        deadline = time.monotonic() + DYING_GRACE_S
+        while True:
+            # kill(-1) too, not pid by pid: a fork bomb's new children are taken with it.
+            _kill_all(None, self.spared())
+            self.reap(None)
+            if not self.strays():
+                return
+            if time.monotonic() >= deadline:
+                _log('processes a program left did not end')
+                return
+            try:
+                poller.poll(100)
+            except InterruptedError:
+                pass
+
     def kill_the_rest(self):
         """Kills every other process of the sandbox (kill(-1) from PID 1) and reaps them all; False
         when some are still there after the grace."""
@@ -489,6 +520,8 @@ class Runner:
         settles a session call's state and reports the end."""
         w = _Supervision(self, rid, req, pid, out_r, err_r, poller, link, notice)
         w.watch()
+        if link is None:
+            self.end_strays()
         state = None
         if link is not None:
             state = self.commit(pid, link, base, w.kept and not (w.killed or w.limited or w.orphans or w.kill_at), w.status, w.unkept)

@@ -75,4 +75,29 @@ describe('the warm runner reports an exit before the process is gone (integratio
     const ps = await run(provider, key, ALONE_WITH_PID1);
     assert.equal(ps.text, 'stdout:\nTrue');
   });
+
+  it('ends a daemon a fresh program left (its own session, output closed) with the call, before the answer', async function () {
+    const provider = sandboxes.makeProvider();
+    const key = uniqueSessionKey('daemon');
+    await warmSandbox(provider, key);
+    // The classic daemon: fork, setsid, fork again, output to /dev/null; the parent exits at once.
+    const code = [
+      'import os, time',
+      'if os.fork() == 0:',
+      '    os.setsid()',
+      '    if os.fork() == 0:',
+      "        null = os.open('/dev/null', os.O_RDWR)",
+      '        for fd in (0, 1, 2):',
+      '            os.dup2(null, fd)',
+      '        time.sleep(600)',
+      '    os._exit(0)',
+      'os.wait()',
+      "print('daemon started')",
+    ].join('\n');
+    const r = await run(provider, key, code);
+    assert.equal(r.text, 'stdout:\ndaemon started');
+    // No wait: the daemon was gone before the first call answered.
+    const ps = await run(provider, key, ALONE_WITH_PID1);
+    assert.equal(ps.text, 'stdout:\nTrue');
+  });
 });
