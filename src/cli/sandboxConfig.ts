@@ -44,10 +44,10 @@ export function sandboxConfigFrom(p: Parsed, output: CliOutput = processOutput):
   }
   const backend = (one(p, 'backend') ?? 'docker') as BackendSetting;
   if (!BACKEND_SETTINGS.includes(backend)) throw new UsageError(`--backend must be ${BACKEND_SETTINGS.join(', ')}`);
-  // A bad pattern is said and dropped, never widened; with none left, the sandbox has no network.
-  const { policy: network, problems } = networkPolicy(p.flags.get('allow-domain') ?? [], p.flags.get('deny-domain') ?? [], { allow: '--allow-domain', deny: '--deny-domain' });
+  // A bad pattern is said and dropped, never widened; with none left, or a bad deny pattern, the sandbox has no network.
+  const { policy: network, problems, denyInvalid } = networkPolicy(p.flags.get('allow-domain') ?? [], p.flags.get('deny-domain') ?? [], { allow: '--allow-domain', deny: '--deny-domain' });
   for (const problem of problems) output.err(`codeact-sandbox: ${problem}\n`);
-  if (problems.length && !network && p.flags.has('allow-domain')) output.err('codeact-sandbox: no valid --allow-domain is left, so the sandbox has no network\n');
+  if (problems.length && !network && !denyInvalid && p.flags.has('allow-domain')) output.err('codeact-sandbox: no valid --allow-domain is left, so the sandbox has no network\n');
   const state = (one(p, 'state') ?? DEFAULTS.state) as StateMode;
   if (!STATE_MODES.includes(state)) throw new UsageError(`--state must be ${STATE_MODES.join(' or ')}`);
   if (state === 'session' && p.flags.has('no-warm')) throw new UsageError('--state session needs the warm runner: a state lives in it (leave out --no-warm)');

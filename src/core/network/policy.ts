@@ -18,21 +18,24 @@ export function canonicalPattern(p: DomainPattern): string {
   return `${p.subdomains ? '*.' : ''}${p.domain}`;
 }
 
-/** The policy the lists give, or undefined when nothing valid is allowed (no network at all). */
-export function policyOf(lists: Pick<DomainLists, 'allow' | 'deny'>): NetworkPolicy | undefined {
-  if (lists.allow.length === 0) return undefined;
+/** The policy the lists give, or undefined when nothing valid is allowed or a deny pattern is unreadable (no network at all). */
+export function policyOf(lists: Pick<DomainLists, 'allow' | 'deny'> & Partial<Pick<DomainLists, 'denyInvalid'>>): NetworkPolicy | undefined {
+  if (lists.allow.length === 0 || lists.denyInvalid) return undefined;
   const sorted = (ps: DomainPattern[]) => [...new Set(ps.map(canonicalPattern))].sort();
   return { allow: sorted(lists.allow), deny: sorted(lists.deny) };
 }
 
-/** The settings' raw lists, checked: the policy (undefined: no network) and a sentence per pattern dropped. */
+/**
+ * The settings' raw lists, checked: the policy (undefined: no network), a sentence per pattern
+ * dropped or read in another form, and whether an unreadable deny pattern is what turned it off.
+ */
 export function networkPolicy(
   allow: readonly string[],
   deny: readonly string[],
   settings?: { allow: string; deny: string },
-): { policy: NetworkPolicy | undefined; problems: string[] } {
+): { policy: NetworkPolicy | undefined; problems: string[]; denyInvalid: boolean } {
   const lists = domainLists(allow, deny, settings);
-  return { policy: policyOf(lists), problems: lists.problems };
+  return { policy: policyOf(lists), problems: lists.problems, denyInvalid: lists.denyInvalid };
 }
 
 /** A short stable digest of a policy (and what else makes a proxy different), for names and labels. */
