@@ -61,10 +61,45 @@ async function proxyOf(sandboxId: string, network: SandboxNetwork): Promise<stri
   return proxy;
 }
 
+/** The network a sandbox joined: its own internal one (Docker), or `container:<proxy>` (Podman). */
+async function networkModeOf(sandboxId: string): Promise<string> {
+  return (await docker.getContainer(sandboxId).inspect()).HostConfig.NetworkMode ?? '';
+}
+
 /** What the model is told with a new sandbox's first result (literal on purpose: a change must show up here). */
 const TOLD = (allowed: string, never = '') =>
   `This sandbox has network access to these domains only: ${allowed}${never ? ` (never ${never})` : ''}, on ports 80 and 443, through a proxy that urllib, requests, pip and curl use by themselves (HTTP_PROXY and HTTPS_PROXY are set). Every other name is refused.`;
 const TOLD_LISTS = TOLD('*.sub.codeact.test, index.codeact.test, inside.codeact.test, loop.codeact.test, web.codeact.test', 'denied.sub.codeact.test');
+
+/** Python: tcp(host, port) connects straight (no proxy) and says what became of it. */
+const TCP = [
+  'def tcp(host, port):',
+  '    try:',
+  '        with socket.create_connection((host, port), timeout=15) as c:',
+  "            return f'connected, read {c.recv(16)!r}'",
+  '    except socket.gaierror as e:',
+  "        return f'no name resolution ({e.errno})'",
+  '    except socket.timeout:',
+  "        return 'timed out'",
+  '    except OSError as e:',
+  "        return f'errno {e.errno}'",
+].join('\n');
+
+/** Python for a server a program could start: it answers "A" to every connection, and prints once it listens. */
+const SERVER = [
+  'import os, socket',
+  's = socket.socket()',
+  's.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)',
+  "s.bind(('0.0.0.0', 8080))",
+  's.listen()',
+  'if os.fork() == 0:',
+  '    os.setsid()',
+  '    while True:',
+  '        c, _ = s.accept()',
+  "        c.sendall(b'A')",
+  '        c.close()',
+  "print('listening', flush=True)",
+].join('\n');
 
 const PIP_IMAGE = 'codeact-sandbox/python-pip:bookworm';
 const RESET = 'URLError: [Errno 104] Connection reset by peer';
@@ -191,7 +226,7 @@ describe('network allow-list (integration)', function () {
     // The gateway of the network the sandbox is on: the internal one (Docker), the proxy's (Podman; the host holds it).
     const gateway =
       TEST_ENGINE === 'docker'
-        ? (await docker.getContainer(warm.sandboxId).inspect()).NetworkSettings.Networks[egressNames(network).network].Gateway
+        ? (await docker.getContainer(warm.sandboxId).inspect()).NetworkSettings.Networks[await networkModeOf(warm.sandboxId)].Gateway
         : proxy.NetworkSettings.Networks[internet.network].Gateway;
     assert.ok(otherSide && gateway, JSON.stringify({ otherSide, gateway }));
     const code = [
@@ -200,16 +235,7 @@ describe('network allow-list (integration)', function () {
       "PROXY_HOST = PROXY.split('//')[1].split(':')[0]",
       "for k in [k for k in os.environ if k.lower() in ('http_proxy', 'https_proxy', 'all_proxy')]:",
       '    del os.environ[k]',
-      'def tcp(host, port):',
-      '    try:',
-      '        socket.create_connection((host, port), timeout=15).close()',
-      "        return 'connected'",
-      '    except socket.gaierror as e:',
-      "        return f'no name resolution ({e.errno})'",
-      '    except socket.timeout:',
-      "        return 'timed out'",
-      '    except OSError as e:',
-      "        return f'errno {e.errno}'",
+      TCP,
       'def tunnel(host, hello=None, plain=False):',
       '    s = socket.create_connection((PROXY_HOST, 3128), timeout=15)',
       "    s.sendall(f'CONNECT {host}:443 HTTP/1.1\\r\\nHost: {host}:443\\r\\n\\r\\n'.encode())",
@@ -280,6 +306,35 @@ describe('network allow-list (integration)', function () {
     ]);
   });
 
+  it('leaves a sandbox no peer but its proxy: a server in one is out of reach of another with the same lists, by address and by name', async function () {
+    const network = networkOf([NAMES.web]);
+    const provider = providerFor(() => testSpec({ network }));
+    const [sessionA, sessionB] = [uniqueSessionKey('net-peer-a'), uniqueSessionKey('net-peer-b')];
+    const a = await run(provider, sessionA, 'print(1)');
+    const aInfo = await docker.getContainer(a.sandboxId).inspect();
+    const aName = aInfo.Name.replace(/^\//, '');
+    // Where another sandbox would find A: its address on its own network (Docker), its proxy's on the outside one (Podman).
+    const aAddress =
+      TEST_ENGINE === 'docker'
+        ? aInfo.NetworkSettings.Networks[await networkModeOf(a.sandboxId)].IPAddress
+        : (await docker.getContainer(await proxyOf(a.sandboxId, network)).inspect()).NetworkSettings.Networks[internet.network].IPAddress;
+    assert.ok(aAddress, 'sandbox A has an address');
+    // The server, started in A as any program of A's could start it; it answers A's own programs.
+    assert.equal(await dockerCli('exec', a.sandboxId, 'python3', '-c', SERVER), 'listening\n');
+    const own = await run(provider, sessionA, `import socket\n${TCP}\nprint(tcp('127.0.0.1', 8080))`);
+    assert.equal(own.text, "stdout:\nconnected, read b'A'");
+    const b = await run(provider, sessionB, [
+      'import socket',
+      TCP,
+      `print('by address:', tcp(${JSON.stringify(aAddress)}, 8080))`,
+      `print('by name:', tcp(${JSON.stringify(aName)}, 8080))`,
+    ].join('\n'));
+    assert.notEqual(b.sandboxId, a.sandboxId);
+    assert.equal(b.text, ['stdout:', 'by address: errno 113', 'by name: no name resolution (-3)', '', TOLD(NAMES.web)].join('\n'));
+    assert.deepEqual(b.network?.connections, []);
+    await provider.dispose();
+  });
+
   it('lets pip install --target into the run directory from an allowed index', async function () {
     const provider = providerFor(() => testSpec({ image: PIP_IMAGE, network: LISTS() }));
     const code = [
@@ -308,7 +363,7 @@ describe('network allow-list (integration)', function () {
       ['GET', `${NAMES.web}:80`, 'allowed'],
       ['GET', `${NAMES.other}:80`, 'not listed'],
     ]);
-    const before = egressNames(network);
+    const firstNetwork = await networkModeOf(first.sandboxId);
     const firstProxy = await proxyOf(first.sandboxId, network);
     network = networkOf([NAMES.other]);
     const second = await run(provider, session, code);
@@ -320,10 +375,11 @@ describe('network allow-list (integration)', function () {
     const secondProxy = await proxyOf(second.sandboxId, network);
     assert.notEqual(secondProxy, firstProxy);
     assert.equal(await exists(firstProxy), false, 'the first list\'s proxy is removed with its sandbox');
-    if (TEST_ENGINE === 'docker') assert.equal(await dockerCli('network', 'ls', '-q', '--filter', `name=^${before.network}$`), '');
+    if (TEST_ENGINE === 'docker') assert.equal(await dockerCli('network', 'ls', '-q', '--filter', `name=^${firstNetwork}$`), '');
+    const secondNetwork = await networkModeOf(second.sandboxId);
     await provider.dispose();
     assert.equal(await exists(secondProxy), false, 'the proxy goes with the last sandbox');
-    if (TEST_ENGINE === 'docker') assert.equal(await dockerCli('network', 'ls', '-q', '--filter', `name=^${egressNames(network).network}$`), '');
+    if (TEST_ENGINE === 'docker') assert.equal(await dockerCli('network', 'ls', '-q', '--filter', `name=^${secondNetwork}$`), '');
   });
 
   it('shares one proxy between windows with the same lists; the last sandbox takes it, and cleanup what a crash left', async function () {
@@ -333,18 +389,21 @@ describe('network allow-list (integration)', function () {
     const one = providerFor(() => testSpec({ network }));
     const two = providerFor(() => testSpec({ network }));
     const code = `${prelude(internet.caPem)}\nshow('http://${NAMES.web}/')`;
-    await run(one, uniqueSessionKey('net-one'), code);
+    const first = await run(one, uniqueSessionKey('net-one'), code);
     const proxyId = (await docker.getContainer(names.proxy).inspect()).Id;
     const second = await run(two, uniqueSessionKey('net-two'), code);
+    const [firstNetwork, secondNetwork] = [await networkModeOf(first.sandboxId), await networkModeOf(second.sandboxId)];
+    assert.notEqual(firstNetwork, secondNetwork, 'each sandbox has a network of its own');
     assert.equal(second.text, `stdout:\nhttp://${NAMES.web}/ -> ${NAMES.web} / http\n\n${TOLD(NAMES.web)}`);
     assert.equal((await docker.getContainer(names.proxy).inspect()).Id, proxyId, 'the second window found the first one\'s proxy');
     await one.dispose();
+    assert.equal(await dockerCli('network', 'ls', '-q', '--filter', `name=^${firstNetwork}$`), '', 'a sandbox\'s network goes with it');
     assert.equal(await exists(names.proxy), true, 'kept while the other window\'s sandbox is on its network');
     // A window that crashed: its sandbox goes by cleanup's hand, not its own.
     await removeQuietly(docker, second.sandboxId, undefined, log);
     assert.equal(await releaseIdleEgress(docker, log), 1);
     assert.equal(await exists(names.proxy), false);
-    assert.equal(await dockerCli('network', 'ls', '-q', '--filter', `name=^${names.network}$`), '');
+    assert.equal(await dockerCli('network', 'ls', '-q', '--filter', `name=^${secondNetwork}$`), '');
   });
 
   it('gives each sandbox its own proxy on Podman, gone with it, and cleanup takes one a crash left', async function () {

@@ -32,6 +32,8 @@ export const LABEL = {
   runtimeRequest: 'dev.codeact-sandbox.runtime-request',
   /** Sandboxes with a network: the digest of the policy (networkDigest) whose network they joined. */
   network: 'dev.codeact-sandbox.network',
+  /** Docker sandboxes with a network: the name of their own internal network (egress.ts). */
+  egressNetwork: 'dev.codeact-sandbox.egress-network',
   /** Podman sandboxes with a network: the name of their own proxy, whose namespace they joined. */
   proxy: 'dev.codeact-sandbox.proxy',
 } as const;

@@ -35,8 +35,8 @@ export function parseLogLine(line: string): LogEntry | undefined {
   // An allowed tunnel logs its acceptance once the hello is peeked at (spliced, nothing moved
   // yet), and the tunnel itself when it ends: the second line is the connection.
   if (method === 'CONNECT' && squidCode === 'NONE_NONE' && why === 'allowed' && bump === 'splice') return undefined;
-  const hello = sni !== '-' ? unescape(sni) : undefined;
-  const base = { time, host, port, method, bytesOut: count(bytesOut), bytesIn: count(bytesIn), ...(hello ? { sni: hello } : {}) };
+  const hello = sni !== '-' ? nameText(sni) : undefined;
+  const base = { time, host: nameText(host), port, method: /^[A-Z]{1,16}$/.test(method) ? method : nameText(method), bytesOut: count(bytesOut), bytesIn: count(bytesIn), ...(hello ? { sni: hello } : {}) };
   let reason: BlockReason | undefined;
   if (why === 'allowed') {
     // Accepted, peeked at, and closed without a TLS hello to splice: squid refused what came instead.
@@ -48,13 +48,28 @@ export function parseLogLine(line: string): LogEntry | undefined {
   return { kind: 'connection', client, connection: { ...base, allowed: reason === undefined, ...(reason ? { reason } : {}) } };
 }
 
-/** squid's URL-escaped field, as the client sent it (an escape that does not decode stays as it is). */
-function unescape(text: string): string {
+/** Longest a name is shown: a domain name has at most 253 characters. */
+export const MAX_NAME_TEXT = 253;
+
+/**
+ * A name from the log as the record shows it: decoded when it is made of a name's characters
+ * alone, else kept escaped (a program's crafted server name must not add a line, or anything that
+ * looks like one, to what the user and the model read), and never longer than a domain name.
+ */
+export function nameText(text: string): string {
+  let decoded: string | undefined;
   try {
-    return decodeURIComponent(text);
+    decoded = decodeURIComponent(text);
   } catch {
-    return text;
+    decoded = undefined;
   }
+  const shown = decoded !== undefined && /^[A-Za-z0-9._:[\]-]*$/.test(decoded) ? decoded : escapeName(decoded ?? text);
+  return shown.length > MAX_NAME_TEXT ? `${shown.slice(0, MAX_NAME_TEXT - 1)}…` : shown;
+}
+
+/** Every character but a name's as %XX of its UTF-8 bytes. */
+function escapeName(text: string): string {
+  return [...text].map((c) => (/[A-Za-z0-9._:[\]-]/.test(c) ? c : [...Buffer.from(c, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''))).join('');
 }
 
 function count(text: string): number {

@@ -8,7 +8,7 @@ import { LABEL, LABEL_SCHEMA, PODMAN_RLIMITS, type SandboxNetwork } from '../con
 import { ENGINE_DEADLINE_MS, withDeadline, type EngineKind } from '../engine';
 import { PROXY_CONF_ENV, PROXY_GATE_COMMAND, PROXY_HOSTS_ENV, PROXY_RUN_DIR } from '../images';
 import { NetworkUnavailableError } from './errors';
-import { LOG_TAG, squidConfig } from './squidConfig';
+import { LOG_TAG, squidConfig, type ProxyConfigInput } from './squidConfig';
 
 /** Labels of our networks and proxies, beside LABEL.managed. */
 export const NETWORK_LABEL = {
@@ -36,22 +36,27 @@ export interface ProxyContainerInput {
   target: SandboxNetwork;
   labels: Record<string, string>;
   engine: EngineKind;
-  /** Whom squid serves: the internal network's subnet, or loopback for a sandbox sharing its namespace. */
-  sandboxSubnet: string;
+  /** Whom squid serves (squidConfig's `clients`). */
+  clients: ProxyConfigInput['clients'];
   /** Set: the sandbox shares the proxy's network namespace, and the gate sets its firewall first (Podman). */
   gate?: { network: string };
-  /** Docker: the internal network, and the proxy's fixed address on it. */
-  internal?: { network: string; address: string };
+  /**
+   * Docker: the network the proxy reaches the internet on (the engine's default one). It joins
+   * each sandbox's internal network later, one by one, as they are made (egress.ts).
+   */
+  outside?: { network: string };
 }
 
 /** The proxy's container: squid alone, hardened like a sandbox, with only what its start needs. */
 export function proxyContainerOptions(input: ProxyContainerInput): Dockerode.ContainerCreateOptions {
   const testing = input.target.testing;
   const bad = testing?.reachable.find((r) => !IPV4_CIDR.test(r));
+  // squid reads an empty source list as a syntax error, and an outside it does not know of is served.
+  if ('except' in input.clients && input.clients.except.length === 0) throw new NetworkUnavailableError("the proxy's outside network has no subnet to keep out");
   if (bad !== undefined) throw new NetworkUnavailableError(`the test setting reachable names ${JSON.stringify(bad)}, not an IPv4 range`);
   const config = squidConfig({
     policy: input.target.policy,
-    sandboxSubnet: input.sandboxSubnet,
+    clients: input.clients,
     ...(input.gate ? { listen: '127.0.0.1' } : {}),
     ...(testing ? { reachable: testing.reachable, hostsFile: `${PROXY_RUN_DIR}/hosts` } : {}),
   });
@@ -69,7 +74,7 @@ export function proxyContainerOptions(input: ProxyContainerInput): Dockerode.Con
     // it leaves squid none of it (proxyImage.ts).
     ...(input.gate ? { User: '0', Cmd: [PROXY_GATE_COMMAND] } : {}),
     HostConfig: {
-      NetworkMode: input.gate?.network ?? input.internal?.network ?? 'none',
+      NetworkMode: input.gate?.network ?? input.outside?.network ?? 'none',
       ReadonlyRootfs: true,
       CapDrop: ['ALL'],
       ...(input.gate ? { CapAdd: ['NET_ADMIN', 'SETUID', 'SETGID', 'SETPCAP'] } : {}),
@@ -88,7 +93,6 @@ export function proxyContainerOptions(input: ProxyContainerInput): Dockerode.Con
       // The access log is how a run's connections are known: kept, and bounded.
       LogConfig: podman ? { Type: 'k8s-file', Config: { 'max-size': '8m' } } : { Type: 'json-file', Config: { 'max-size': '8m', 'max-file': '2' } },
     },
-    ...(input.internal ? { NetworkingConfig: { EndpointsConfig: { [input.internal.network]: { IPAMConfig: { IPv4Address: input.internal.address } } } } } : {}),
   };
 }
 

@@ -50,7 +50,7 @@ export async function makeSidecar(o: SidecarOptions): Promise<Egress> {
       target: o.target,
       labels: egressLabels(o.version, 'sidecar', networkDigest(o.target)),
       engine: 'podman',
-      sandboxSubnet: `${LOOPBACK}/32`,
+      clients: { only: `${LOOPBACK}/32` },
       gate: { network: o.target.testing?.egressNetwork ?? 'podman' },
     });
     const container = await withDeadline(o.docker.createContainer(options), ENGINE_DEADLINE_MS, 'create proxy');

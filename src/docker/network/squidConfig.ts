@@ -33,8 +33,13 @@ export const NEVER_REACHED = [
 
 export interface ProxyConfigInput {
   policy: NetworkPolicy;
-  /** The internal network's subnet: only its members (the sandboxes) may use the proxy. */
-  sandboxSubnet: string;
+  /**
+   * Who may use the proxy. `only`: these sources (Podman: the loopback of the namespace a sandbox
+   * shares). `except`: every source but these (Docker: the proxy joins each sandbox's own internal
+   * network as it is made, so the sandboxes' subnets are not known when squid starts; what it must
+   * never serve is its outside network, where the host and other containers are).
+   */
+  clients: { only: string } | { except: readonly string[] };
   /**
    * Tests only: private addresses the proxy may reach (the test servers' network). Never set by
    * the extension, the CLI or the MCP server.
@@ -91,11 +96,12 @@ export function squidConfig(input: ProxyConfigInput): string {
     'logfile_rotate 0',
     // time, client, method, host, port, status, bytes in (to the client), bytes out (from it),
     // squid's verdict, our reason, the TLS step's action, the client hello's server name. The
-    // server name is the client's own bytes: URL-escaped (%#), so it can hold no space or newline.
-    `logformat ${LOG_TAG} ${LOG_TAG} %ts.%03tu %>a %rm %>rd %>rP %>Hs %<st %>st %Ss %{${WHY}}note %ssl::bump_mode %#ssl::>sni`,
+    // host and server name are the client's own bytes: URL-escaped (%#), so they hold no space or
+    // newline, and cut at 256 characters, so a flood of long names cannot push lines out early.
+    `logformat ${LOG_TAG} ${LOG_TAG} %ts.%03tu %>a %rm %#.256>rd %>rP %>Hs %<st %>st %Ss %{${WHY}}note %ssl::bump_mode %#.256ssl::>sni`,
     `access_log stdio:/dev/stdout logformat=${LOG_TAG}`,
     '',
-    `acl sandboxes src ${input.sandboxSubnet}`,
+    ...('only' in input.clients ? [`acl sandboxes src ${input.clients.only}`] : [`acl outside src ${input.clients.except.join(' ')}`]),
     'acl CONNECT method CONNECT',
     'acl web_port port 80',
     'acl tls_port port 443',
@@ -126,7 +132,7 @@ export function squidConfig(input: ProxyConfigInput): string {
     'deny_info TCP_RESET why_tunnel_unlisted',
     'deny_info TCP_RESET why_tunnel_private',
     '',
-    'http_access deny !sandboxes why_source',
+    'only' in input.clients ? 'http_access deny !sandboxes why_source' : 'http_access deny outside why_source',
     // The cache manager (cache_object://, whatever the host) would show other sandboxes' requests.
     'http_access deny manager why_scheme',
     'http_access deny mark why_mark',

@@ -49,6 +49,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
   private clientAddress: string | undefined;
   /** Podman: the name of its own proxy, whose network namespace it joined (sidecar.ts). */
   sidecar: string | undefined;
+  /** Docker with a network: its own internal network, which only the policy's proxy joins (egress.ts). */
+  egressNetwork: string | undefined;
 
   /** Made by make.ts (createSandbox, createSharedSandbox, attachSandbox): one object per container it made or found. */
   constructor(
@@ -202,6 +204,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
             docker: this.docker,
             engine: this.runtimeChoice.engine,
             target: this.spec.network,
+            network: this.ownNetwork(),
             log: this.log,
             signal: run.signal,
             logHint: NETWORK_LOG_HINT,
@@ -383,10 +386,18 @@ export class DockerSandbox implements Sandbox, WarmOps {
     // Its own proxy goes with it (Podman); the last sandbox of a network takes its proxy and
     // network with it (Docker).
     await removeQuietly(this.docker, this.id, this.volumeName, this.log, this.sidecar);
-    if (this.spec.network && this.sidecar === undefined) {
-      const { network } = egressNames(this.spec.network);
-      await releaseEgress(this.docker, network, this.log).catch((e: unknown) => this.log.warn(`could not release the network ${network}: ${describeError(e)}`));
+    if (this.spec.network && this.egressNetwork !== undefined) {
+      const network = this.egressNetwork;
+      await releaseEgress(this.docker, egressNames(this.spec.network).digest, network, this.log).catch((e: unknown) =>
+        this.log.warn(`could not release the network ${network}: ${describeError(e)}`),
+      );
     }
+  }
+
+  /** Its own network (Docker); one made by a version that shared a network per policy has none, and is replaced. */
+  private ownNetwork(): string {
+    if (this.egressNetwork === undefined) throw new SandboxGoneError('it has no network of its own');
+    return this.egressNetwork;
   }
 
   /** True when the container still exists and runs (e.g. not removed by `docker rm -f`). */

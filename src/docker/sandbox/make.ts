@@ -27,7 +27,7 @@ import {
   type SandboxSpec,
 } from '../container';
 import { ENGINE_DEADLINE_MS, isEngineFailure, isNameTaken, statusCode, withDeadline, type RuntimeChoice } from '../engine';
-import { ensureEgress, makeSidecar, proxyEnv, proxyRunning, removeSidecar, sidecarName } from '../network';
+import { ensureEgress, makeSidecar, proxyEnv, proxyRunning, releaseEgress, removeSidecar, sandboxNetworkName, sidecarName } from '../network';
 import { DockerSandbox, NETWORK_LOG_HINT } from './dockerSandbox';
 
 /** What a new sandbox is made of, and for whom. */
@@ -96,11 +96,14 @@ async function make(request: NewSandbox, name: string, shared: boolean): Promise
   const { docker, spec, runtime, log } = request;
   // Podman: the sandbox joins a proxy of its own (sidecar.ts), made first.
   const sidecar = spec.network && runtime.engine === 'podman' ? sidecarName(name) : undefined;
+  // Docker: the sandbox's own internal network, which only the policy's proxy joins (egress.ts).
+  const egressNetwork = spec.network && !sidecar ? sandboxNetworkName(name) : undefined;
   const labels = {
     ...ownerLabels(request.owner, request.sessionDigest),
     ...runtimeLabels(spec.runtime, runtime),
     ...(spec.network ? { [LABEL.network]: networkDigest(spec.network) } : {}),
     ...(sidecar ? { [LABEL.proxy]: sidecar } : {}),
+    ...(egressNetwork ? { [LABEL.egressNetwork]: egressNetwork } : {}),
     ...request.labels,
   };
   let containerId: string | undefined;
@@ -115,7 +118,7 @@ async function make(request: NewSandbox, name: string, shared: boolean): Promise
         const proxy = await makeSidecar({ ...common, sandboxName: name });
         return { network: proxy.network, env: proxyEnv(proxy), joinsProxy: true };
       }
-      const egress = await ensureEgress({ ...common, engine: runtime.engine });
+      const egress = await ensureEgress({ ...common, engine: runtime.engine, network: egressNetwork!, make: true });
       return { network: egress.network, env: proxyEnv(egress) };
     };
     let egress = await egressOf();
@@ -135,12 +138,14 @@ async function make(request: NewSandbox, name: string, shared: boolean): Promise
     sandbox.ownerVersion = request.owner.version;
     sandbox.announceNetwork = spec.network !== undefined;
     sandbox.sidecar = sidecar;
+    sandbox.egressNetwork = egressNetwork;
     return sandbox;
   } catch (e) {
     // The name is the other process's sandbox: leave it (and its volume) alone.
     if (shared && containerId === undefined && isNameTaken(e)) return undefined;
     await removeQuietly(docker, containerId, name, log);
     if (sidecar) await removeSidecar(docker, sidecar, log);
+    if (egressNetwork && spec.network) await releaseEgress(docker, networkDigest(spec.network), egressNetwork, log).catch(() => {});
     throw createFailure(e, spec.image, docker);
   }
 }
@@ -175,6 +180,7 @@ export async function attachSandbox(
   const sandbox = new DockerSandbox(docker, info.Id, info.Name.replace(/^\//, ''), volume, spec, runtime, log);
   sandbox.ownerVersion = info.Config.Labels?.[LABEL.version];
   sandbox.sidecar = info.Config.Labels?.[LABEL.proxy];
+  sandbox.egressNetwork = info.Config.Labels?.[LABEL.egressNetwork];
   try {
     // "created": another process made it a moment ago and is starting it; anything else stopped
     // (an engine restart) is started again here.

@@ -21,10 +21,10 @@ describe('network proxy (pure parts)', function () {
   });
 
   it('configures squid to refuse before it allows, and to splice only allowed TLS hellos', function () {
-    const text = squidConfig({ policy, sandboxSubnet: '172.22.0.0/16' });
+    const text = squidConfig({ policy, clients: { except: ['172.17.0.0/16', 'fd00:1::/64'] } });
     const rules = text.split('\n').filter((l) => l.startsWith('http_access') || l.startsWith('ssl_bump'));
     assert.deepEqual(rules, [
-      'http_access deny !sandboxes why_source',
+      'http_access deny outside why_source',
       'http_access deny manager why_scheme',
       'http_access deny mark why_mark',
       'http_access deny !CONNECT !http_scheme why_scheme',
@@ -41,7 +41,8 @@ describe('network proxy (pure parts)', function () {
       'ssl_bump splice hello_allowed !hello_denied',
       'ssl_bump terminate all why_sni',
     ]);
-    assert.ok(text.includes('\nacl sandboxes src 172.22.0.0/16\n'));
+    // Docker: the proxy joins each sandbox's network as it is made; it serves no one on its outside network.
+    assert.ok(text.includes('\nacl outside src 172.17.0.0/16 fd00:1::/64\n'));
     assert.ok(text.includes('\nacl allowed dstdom_regex -n -i \\.files\\.example\\.net$ ^index\\.example\\.org$\n'));
     assert.ok(text.includes('\nacl denied dstdom_regex -n -i ^bad\\.files\\.example\\.net$\n'));
     assert.ok(!text.includes('test_reachable'), 'only tests name reachable private addresses');
@@ -50,8 +51,8 @@ describe('network proxy (pure parts)', function () {
     assert.equal(nameAcls.length, 3);
     for (const acl of nameAcls) assert.match(acl, / (dstdomain|dstdom_regex) -n /, acl);
     // The client hello's server name is logged escaped: it cannot split a log line.
-    assert.match(text, / %#ssl::>sni\n/);
-    const testing = squidConfig({ policy, sandboxSubnet: '172.22.0.0/16', reachable: ['172.21.0.2/32'] });
+    assert.match(text, / %#\.256>rd .* %#\.256ssl::>sni\n/);
+    const testing = squidConfig({ policy, clients: { except: ['172.17.0.0/16'] }, reachable: ['172.21.0.2/32'] });
     assert.ok(testing.includes('\nacl test_reachable dst 172.21.0.2/32\n'));
     assert.ok(testing.includes('\nhttp_access allow test_reachable why_allowed\nhttp_access deny CONNECT never_reached why_tunnel_private\n'));
   });
@@ -77,7 +78,16 @@ describe('network proxy (pure parts)', function () {
     assert.deepEqual(blocked('GET web.example.org 8080 403 3412 147 TCP_DENIED port - -'), [false, 'port']);
     assert.deepEqual(blocked('GET web.example.org 80 403 3412 147 TCP_DENIED scheme - -'), [false, 'scheme']);
     const hello = parseLogLine(line('CONNECT web.example.org 443 200 0 61 NONE_NONE sni terminate a%0Ab%20c.example.org'));
-    assert.equal(hello?.kind === 'connection' && hello.connection.sni, 'a\nb c.example.org');
+    // A crafted server name stays escaped: it cannot add a line, or a look-alike of one, to the record.
+    assert.equal(hello?.kind === 'connection' && hello.connection.sni, 'a%0Ab%20c.example.org');
+    const fake = parseLogLine(line('CONNECT web.example.org 443 200 0 61 NONE_NONE sni terminate x%0A11:00:00%20GET%20evil.example:80%20allowed'));
+    assert.equal(fake?.kind === 'connection' && fake.connection.sni, 'x%0A11:00:00%20GET%20evil.example:80%20allowed');
+    const unicode = parseLogLine(line('CONNECT web.example.org 443 200 0 61 NONE_NONE sni terminate %E2%80%AEgro.elpmaxe'));
+    assert.equal(unicode?.kind === 'connection' && unicode.connection.sni, '%E2%80%AEgro.elpmaxe');
+    // A name the program made long is cut to a domain name's length.
+    const long = parseLogLine(line(`GET ${'a'.repeat(300)}.example 80 403 3412 147 TCP_DENIED unlisted - -`));
+    assert.equal(long?.kind === 'connection' && long.connection.host, `${'a'.repeat(252)}…`);
+    assert.equal(parseLogLine(line('CONNECT web.example.org 443 200 0 61 NONE_NONE sni terminate b.example.org'))?.kind === 'connection', true);
     assert.deepEqual(parseLogLine(line('GET m-0a1b2c.codeact-mark.invalid 80 403 3400 120 TCP_DENIED mark - -')), { kind: 'mark', client: '172.22.0.3', nonce: '0a1b2c', time: 1796212514437 });
     assert.equal(parseLogLine(line('GET web.example.org 80 403 1 1 TCP_DENIED source - -')), undefined);
     assert.equal(parseLogLine('2026/12/02 11:42:41| Accepting SSL bumped HTTP Socket connections'), undefined);
@@ -125,13 +135,19 @@ describe('network proxy (pure parts)', function () {
 
   it("gives Podman's proxy the gate: root with only what the firewall and the change of user take, loopback only, its namespace's sysctls", function () {
     const { policy } = networkPolicy(['web.example.org'], []);
-    const o = proxyContainerOptions({ name: 'p', image: 'i', target: { policy: policy! }, labels: {}, engine: 'podman', sandboxSubnet: '127.0.0.1/32', gate: { network: 'podman' } });
+    const o = proxyContainerOptions({ name: 'p', image: 'i', target: { policy: policy! }, labels: {}, engine: 'podman', clients: { only: '127.0.0.1/32' }, gate: { network: 'podman' } });
     assert.deepEqual([o.User, o.Cmd, o.HostConfig?.NetworkMode, o.HostConfig?.CapDrop, o.HostConfig?.CapAdd], ['0', ['/usr/local/bin/codeact-proxy-gate'], 'podman', ['ALL'], ['NET_ADMIN', 'SETUID', 'SETGID', 'SETPCAP']]);
     assert.deepEqual(o.HostConfig?.Sysctls, { 'net.ipv6.conf.all.disable_ipv6': '1', 'net.ipv6.conf.default.disable_ipv6': '1', 'net.ipv4.ip_unprivileged_port_start': '1024' });
     const conf = (o.Env ?? [])[0];
     assert.ok(conf.includes('\nhttp_port 127.0.0.1:3128 ssl-bump '), conf);
     assert.ok(conf.includes('\nacl sandboxes src 127.0.0.1/32\n'), conf);
-    const docker = proxyContainerOptions({ name: 'p', image: 'i', target: { policy: policy! }, labels: {}, engine: 'docker', sandboxSubnet: '10.0.0.0/24', internal: { network: 'n', address: '10.0.0.2' } });
-    assert.deepEqual([docker.User, docker.Cmd, docker.HostConfig?.CapAdd, docker.HostConfig?.Sysctls, docker.HostConfig?.NetworkMode], [undefined, undefined, undefined, undefined, 'n']);
+    assert.ok(conf.includes('\nhttp_access deny !sandboxes why_source\n'), conf);
+    const docker = proxyContainerOptions({ name: 'p', image: 'i', target: { policy: policy! }, labels: {}, engine: 'docker', clients: { except: ['172.17.0.0/16'] }, outside: { network: 'bridge' } });
+    assert.deepEqual([docker.User, docker.Cmd, docker.HostConfig?.CapAdd, docker.HostConfig?.Sysctls, docker.HostConfig?.NetworkMode], [undefined, undefined, undefined, undefined, 'bridge']);
+    assert.equal(docker.NetworkingConfig, undefined, 'it joins sandbox networks one by one, after it starts');
+    // An outside network without a subnet would leave squid serving everyone on it.
+    assert.throws(() => proxyContainerOptions({ name: 'p', image: 'i', target: { policy: policy! }, labels: {}, engine: 'docker', clients: { except: [] }, outside: { network: 'bridge' } }), {
+      message: "The sandbox's network proxy could not be started (the proxy's outside network has no subnet to keep out), so the program was not run. The next call tries again; if it fails again, ask the user to look at the CodeAct Sandbox log or to empty the network allow-list.",
+    });
   });
 });
