@@ -335,6 +335,32 @@ describe('network allow-list (integration)', function () {
     await provider.dispose();
   });
 
+  it("fences the proxy's own traffic in the kernel: TCP 80 and 443 to addresses it may reach, nothing else", async function () {
+    const network = networkOf([NAMES.web]);
+    const provider = providerFor(() => testSpec({ network }));
+    const warm = await run(provider, uniqueSessionKey('net-fence'), 'print(1)');
+    const proxy = await proxyOf(warm.sandboxId, network);
+    // As squid's own user, past squid: what the proxy's firewall alone lets out.
+    const tcp = (host: string, port: number) =>
+      dockerCli('exec', '-u', 'proxy', proxy, 'bash', '-c', `timeout 10 bash -c 'exec 3<>/dev/tcp/${host}/${port}' 2>/dev/null && echo connected || echo refused`).then((o) => o.trim());
+    const seen = [
+      ['test server, port 80', await tcp(internet.web, 80)],
+      ['test server, port 443', await tcp(internet.web, 443)],
+      ['test server, port 8080', await tcp(internet.web, 8080)],
+      ['a private address on port 80', await tcp(internet.second, 80)],
+    ];
+    await dockerCli('exec', '-u', 'proxy', proxy, 'bash', '-c', `echo ping > /dev/udp/${internet.web}/53 || true`);
+    const udp = await run(provider, uniqueSessionKey('net-fence-udp'), `${prelude(internet.caPem)}\nprint(get('http://${NAMES.web}/udp'))`);
+    assert.deepEqual(seen, [
+      ['test server, port 80', 'connected'],
+      ['test server, port 443', 'connected'],
+      ['test server, port 8080', 'refused'],
+      ['a private address on port 80', 'refused'],
+    ]);
+    assert.equal(udp.text.split('\n')[1], 'udp datagrams: 0');
+    await provider.dispose();
+  });
+
   it('lets pip install --target into the run directory from an allowed index', async function () {
     const provider = providerFor(() => testSpec({ image: PIP_IMAGE, network: LISTS() }));
     const code = [

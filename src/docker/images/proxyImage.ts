@@ -27,8 +27,17 @@ export const PROXY_CONF_ENV = 'CODEACT_PROXY_CONF';
 
 /** The environment variable the proxy's hosts file is given in (tests only: names only it resolves). */
 export const PROXY_HOSTS_ENV = 'CODEACT_PROXY_HOSTS';
-/** The proxy's start under Podman: its firewall first, as root, then the proxy as Debian's proxy user. */
+/** The proxy's start: its firewall first, as root, then the proxy as Debian's proxy user. */
 export const PROXY_GATE_COMMAND = '/usr/local/bin/codeact-proxy-gate';
+/** Set to 1 when sandboxes share the proxy's network namespace (Podman): no other user may send but over loopback. */
+export const PROXY_SHARED_ENV = 'CODEACT_PROXY_SHARED';
+/** The IPv4 ranges the proxy itself may never send to (squidConfig's NEVER_REACHED), space-separated. */
+export const PROXY_NEVER_ENV = 'CODEACT_PROXY_NEVER';
+/** Tests only: ranges among those it may reach on ports 80 and 443 all the same (the test servers). */
+export const PROXY_REACH_ENV = 'CODEACT_PROXY_REACH';
+
+/** squid's port, as the gate opens it (squidConfig's PROXY_PORT; the image does not import the network layer). */
+const PROXY_PORT_FOR_GATE = 3128;
 
 /**
  * The proxy's start: the key squid's ssl-bump port must have is made in memory at each start (it
@@ -47,32 +56,46 @@ const START_SCRIPT = [
 ].join('\n');
 
 /**
- * The proxy's start under Podman, where the sandbox joins the proxy's own network namespace
- * (sidecar.ts says why): started as root with NET_ADMIN, it sets the namespace's firewall so that
- * only the proxy's user may send anywhere but loopback, and nothing comes in but replies; then it
- * becomes that user, with no capability left, and starts the proxy. A firewall that cannot be set
- * ends the container before squid listens, so no sandbox is ever started on it. A name server on
- * loopback would be the sandbox's to answer: refused too.
+ * The proxy's start: as root with NET_ADMIN, it sets its network namespace's firewall, becomes
+ * Debian's proxy user with no capability left, and starts the proxy. squid's ACLs are one fence;
+ * this is the kernel's, for squid's own traffic: DNS to the name servers it was given, TCP 80
+ * and 443 to addresses outside the never-reached ranges, replies, and nothing else. Where the
+ * sandbox shares the namespace (Podman, sidecar.ts), no other user may send anywhere but over
+ * loopback, and a name server on loopback (the sandbox's to answer) is refused. A firewall that
+ * cannot be set ends the container before squid listens, so no sandbox ever uses it.
  */
 const GATE_SCRIPT = [
   '#!/bin/sh',
   'set -eu',
   "fail() { echo \"codeact-proxy-gate: $*\" >&2; exit 1; }",
   "[ \"$(id -u)\" = 0 ] || fail 'must start as root to set the firewall'",
-  "! grep -Eq '^[[:space:]]*nameserver[[:space:]]+(127\\.|::1)' /etc/resolv.conf || fail 'the engine gave the proxy a name server on loopback, which the sandbox could answer'",
+  `shared=\${${PROXY_SHARED_ENV}:-0}`,
+  `never=\${${PROXY_NEVER_ENV}:?the never-reached ranges are not set}`,
+  `reach=\${${PROXY_REACH_ENV}:-}`,
+  "servers=$(awk '$1 == \"nameserver\" && $2 !~ /:/ {print $2}' /etc/resolv.conf)",
+  "if [ \"$shared\" = 1 ]; then ! grep -Eq '^[[:space:]]*nameserver[[:space:]]+(127\\.|::1)' /etc/resolv.conf || fail 'the engine gave the proxy a name server on loopback, which the sandbox could answer'; fi",
   'uid=$(id -u proxy)',
   'gid=$(id -g proxy)',
   // Debian's iptables speaks nf_tables; a kernel without it has the legacy tables.
   'ipt=iptables',
   'iptables -w -L -n >/dev/null 2>&1 || ipt=iptables-legacy',
   'for chain in INPUT FORWARD OUTPUT; do $ipt -w -P $chain DROP; done',
+  // Only the filter table: the engine's own NAT rules (Docker's name server on 127.0.0.11) stay.
   '$ipt -w -F',
   '$ipt -w -A INPUT -i lo -j ACCEPT',
   '$ipt -w -A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT',
+  // Docker: sandboxes reach squid on their own networks, which it joins after this.
+  `if [ "$shared" != 1 ]; then $ipt -w -A INPUT -p tcp --dport ${PROXY_PORT_FOR_GATE} -j ACCEPT; fi`,
+  '$ipt -w -A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT',
   // The refusal below is an ICMP message to the sender itself, over loopback.
   '$ipt -w -A OUTPUT -o lo -p icmp --icmp-type destination-unreachable -j ACCEPT',
-  '$ipt -w -A OUTPUT -o lo -s 127.0.0.0/8 -d 127.0.0.0/8 -j ACCEPT',
-  '$ipt -w -A OUTPUT -m owner --uid-owner "$uid" -j ACCEPT',
+  // Loopback: squid and its sandbox (Podman), or squid and the engine's name server (Docker: no one else is here).
+  'if [ "$shared" = 1 ]; then $ipt -w -A OUTPUT -o lo -s 127.0.0.0/8 -d 127.0.0.0/8 -j ACCEPT; else $ipt -w -A OUTPUT -o lo -j ACCEPT; fi',
+  'own="-m owner --uid-owner $uid"',
+  'for ns in $servers; do for proto in udp tcp; do $ipt -w -A OUTPUT $own -p $proto -d "$ns" --dport 53 -j ACCEPT; done; done',
+  'for r in $reach; do $ipt -w -A OUTPUT $own -p tcp -d "$r" -m multiport --dports 80,443 -j ACCEPT; done',
+  'for r in $never; do $ipt -w -A OUTPUT -d "$r" -j REJECT --reject-with icmp-host-unreachable; done',
+  '$ipt -w -A OUTPUT $own -p tcp -m multiport --dports 80,443 -j ACCEPT',
   '$ipt -w -A OUTPUT -j REJECT --reject-with icmp-host-unreachable',
   // IPv6 is off by sysctl; closed here too where the kernel has it.
   'if ip6tables -w -L -n >/dev/null 2>&1; then for chain in INPUT FORWARD OUTPUT; do ip6tables -w -P $chain DROP; done; ip6tables -w -F; ip6tables -w -A INPUT -i lo -j ACCEPT; ip6tables -w -A OUTPUT -o lo -j ACCEPT; fi',
@@ -95,8 +118,7 @@ export function proxyImageContext(): BuildContext {
     'COPY start-proxy /usr/local/bin/codeact-proxy',
     `COPY start-gate ${PROXY_GATE_COMMAND}`,
     `RUN chmod 0755 /usr/local/bin/codeact-proxy ${PROXY_GATE_COMMAND}`,
-    // Debian's proxy user; the container runs as it, with every capability dropped (under Podman
-    // it starts as root for the gate, which ends as this user).
+    // Debian's proxy user; the container starts as root for the gate, which ends as this user.
     'USER proxy',
     'CMD ["/usr/local/bin/codeact-proxy"]',
     '',

@@ -6,9 +6,9 @@ import { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { LABEL, LABEL_SCHEMA, PODMAN_RLIMITS, type SandboxNetwork } from '../container';
 import { ENGINE_DEADLINE_MS, withDeadline, type EngineKind } from '../engine';
-import { PROXY_CONF_ENV, PROXY_GATE_COMMAND, PROXY_HOSTS_ENV, PROXY_RUN_DIR } from '../images';
+import { PROXY_CONF_ENV, PROXY_GATE_COMMAND, PROXY_HOSTS_ENV, PROXY_NEVER_ENV, PROXY_REACH_ENV, PROXY_RUN_DIR, PROXY_SHARED_ENV } from '../images';
 import { NetworkUnavailableError } from './errors';
-import { LOG_TAG, squidConfig, type ProxyConfigInput } from './squidConfig';
+import { LOG_TAG, NEVER_REACHED, squidConfig, type ProxyConfigInput } from './squidConfig';
 
 /** Labels of our networks and proxies, beside LABEL.managed. */
 export const NETWORK_LABEL = {
@@ -64,31 +64,41 @@ export function proxyContainerOptions(input: ProxyContainerInput): Dockerode.Con
   const podman = input.engine === 'podman';
   // Writable by squid alone: it runs as Debian's proxy user (13). Podman's tmpfs takes no owner;
   // there, nothing else runs in the container to write to it (a sandbox joins only the network).
+  // The gate runs as root before it, and writes nothing there.
   const tmpfs = podman ? 'rw,nosuid,nodev,noexec,size=16m,mode=1777' : 'rw,nosuid,nodev,noexec,size=16m,mode=0700,uid=13,gid=13';
   return {
     name: input.name,
     Image: input.image,
-    Env: [`${PROXY_CONF_ENV}=${config}`, ...(hosts.length ? [`${PROXY_HOSTS_ENV}=${hosts.join('\n')}`] : [])],
+    Env: [
+      `${PROXY_CONF_ENV}=${config}`,
+      ...(hosts.length ? [`${PROXY_HOSTS_ENV}=${hosts.join('\n')}`] : []),
+      `${PROXY_NEVER_ENV}=${NEVER_REACHED.filter((r) => !r.includes(':')).join(' ')}`,
+      ...(testing?.reachable.length ? [`${PROXY_REACH_ENV}=${testing.reachable.join(' ')}`] : []),
+      ...(input.gate ? [`${PROXY_SHARED_ENV}=1`] : []),
+    ],
     Labels: input.labels,
     // The gate starts as root with what setting a firewall and then becoming the proxy user take;
     // it leaves squid none of it (proxyImage.ts).
-    ...(input.gate ? { User: '0', Cmd: [PROXY_GATE_COMMAND] } : {}),
+    User: '0',
+    Cmd: [PROXY_GATE_COMMAND],
     HostConfig: {
       NetworkMode: input.gate?.network ?? input.outside?.network ?? 'none',
       ReadonlyRootfs: true,
       CapDrop: ['ALL'],
-      ...(input.gate ? { CapAdd: ['NET_ADMIN', 'SETUID', 'SETGID', 'SETPCAP'] } : {}),
+      CapAdd: ['NET_ADMIN', 'SETUID', 'SETGID', 'SETPCAP'],
       SecurityOpt: ['no-new-privileges'],
       Memory: 256 * 1024 * 1024,
       MemorySwap: 256 * 1024 * 1024,
       PidsLimit: 64,
       Tmpfs: { [PROXY_RUN_DIR]: tmpfs, '/tmp': tmpfs, '/var/spool/squid': tmpfs, '/var/log/squid': tmpfs },
       RestartPolicy: { Name: 'no' },
-      // The namespace a sandbox joins: no IPv6 (a link-local address reaches the host's side of a
-      // bridge), and no port under 1024 for anyone but a privileged process.
-      ...(input.gate
-        ? { Sysctls: { 'net.ipv6.conf.all.disable_ipv6': '1', 'net.ipv6.conf.default.disable_ipv6': '1', 'net.ipv4.ip_unprivileged_port_start': '1024' } }
-        : {}),
+      // No IPv6 (a link-local address reaches the host's side of a bridge), and, in the namespace
+      // a sandbox joins, no port under 1024 for anyone but a privileged process.
+      Sysctls: {
+        'net.ipv6.conf.all.disable_ipv6': '1',
+        'net.ipv6.conf.default.disable_ipv6': '1',
+        ...(input.gate ? { 'net.ipv4.ip_unprivileged_port_start': '1024' } : {}),
+      },
       ...(podman ? { Ulimits: [...PODMAN_RLIMITS] } : {}),
       // The access log is how a run's connections are known: kept, and bounded.
       LogConfig: podman ? { Type: 'k8s-file', Config: { 'max-size': '8m' } } : { Type: 'json-file', Config: { 'max-size': '8m', 'max-file': '2' } },

@@ -133,7 +133,7 @@ describe('network proxy (pure parts)', function () {
     assert.equal(argsWithoutNetwork([]), false);
   });
 
-  it("gives Podman's proxy the gate: root with only what the firewall and the change of user take, loopback only, its namespace's sysctls", function () {
+  it("gives the proxy the gate: root with only what the firewall and the change of user take; on Podman loopback only, its namespace's sysctls", function () {
     const { policy } = networkPolicy(['web.example.org'], []);
     const o = proxyContainerOptions({ name: 'p', image: 'i', target: { policy: policy! }, labels: {}, engine: 'podman', clients: { only: '127.0.0.1/32' }, gate: { network: 'podman' } });
     assert.deepEqual([o.User, o.Cmd, o.HostConfig?.NetworkMode, o.HostConfig?.CapDrop, o.HostConfig?.CapAdd], ['0', ['/usr/local/bin/codeact-proxy-gate'], 'podman', ['ALL'], ['NET_ADMIN', 'SETUID', 'SETGID', 'SETPCAP']]);
@@ -143,7 +143,18 @@ describe('network proxy (pure parts)', function () {
     assert.ok(conf.includes('\nacl sandboxes src 127.0.0.1/32\n'), conf);
     assert.ok(conf.includes('\nhttp_access deny !sandboxes why_source\n'), conf);
     const docker = proxyContainerOptions({ name: 'p', image: 'i', target: { policy: policy! }, labels: {}, engine: 'docker', clients: { except: ['172.17.0.0/16'] }, outside: { network: 'bridge' } });
-    assert.deepEqual([docker.User, docker.Cmd, docker.HostConfig?.CapAdd, docker.HostConfig?.Sysctls, docker.HostConfig?.NetworkMode], [undefined, undefined, undefined, undefined, 'bridge']);
+    // Docker's proxy has the gate too (the kernel's fence for squid's own traffic), without the shared namespace's rules.
+    assert.deepEqual(
+      [docker.User, docker.Cmd, docker.HostConfig?.CapAdd, docker.HostConfig?.Sysctls, docker.HostConfig?.NetworkMode],
+      ['0', ['/usr/local/bin/codeact-proxy-gate'], ['NET_ADMIN', 'SETUID', 'SETGID', 'SETPCAP'], { 'net.ipv6.conf.all.disable_ipv6': '1', 'net.ipv6.conf.default.disable_ipv6': '1' }, 'bridge'],
+    );
+    assert.deepEqual((docker.Env ?? []).slice(1), [
+      'CODEACT_PROXY_NEVER=0.0.0.0/8 10.0.0.0/8 100.64.0.0/10 127.0.0.0/8 169.254.0.0/16 172.16.0.0/12 192.0.0.0/24 192.168.0.0/16 198.18.0.0/15 224.0.0.0/3',
+    ]);
+    assert.deepEqual((o.Env ?? []).slice(1), [
+      'CODEACT_PROXY_NEVER=0.0.0.0/8 10.0.0.0/8 100.64.0.0/10 127.0.0.0/8 169.254.0.0/16 172.16.0.0/12 192.0.0.0/24 192.168.0.0/16 198.18.0.0/15 224.0.0.0/3',
+      'CODEACT_PROXY_SHARED=1',
+    ]);
     assert.equal(docker.NetworkingConfig, undefined, 'it joins sandbox networks one by one, after it starts');
     // An outside network without a subnet would leave squid serving everyone on it.
     assert.throws(() => proxyContainerOptions({ name: 'p', image: 'i', target: { policy: policy! }, labels: {}, engine: 'docker', clients: { except: [] }, outside: { network: 'bridge' } }), {
