@@ -70,6 +70,8 @@ export const RunRecord = z.object({
             sni: z.string().max(300).optional(),
             bytesOut: z.number().nonnegative(),
             bytesIn: z.number().nonnegative(),
+            serverAddress: z.string().max(64).optional(),
+            open: z.boolean().optional(),
           }),
         )
         .max(MAX_RECORDED_CONNECTIONS),

@@ -13,7 +13,7 @@ import { removeQuietly } from '../../src/docker/container/spec';
 import { makeWheel } from './fixtures/simpleIndex';
 import { NAMES, startTestInternet, type TestInternet } from './fixtures/testInternet';
 import { LABEL } from '../../src/docker/container/labels';
-import { TEST_ENGINE, docker, dockerCli, exists, log, recentLog, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
+import { TEST_ENGINE, docker, dockerCli, exists, log, programProcesses, recentLog, run, testSpec, uniqueSessionKey, useDocker, waitFor, warmSandbox } from './helpers';
 
 /** Python the tests' programs start with: the test CA trusted, and get(url) saying what came back. */
 function prelude(caPem: string): string {
@@ -358,6 +358,74 @@ describe('network allow-list (integration)', function () {
       ['a private address on port 80', 'refused'],
     ]);
     assert.equal(udp.text.split('\n')[1], 'udp datagrams: 0');
+    await provider.dispose();
+  });
+
+  it('records a tunnel still open when a call ends as open, and its end in a later call', async function () {
+    const network = networkOf([NAMES.web]);
+    const provider = providerFor(() => testSpec({ network }));
+    const key = uniqueSessionKey('net-open');
+    const sandbox = await warmSandbox(provider, key);
+    // A call's processes end with it, and session state with open sockets is not kept: what is
+    // left is a program that fakes its exit report (exitNotice.test.ts) and goes on for its grace.
+    const code = [
+      prelude(internet.caPem),
+      'import ctypes',
+      "PROXY_HOST = os.environ['HTTP_PROXY'].split('//')[1].split(':')[0]",
+      's = socket.create_connection((PROXY_HOST, 3128), timeout=15)',
+      `s.sendall(b'CONNECT ${NAMES.web}:443 HTTP/1.1\\r\\nHost: ${NAMES.web}:443\\r\\n\\r\\n')`,
+      's.recv(4096)',
+      `t = CTX.wrap_socket(s, server_hostname='${NAMES.web}')`,
+      `t.sendall(b'GET /kept HTTP/1.1\\r\\nHost: ${NAMES.web}\\r\\n\\r\\n')`,
+      "print(t.recv(4096).split(b'\\r\\n')[0].decode(), flush=True)",
+      "pages = [l.split()[0] for l in open('/proc/self/maps') if ' rw-s ' in l]",
+      'start, end = (int(x, 16) for x in pages[-1].split("-"))',
+      'ctypes.c_uint32.from_address(start + 4).value = 0',
+      'ctypes.c_uint32.from_address(start).value = 0x43584954',
+      'os.close(1)',
+      'os.close(2)',
+      'while True:',
+      '    t.recv(1)',
+    ].join('\n');
+    const first = await run(provider, key, code, { limits: { timeoutMs: 30_000 } });
+    assert.equal(first.text.split('\n')[1], 'HTTP/1.1 200 OK');
+    assert.deepEqual(
+      first.network?.connections.map((c) => [...brief(c), c.open, c.serverAddress, c.bytesIn]),
+      [['CONNECT', `${NAMES.web}:443`, 'allowed', true, undefined, 0]],
+    );
+    // The runner ends the program when its grace is over; its tunnel's end is the next call's.
+    await waitFor(async () => (await programProcesses(sandbox.id)) === 0, 'the runner to stop the program after its grace');
+    const second = await run(provider, key, "print('next')");
+    const [closed] = second.network?.connections ?? [];
+    assert.deepEqual([...brief(closed), closed.open, closed.serverAddress, closed.bytesIn > 0], ['CONNECT', `${NAMES.web}:443`, 'allowed', undefined, internet.web, true]);
+    await provider.dispose();
+  });
+
+  it('keeps the allowed connections of a call that floods the proxy with refused ones, and counts the rest', async function () {
+    const network = networkOf([NAMES.web]);
+    const provider = providerFor(() => testSpec({ network }));
+    const code = [
+      prelude(internet.caPem),
+      "PROXY_HOST = os.environ['HTTP_PROXY'].split('//')[1].split(':')[0]",
+      'def ask(host):',
+      '    with socket.create_connection((PROXY_HOST, 3128), timeout=15) as c:',
+      "        c.sendall(f'GET http://{host}/ HTTP/1.0\\r\\nHost: {host}\\r\\n\\r\\n'.encode())",
+      '        while c.recv(65536):',
+      '            pass',
+      // Long names, each a refusal the proxy logs: more than the record keeps.
+      "long = ('a' * 60 + '.') * 3",
+      'for i in range(1200):',
+      "    ask(f'{long}n{i}.codeact.test')",
+      `print(get('http://${NAMES.web}/after-the-flood'))`,
+    ].join('\n');
+    const r = await run(provider, uniqueSessionKey('net-flood'), code);
+    assert.equal(r.text.split('\n')[1], `${NAMES.web} /after-the-flood http`);
+    const connections = r.network?.connections ?? [];
+    assert.equal(r.network?.complete, true);
+    assert.deepEqual(r.network?.omitted, { allowed: 0, blocked: 1000 });
+    assert.equal(connections.filter((c) => !c.allowed).length, 200);
+    assert.deepEqual(connections.filter((c) => c.allowed).map(brief), [['GET', `${NAMES.web}:80`, 'allowed']]);
+    assert.equal(connections[0].host, `${'a'.repeat(60)}.${'a'.repeat(60)}.${'a'.repeat(60)}.n0.codeact.test`);
     await provider.dispose();
   });
 

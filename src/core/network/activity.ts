@@ -36,20 +36,29 @@ export interface Connection {
   reason?: BlockReason;
   /** The server name of the TLS client hello, when the proxy saw one. */
   sni?: string;
-  /** Bytes from the program to the proxy, and back. */
+  /** Bytes from the program to the proxy, and back (0 for a tunnel still open: squid counts them at its end). */
   bytesOut: number;
   bytesIn: number;
+  /** The address the proxy connected to for it, when it connected anywhere. */
+  serverAddress?: string;
+  /** A tunnel still open when the call ended: its bytes are not known yet. */
+  open?: boolean;
 }
 
 /** Connections kept per run; a program that makes more has the rest counted, not kept. */
-export const MAX_RECORDED_CONNECTIONS = 1000;
+export const MAX_RECORDED_CONNECTIONS = 2000;
+/**
+ * Refused connections kept per run, within MAX_RECORDED_CONNECTIONS: a flood of refused requests
+ * is counted past this, so it cannot push the allowed ones out of the record.
+ */
+export const MAX_RECORDED_BLOCKED = 200;
 
 /** A run's connections, and whether the record is whole. */
 export interface NetworkActivity {
   connections: Connection[];
   /** False when the proxy's log could not be read to the end of the run (the record may miss some). */
   complete: boolean;
-  /** Connections past MAX_RECORDED_CONNECTIONS: counted (allowed, blocked), not kept. */
+  /** Connections past MAX_RECORDED_CONNECTIONS (refused ones past MAX_RECORDED_BLOCKED): counted (allowed, blocked), not kept. */
   omitted?: { allowed: number; blocked: number };
 }
 
@@ -65,14 +74,16 @@ export function networkSummary(activity: NetworkActivity): string {
   const refused = activity.connections.length - activity.connections.filter((c) => c.allowed).length + (activity.omitted?.blocked ?? 0);
   const parts = [`${allowed} allowed`];
   if (refused > 0) parts.push(`${refused} blocked: ${blocked.join(', ')}`);
+  const open = activity.connections.filter((c) => c.open).length;
+  if (open > 0) parts.push(`${open} still open`);
   return `network: ${parts.join(', ')}${activity.complete ? '' : ' (the record may be incomplete)'}`;
 }
 
 /** One connection as a line of "Show Program and Output" and the CLI's --verbose. */
 export function connectionLine(c: Connection): string {
   const when = new Date(c.time).toISOString().slice(11, 23);
-  const verdict = c.allowed ? 'allowed' : `blocked (${reasonText(c)})`;
-  return `${when} ${c.method} ${c.host}:${c.port} ${verdict}, ${c.bytesOut} bytes out, ${c.bytesIn} bytes in`;
+  const verdict = c.allowed ? `allowed${c.serverAddress ? ` (to ${c.serverAddress})` : ''}` : `blocked (${reasonText(c)})`;
+  return `${when} ${c.method} ${c.host}:${c.port} ${verdict}, ${c.open ? 'still open when the call ended' : `${c.bytesOut} bytes out, ${c.bytesIn} bytes in`}`;
 }
 
 function reasonText(c: Connection): string {

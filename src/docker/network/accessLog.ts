@@ -7,7 +7,12 @@ import type { BlockReason, Connection } from '../../core/network';
 import { LOG_TAG, MARK_DOMAIN } from './squidConfig';
 
 export type LogEntry =
-  | { kind: 'connection'; client: string; connection: Connection }
+  | { kind: 'connection'; client: string; clientPort: number; connection: Connection }
+  /**
+   * An allowed tunnel accepted (its hello peeked at and spliced): squid logs the tunnel itself,
+   * with the same client port, when it ends. Until then it is an open connection.
+   */
+  | { kind: 'tunnel'; client: string; clientPort: number; connection: Connection }
   /** A call's end, sent by the sandbox at `client` (its nonce). */
   | { kind: 'mark'; client: string; nonce: string; time: number };
 
@@ -23,20 +28,31 @@ const REASONS: Record<string, BlockReason> = {
 /** One log line, or undefined for a line that is not a connection of a sandbox (or not ours). */
 export function parseLogLine(line: string): LogEntry | undefined {
   const f = line.trim().split(' ');
-  if (f.length !== 13 || f[0] !== LOG_TAG) return undefined;
-  const [, ts, client, method, host, portText, , bytesIn, bytesOut, squidCode, why, bump, sni] = f;
+  if (f.length !== 15 || f[0] !== LOG_TAG) return undefined;
+  const [, ts, client, clientPortText, method, host, portText, , bytesIn, bytesOut, squidCode, why, bump, server, sni] = f;
   const time = Math.round(Number(ts) * 1000);
   const port = Number(portText);
-  if (!Number.isFinite(time) || !Number.isInteger(port) || host === '-' || why === 'source') return undefined;
+  const clientPort = Number(clientPortText);
+  if (!Number.isFinite(time) || !Number.isInteger(port) || !Number.isInteger(clientPort) || host === '-' || why === 'source') return undefined;
   if (why === 'mark') {
     const nonce = host.endsWith(`.${MARK_DOMAIN}`) ? host.slice(0, -MARK_DOMAIN.length - 1).replace(/^m-/, '') : '';
     return nonce ? { kind: 'mark', client, nonce, time } : undefined;
   }
-  // An allowed tunnel logs its acceptance once the hello is peeked at (spliced, nothing moved
-  // yet), and the tunnel itself when it ends: the second line is the connection.
-  if (method === 'CONNECT' && squidCode === 'NONE_NONE' && why === 'allowed' && bump === 'splice') return undefined;
   const hello = sni !== '-' ? nameText(sni) : undefined;
-  const base = { time, host: nameText(host), port, method: /^[A-Z]{1,16}$/.test(method) ? method : nameText(method), bytesOut: count(bytesOut), bytesIn: count(bytesIn), ...(hello ? { sni: hello } : {}) };
+  const serverAddress = isIP(server) !== 0 ? server : undefined;
+  const base = {
+    time,
+    host: nameText(host),
+    port,
+    method: /^[A-Z]{1,16}$/.test(method) ? method : nameText(method),
+    bytesOut: count(bytesOut),
+    bytesIn: count(bytesIn),
+    ...(hello ? { sni: hello } : {}),
+    ...(serverAddress ? { serverAddress } : {}),
+  };
+  if (method === 'CONNECT' && squidCode === 'NONE_NONE' && why === 'allowed' && bump === 'splice') {
+    return { kind: 'tunnel', client, clientPort, connection: { ...base, bytesOut: 0, bytesIn: 0, allowed: true, open: true } };
+  }
   let reason: BlockReason | undefined;
   if (why === 'allowed') {
     // Accepted, peeked at, and closed without a TLS hello to splice: squid refused what came instead.
@@ -45,7 +61,7 @@ export function parseLogLine(line: string): LogEntry | undefined {
     reason = REASONS[why] ?? 'not listed';
     if (reason === 'not listed' && isIP(host.replace(/^\[|\]$/g, '')) !== 0) reason = 'address';
   }
-  return { kind: 'connection', client, connection: { ...base, allowed: reason === undefined, ...(reason ? { reason } : {}) } };
+  return { kind: 'connection', client, clientPort, connection: { ...base, allowed: reason === undefined, ...(reason ? { reason } : {}) } };
 }
 
 /** Longest a name is shown: a domain name has at most 253 characters. */

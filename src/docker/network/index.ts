@@ -9,6 +9,6 @@ export { NetworkUnavailableError } from './errors';
 export { egressNames, ensureEgress, sandboxNetworkName, hostAddress, proxyEnv, releaseEgress, releaseIdleEgress, type Egress, type EgressTarget } from './egress';
 export { NETWORK_LABEL, proxyRunning } from './proxyContainer';
 export { makeSidecar, removeSidecar, releaseIdleSidecars, sidecarEgress, sidecarName } from './sidecar';
-export { runActivity, type RunMark } from './runActivity';
+export { runActivity, startMark, type RunMark } from './runActivity';
 export { parseLogLine, type LogEntry } from './accessLog';
 export { LOG_TAG, MARK_DOMAIN, NEVER_REACHED, PROXY_PORT, patternRegex, squidConfig } from './squidConfig';

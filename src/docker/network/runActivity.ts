@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
-import { MAX_RECORDED_CONNECTIONS, type Connection, type NetworkActivity } from '../../core/network';
+import { MAX_RECORDED_BLOCKED, MAX_RECORDED_CONNECTIONS, type Connection, type NetworkActivity } from '../../core/network';
 import { startGuest } from '../container';
 import { ENGINE_DEADLINE_MS, withDeadline } from '../engine';
 import { parseLogLine } from './accessLog';
@@ -32,8 +32,43 @@ function markSource(address: string, nonce: string): string {
 /** A call's marker as the proxy logged it: the next call's record starts after it. */
 export interface RunMark {
   nonce: string;
-  /** When the proxy logged it, by the proxy's clock (ms). */
+  /** When the proxy logged it, by the proxy's clock (ms); for a start marker, a moment before it was sent. */
   time: number;
+}
+
+/**
+ * Sends a marker before a sandbox's first call (or its first after a new proxy): the call's record
+ * then starts after it, and a record whose start was rotated out of the proxy's log (a flood of
+ * lines) says it is incomplete, as a later call's does. Undefined when it could not be sent.
+ */
+export async function startMark(sandbox: Dockerode.Container, egress: Egress): Promise<RunMark | undefined> {
+  const nonce = randomBytes(6).toString('hex');
+  const time = Date.now() - 1000;
+  try {
+    const s = await startGuest(sandbox, markSource(egress.proxyAddress, nonce), ENGINE_DEADLINE_MS);
+    await new Promise<void>((resolve) => {
+      s.on('end', resolve);
+      s.on('close', resolve);
+      s.on('error', () => resolve());
+      s.resume();
+    });
+    return { nonce, time };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Keeps connections within the record's caps: refused ones past MAX_RECORDED_BLOCKED, and any past the total, are counted. */
+function keeper(connections: Connection[], omitted: { allowed: number; blocked: number }): (c: Connection) => void {
+  let blocked = 0;
+  return (c) => {
+    if (connections.length < MAX_RECORDED_CONNECTIONS && (c.allowed || blocked < MAX_RECORDED_BLOCKED)) {
+      connections.push(c);
+      if (!c.allowed) blocked++;
+    } else {
+      omitted[c.allowed ? 'allowed' : 'blocked']++;
+    }
+  };
 }
 
 /**
@@ -52,6 +87,9 @@ export async function runActivity(
   const nonce = randomBytes(6).toString('hex');
   const connections: Connection[] = [];
   const omitted = { allowed: 0, blocked: 0 };
+  const keep = keeper(connections, omitted);
+  // Tunnels accepted in this call and not yet ended, by client port: open when the call ends.
+  const open = new Map<number, Connection>();
   const proxy = docker.getContainer(egress.proxyName);
   let mark: RunMark | undefined;
   // After the previous marker (the engine's log times are the proxy's clock), else since the call began.
@@ -60,10 +98,14 @@ export async function runActivity(
   let previousSeen = previous === undefined;
   const from = previous ? previous.time : since;
   let stream: (NodeJS.ReadableStream & { destroy(): void }) | undefined;
-  const result = (complete: boolean) => ({
-    activity: { connections, complete, ...(omitted.allowed + omitted.blocked > 0 ? { omitted } : {}) },
-    ...(mark ? { mark } : {}),
-  });
+  const result = (complete: boolean) => {
+    for (const c of open.values()) keep(c);
+    open.clear();
+    return {
+      activity: { connections, complete, ...(omitted.allowed + omitted.blocked > 0 ? { omitted } : {}) },
+      ...(mark ? { mark } : {}),
+    };
+  };
   try {
     // The marker goes at once, not after the log's answer: Podman answers a follow request only
     // when it has a line to send. A line logged before the follow began is in it (`since`).
@@ -98,8 +140,11 @@ export async function runActivity(
                 resolve(true);
               }
             } else if (collecting && (previous || entry.connection.time >= since - 1000)) {
-              if (connections.length < MAX_RECORDED_CONNECTIONS) connections.push(entry.connection);
-              else omitted[entry.connection.allowed ? 'allowed' : 'blocked']++;
+              if (entry.kind === 'tunnel') open.set(entry.clientPort, entry.connection);
+              else {
+                open.delete(entry.clientPort);
+                keep(entry.connection);
+              }
             }
           }
           done();

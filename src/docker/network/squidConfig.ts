@@ -94,11 +94,13 @@ export function squidConfig(input: ProxyConfigInput): string {
     'cache_log /dev/stderr',
     'cache_store_log none',
     'logfile_rotate 0',
-    // time, client, method, host, port, status, bytes in (to the client), bytes out (from it),
-    // squid's verdict, our reason, the TLS step's action, the client hello's server name. The
-    // host and server name are the client's own bytes: URL-escaped (%#), so they hold no space or
-    // newline, and cut at 256 characters, so a flood of long names cannot push lines out early.
-    `logformat ${LOG_TAG} ${LOG_TAG} %ts.%03tu %>a %rm %#.256>rd %>rP %>Hs %<st %>st %Ss %{${WHY}}note %ssl::bump_mode %#.256ssl::>sni`,
+    // time, client address and port (a tunnel's acceptance and end share them), method, host,
+    // port, status, bytes in (to the client), bytes out (from it), squid's verdict, our reason,
+    // the TLS step's action, the server address squid connected to, the client hello's server
+    // name. The host and server name are the client's own bytes: URL-escaped (%#), so they hold
+    // no space or newline, and cut at 256 characters, so a flood of long names cannot push lines
+    // out early.
+    `logformat ${LOG_TAG} ${LOG_TAG} %ts.%03tu %>a %>p %rm %#.256>rd %>rP %>Hs %<st %>st %Ss %{${WHY}}note %ssl::bump_mode %<a %#.256ssl::>sni`,
     `access_log stdio:/dev/stdout logformat=${LOG_TAG}`,
     '',
     ...('only' in input.clients ? [`acl sandboxes src ${input.clients.only}`] : [`acl outside src ${input.clients.except.join(' ')}`]),

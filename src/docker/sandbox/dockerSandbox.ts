@@ -11,7 +11,7 @@ import { ExecStrategy, KILL_GRACE_MS, RunnerChannel, WarmStrategy, type ExitInfo
 import { RUNS_DIR, SandboxLock, killAllSparingSource, oomKillCount, removeQuietly, startGuest, type SandboxSpec } from '../container';
 import { imageDistributions } from '../images';
 import { networkNote } from '../../core/network';
-import { egressNames, ensureEgress, proxyRunning, releaseEgress, runActivity, sidecarEgress, type Egress, type RunMark } from '../network';
+import { egressNames, ensureEgress, proxyRunning, releaseEgress, runActivity, sidecarEgress, startMark, type Egress, type RunMark } from '../network';
 
 /** Where a proxy that could not be built or started sends the user. */
 export const NETWORK_LOG_HINT = 'the CodeAct Sandbox log (the output channel in VS Code, --verbose on the command line)';
@@ -210,12 +210,14 @@ export class DockerSandbox implements Sandbox, WarmOps {
             logHint: NETWORK_LOG_HINT,
             ...(this.ownerVersion ? { version: this.ownerVersion } : {}),
           });
+    // The previous marker is in this proxy's log only when it is the same proxy (not one started
+    // again since); without one, a marker sent now is where this call's record starts.
+    let previous: RunMark | undefined = this.lastMark && this.lastMark.proxyStartedAt === egress.startedAt ? this.lastMark : undefined;
+    previous ??= await startMark(this.container, egress);
     const since = Date.now();
     const exit = await this.runProgram(run);
     const client = await this.addressOn(egress);
     if (!client) return exit;
-    // The previous marker is in this proxy's log only when it is the same proxy (not one started again since).
-    const previous = this.lastMark && this.lastMark.proxyStartedAt === egress.startedAt ? this.lastMark : undefined;
     const { activity: network, mark } = await runActivity(this.docker, this.container, egress, client, since, previous);
     // A marker not read (the proxy died) leaves the last one: the next call starts after it.
     if (mark) this.lastMark = { ...mark, proxyStartedAt: egress.startedAt };

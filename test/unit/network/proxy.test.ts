@@ -58,14 +58,24 @@ describe('network proxy (pure parts)', function () {
   });
 
   it('reads connections from the access log, and skips what is not one', function () {
-    const line = (rest: string) => `codeact-net 1796212514.437 172.22.0.3 ${rest}`;
-    assert.deepEqual(parseLogLine(line('CONNECT web.example.org 443 500 2209 740 TCP_TUNNEL allowed splice web.example.org')), {
+    // `rest`: method host port status bytes-in bytes-out verdict reason bump sni; the server address goes before the sni.
+    const line = (rest: string, server = '-', clientPort = 51000) => {
+      const f = rest.split(' ');
+      return `codeact-net 1796212514.437 172.22.0.3 ${clientPort} ${[...f.slice(0, 9), server, ...f.slice(9)].join(' ')}`;
+    };
+    assert.deepEqual(parseLogLine(line('CONNECT web.example.org 443 500 2209 740 TCP_TUNNEL allowed splice web.example.org', '203.0.113.7')), {
       kind: 'connection',
       client: '172.22.0.3',
-      connection: { time: 1796212514437, host: 'web.example.org', port: 443, method: 'CONNECT', bytesOut: 740, bytesIn: 2209, sni: 'web.example.org', allowed: true },
+      clientPort: 51000,
+      connection: { time: 1796212514437, host: 'web.example.org', port: 443, method: 'CONNECT', bytesOut: 740, bytesIn: 2209, sni: 'web.example.org', serverAddress: '203.0.113.7', allowed: true },
     });
-    // The acceptance of an allowed tunnel, logged before the tunnel itself.
-    assert.equal(parseLogLine(line('CONNECT web.example.org 443 200 0 61 NONE_NONE allowed splice web.example.org')), undefined);
+    // The acceptance of an allowed tunnel, logged before the tunnel itself (with the same client port): open until then.
+    assert.deepEqual(parseLogLine(line('CONNECT web.example.org 443 200 0 61 NONE_NONE allowed splice web.example.org', '203.0.113.7', 51002)), {
+      kind: 'tunnel',
+      client: '172.22.0.3',
+      clientPort: 51002,
+      connection: { time: 1796212514437, host: 'web.example.org', port: 443, method: 'CONNECT', bytesOut: 0, bytesIn: 0, sni: 'web.example.org', serverAddress: '203.0.113.7', allowed: true, open: true },
+    });
     const blocked = (rest: string) => {
       const e = parseLogLine(line(rest));
       return e?.kind === 'connection' ? [e.connection.allowed, e.connection.reason] : e;
@@ -92,6 +102,8 @@ describe('network proxy (pure parts)', function () {
     assert.equal(parseLogLine(line('GET web.example.org 80 403 1 1 TCP_DENIED source - -')), undefined);
     assert.equal(parseLogLine('2026/12/02 11:42:41| Accepting SSL bumped HTTP Socket connections'), undefined);
     assert.equal(parseLogLine(line('GET web.example.org')), undefined);
+    // A line of the format before the client port and server address: not read as a connection.
+    assert.equal(parseLogLine('codeact-net 1796212514.437 172.22.0.3 GET web.example.org 80 200 10 10 TCP_MISS allowed - -'), undefined);
   });
 
   it('sums a run up, and tells the model which names were blocked and why', function () {
