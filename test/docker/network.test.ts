@@ -557,6 +557,21 @@ describe('network allow-list (integration)', function () {
     await killedDuringRun(provider, session, await proxyOf(second.sandboxId, network), "The sandbox's network proxy stopped during the run, so the program may have lost its connections; the next call starts a new sandbox with a new proxy.");
   });
 
+  it('runs a sandbox with an allow-list under the default runtime when auto would take gVisor, and refuses gVisor by name', async function () {
+    if (TEST_ENGINE !== 'docker') this.skip();
+    const info = (await docker.info()) as { Runtimes?: Record<string, unknown> };
+    if (!info.Runtimes?.runsc) this.skip();
+    const network = networkOf([NAMES.web]);
+    const auto = providerFor(() => testSpec({ runtime: 'auto', network }));
+    const r = await run(auto, uniqueSessionKey('net-auto'), `${prelude(internet.caPem)}\nshow('http://${NAMES.web}/')`);
+    assert.equal(r.text, `stdout:\nhttp://${NAMES.web}/ -> ${NAMES.web} / http\n\n${TOLD(NAMES.web)}`);
+    assert.notEqual((await docker.getContainer(r.sandboxId).inspect()).HostConfig.Runtime, 'runsc');
+    await auto.dispose();
+    // Registered with its own network stack or without: by name, refused in a sentence.
+    const named = providerFor(() => testSpec({ runtime: 'runsc', network }));
+    await assert.rejects(run(named, uniqueSessionKey('net-named-runsc'), 'print(1)'), { code: 'invalid_settings' });
+  });
+
   it('refuses an allow-list under a runtime registered without network, in one sentence', async function () {
     if (TEST_ENGINE !== 'docker') this.skip();
     const info = (await docker.info()) as { Runtimes?: Record<string, { runtimeArgs?: string[] }> };

@@ -12,6 +12,16 @@ describe('runtime choice (unit)', () => {
     assert.deepEqual(chooseRuntime('auto', [], undefined, HINT), { runtime: undefined, name: 'runc', reason: 'auto: no gVisor on the engine, so its default', engine: 'docker' });
   });
 
+  it('auto does not take gVisor for a sandbox with a network allow-list: its own network stack is not proven under the allow-list', () => {
+    assert.deepEqual(chooseRuntime('auto', ['runc', 'runsc'], 'runc', HINT, 'docker', true), {
+      runtime: undefined,
+      name: 'runc',
+      reason: "auto: gVisor is not used for a sandbox with a network allow-list, so the engine's default",
+      engine: 'docker',
+    });
+    assert.deepEqual(chooseRuntime('runsc', ['runc', 'runsc'], 'runc', HINT, 'docker', true), { runtime: 'runsc', name: 'runsc', reason: `set by ${HINT}`, engine: 'docker' });
+  });
+
   it('a named runtime is used when the engine has it, and never replaced by another', () => {
     assert.deepEqual(chooseRuntime('runc', ['runc', 'runsc'], 'runc', HINT), { runtime: 'runc', name: 'runc', reason: `set by ${HINT}`, engine: 'docker' });
     assert.throws(

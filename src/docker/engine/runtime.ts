@@ -36,6 +36,8 @@ export function chooseRuntime(
   engineDefault: string | undefined,
   settingHint: string,
   engine: EngineKind = 'docker',
+  /** The sandbox has a network allow-list: auto does not pick gVisor, whose own network stack the allow-list's tests do not cover. */
+  withNetwork = false,
 ): RuntimeChoice {
   const fallback = engineDefault ?? 'runc';
   if (request === undefined) return { runtime: undefined, name: fallback, reason: "the engine's default", engine };
@@ -43,6 +45,9 @@ export function chooseRuntime(
     // Podman lists every runtime its configuration names, installed or not (crun, kata, krun):
     // its list cannot say that gVisor is there, so auto keeps its default; runsc can be named.
     if (engine === 'podman') return { runtime: undefined, name: fallback, reason: 'auto: Podman does not say which runtimes are installed, so its default', engine };
+    if (available.includes(GVISOR_RUNTIME) && withNetwork) {
+      return { runtime: undefined, name: fallback, reason: "auto: gVisor is not used for a sandbox with a network allow-list, so the engine's default", engine };
+    }
     if (available.includes(GVISOR_RUNTIME)) return { runtime: GVISOR_RUNTIME, name: GVISOR_RUNTIME, reason: 'auto: the engine has gVisor', engine };
     return { runtime: undefined, name: fallback, reason: "auto: no gVisor on the engine, so its default", engine };
   }

@@ -45,9 +45,11 @@ export async function runtimeFor(options: ProviderOptions, spec: SandboxSpec, lo
   const named = spec.runtime !== undefined && spec.runtime !== 'auto';
   const { available, engineDefault, withoutNetwork } =
     podman?.ociRuntime && !named ? { available: [], engineDefault: podman.ociRuntime, withoutNetwork: [] } : await ask(docker, engineRuntimes(docker), 'its runtimes (info)');
-  const runtime = chooseRuntime(spec.runtime, available, engineDefault, options.runtimeSettingHint ?? 'the runtime setting', engine.kind);
-  if (spec.network && withoutNetwork.includes(runtime.name)) throw runtimeWithoutNetwork(runtime, options.runtimeSettingHint ?? 'the runtime setting');
+  const settingHint = options.runtimeSettingHint ?? 'the runtime setting';
+  const runtime = chooseRuntime(spec.runtime, available, engineDefault, settingHint, engine.kind, spec.network !== undefined);
+  if (spec.network && withoutNetwork.includes(runtime.name)) throw runtimeWithoutNetwork(runtime, settingHint);
   if (spec.network && engine.kind === 'podman' && isGvisor(runtime.name)) throw podmanGvisorWithAllowList(runtime);
+  if (spec.network && isGvisor(runtime.name)) throw gvisorWithAllowList(runtime, settingHint);
   if (logChoice && spec.runtime !== undefined) log.info(`runtime ${runtime.name} (${runtime.reason}); the engine (${engine.label}) has ${available.join(', ') || (podman ? `${engineDefault} as its default` : 'no runtimes listed')}`);
   if (logChoice && engine.kind === 'podman') logPodmanDifferences(log, engine);
   return runtime;
@@ -58,6 +60,19 @@ function runtimeWithoutNetwork(runtime: RuntimeChoice, settingHint: string): Too
   return new ToolError(
     'invalid_settings',
     `The sandbox runtime ${runtime.name} is registered with the engine with --network=none, so a sandbox with a network allow-list cannot run under it, and the program was not run. Ask the user to register ${runtime.name} without --network=none (see the README's "Network" section), to set ${settingHint} to runc, or to empty the network allow-list.`,
+  );
+}
+
+/**
+ * gVisor with its own network stack (runsc registered without --network=none) on Docker: the
+ * sandbox's packets go through gVisor's stack, not the kernel's, and the allow-list's hostile
+ * tests (no peer but the proxy, no route, no DNS, no raw socket) have not been run there. Refused
+ * rather than offered unproven; auto picks the engine's default runtime for such a sandbox.
+ */
+function gvisorWithAllowList(runtime: RuntimeChoice, settingHint: string): ToolError {
+  return new ToolError(
+    'invalid_settings',
+    `A sandbox with a network allow-list does not run under ${runtime.name} (gVisor): its own network stack is not one the allow-list's protections are proven on, so the program was not run. Ask the user to set ${settingHint} to auto or runc for chats that use the network, or to empty the network allow-list.`,
   );
 }
 
