@@ -107,11 +107,21 @@ const GATE_SCRIPT = [
   '',
 ].join('\n');
 
-export function proxyImageContext(): BuildContext {
+/**
+ * The month the proxy image is made for ("202612"). A new month's image is built anew, with
+ * Debian's squid as it is then: a security update reaches users within a month of its release.
+ */
+export function proxyPeriod(now = new Date()): string {
+  return `${now.getUTCFullYear()}${String(now.getUTCMonth() + 1).padStart(2, '0')}`;
+}
+
+/** The proxy's build context; `period` is in its RUN line, so a new month's build takes nothing from the build cache. */
+export function proxyImageContext(period = proxyPeriod()): BuildContext {
   const dockerfile = [
-    '# CodeAct Sandbox network proxy: Debian\'s squid. Generated; its hash is the tag.',
+    '# CodeAct Sandbox network proxy: Debian\'s squid. Generated; its hash and month are the tag.',
     `FROM ${ROUTES.debian.base}`,
-    'RUN apt-get update \\',
+    `RUN : refreshed ${period} \\`,
+    ' && apt-get update \\',
     ' && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends -o Dpkg::Use-Pty=0 squid-openssl openssl iptables \\',
     ' && apt-get clean \\',
     ' && rm -rf /var/lib/apt/lists/*',
@@ -126,23 +136,55 @@ export function proxyImageContext(): BuildContext {
   return { dockerfile, files: { 'start-proxy': START_SCRIPT, 'start-gate': GATE_SCRIPT } };
 }
 
-export function proxyImageTag(context = proxyImageContext()): { tag: string; hash: string } {
+function contextHash(context: BuildContext): string {
   const h = createHash('sha256').update(`codeact-sandbox proxy 1\0${context.dockerfile}`);
   for (const name of Object.keys(context.files).sort()) h.update(`\0${name}\0${context.files[name]}`);
-  const hash = h.digest('hex');
-  return { tag: `${PROXY_REPOSITORY}:${hash.slice(0, 16)}`, hash };
+  return h.digest('hex');
 }
+
+/**
+ * The proxy image's tag, `<recipe>-<month>`: `recipe` is the hash of the context without its
+ * month (the same recipe in another month is an older build of it), `hash` of the context itself.
+ */
+export function proxyImageTag(period = proxyPeriod()): { tag: string; hash: string; recipe: string } {
+  const recipe = contextHash(proxyImageContext('')).slice(0, 16);
+  return { tag: `${PROXY_REPOSITORY}:${recipe}-${period}`, hash: contextHash(proxyImageContext(period)), recipe };
+}
+
+/** The newest image of the same recipe from an earlier month, if any: used when a new month's build cannot be made. */
+async function earlierBuild(docker: Dockerode, recipe: string): Promise<string | undefined> {
+  const images = await docker.listImages({ filters: { label: [`${IMAGE_LABEL.kind}=proxy`, `${PROXY_RECIPE_LABEL}=${recipe}`] } }).catch(() => []);
+  const tags = images.flatMap((i) => i.RepoTags ?? []).filter((t) => t.startsWith(`${PROXY_REPOSITORY}:${recipe}-`));
+  return tags.sort().at(-1);
+}
+
+/** The proxy image's recipe hash (proxyImageTag's `recipe`), as a label: earlier months' builds are found by it. */
+const PROXY_RECIPE_LABEL = 'dev.codeact-sandbox.image.proxy-recipe';
 
 /** The proxy image: found by tag, else built (one build per engine at a time). Resolves with its tag. */
 export async function ensureProxyImage(o: { docker: Dockerode; log: Logger; signal?: AbortSignal; logHint: string }): Promise<string> {
-  const context = proxyImageContext();
-  const { tag, hash } = proxyImageTag(context);
+  const period = proxyPeriod();
+  const context = proxyImageContext(period);
+  const { tag, hash, recipe } = proxyImageTag(period);
   try {
     await o.docker.getImage(tag).inspect();
     return tag;
   } catch (e) {
     if (isEngineFailure(e)) throw engineFailure(e, o.docker);
   }
+  try {
+    return await buildProxyImage(o, context, tag, hash, recipe);
+  } catch (e) {
+    // This month's build failed (no Debian archive answers, say): last month's squid is better
+    // than no network, and the log says an update is waiting.
+    const earlier = e instanceof ImageBuildError ? await earlierBuild(o.docker, recipe) : undefined;
+    if (earlier === undefined) throw e;
+    o.log.warn(`network proxy: could not build ${tag} (${describeError(e)}); using the earlier build ${earlier} until a build succeeds`);
+    return earlier;
+  }
+}
+
+function buildProxyImage(o: { docker: Dockerode; log: Logger; signal?: AbortSignal; logHint: string }, context: BuildContext, tag: string, hash: string, recipe: string): Promise<string> {
   return shareBuild(
     o.docker,
     `proxy:${tag}`,
@@ -171,7 +213,7 @@ export async function ensureProxyImage(o: { docker: Dockerode; log: Logger; sign
           docker: o.docker,
           context,
           tag,
-          labels: { [LABEL.managed]: LABEL_SCHEMA, [IMAGE_LABEL.kind]: 'proxy', [IMAGE_LABEL.hash]: hash },
+          labels: { [LABEL.managed]: LABEL_SCHEMA, [IMAGE_LABEL.kind]: 'proxy', [IMAGE_LABEL.hash]: hash, [PROXY_RECIPE_LABEL]: recipe },
           signal,
           log: o.log,
           logPrefix: 'network proxy build',

@@ -1,4 +1,5 @@
 import * as assert from 'node:assert/strict';
+import { proxyImageContext, proxyImageTag, proxyPeriod } from '../../../src/docker/images/proxyImage';
 import { blockedNote, connectionLine, networkPolicy, networkSummary, type Connection } from '../../../src/core/network';
 import { hostAddress, proxyEnv } from '../../../src/docker/network/egress';
 import { parseLogLine } from '../../../src/docker/network/accessLog';
@@ -173,4 +174,18 @@ describe('network proxy (pure parts)', function () {
       message: "The sandbox's network proxy could not be started (the proxy's outside network has no subnet to keep out), so the program was not run. The next call tries again; if it fails again, ask the user to look at the CodeAct Sandbox log or to empty the network allow-list.",
     });
   });
+
+  it("builds the proxy's image anew each month, so Debian's squid updates reach users; the tag says the month", function () {
+    assert.equal(proxyPeriod(new Date(Date.UTC(2026, 11, 31, 23, 59))), '202612');
+    assert.equal(proxyPeriod(new Date(Date.UTC(2027, 0, 1, 0, 0))), '202701');
+    const december = proxyImageTag('202612');
+    const january = proxyImageTag('202701');
+    assert.equal(december.recipe, january.recipe, 'the same recipe');
+    assert.notEqual(december.hash, january.hash);
+    assert.equal(december.tag, `codeact-sandbox/proxy:${december.recipe}-202612`);
+    assert.match(december.recipe, /^[0-9a-f]{16}$/);
+    // The month is in the install step itself: the engine's build cache cannot hand back last month's squid.
+    assert.match(proxyImageContext('202701').dockerfile, /\nRUN : refreshed 202701 \\\n && apt-get update \\\n/);
+  });
 });
+
