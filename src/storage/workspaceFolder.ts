@@ -14,7 +14,10 @@ const SKIPPED_DIRS = new Set(['.git', 'node_modules', '.venv', '__pycache__']);
  */
 export function folderSource(root: string): WorkspaceSource {
   const realRoot = fs.realpathSync(root);
+  const given = path.resolve(root);
   return {
+    // The folder as given and as it really is (a link in its path): a model may name either.
+    roots: [...new Set([given, realRoot])].map((p) => ({ path: p, prefix: '' })),
     async list() {
       const names: string[] = [];
       const walk = (dir: string, prefix: string) => {

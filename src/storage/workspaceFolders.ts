@@ -18,6 +18,7 @@ export function foldersSource(folders: readonly NamedFolder[]): WorkspaceSource 
   if (folders.length === 1) return folderSource(folders[0]!.path);
   const sources = new Map(folders.map((f) => [f.name, folderSource(f.path)]));
   return {
+    roots: [...sources].flatMap(([name, source]) => (source.roots ?? []).map((r) => ({ path: r.path, prefix: `${name}/` }))),
     async list() {
       const names: string[] = [];
       for (const [folder, source] of sources) for (const name of await source.list()) names.push(`${folder}/${name}`);

@@ -25,6 +25,8 @@ export function workspaceSource(): WorkspaceSource | undefined {
     return multi ? `${folder.name}/${rel}` : rel;
   };
   return {
+    // A remote folder's path is the one its machine (and the model, in the editor) shows.
+    roots: folders.map((f) => ({ path: f.uri.scheme === 'file' ? f.uri.fsPath : f.uri.path, prefix: multi ? `${f.name}/` : '' })),
     async list() {
       const uris = await vscode.workspace.findFiles('**/*', undefined, MAX_LISTED);
       return uris.map(nameOf).filter((n): n is string => n !== undefined);

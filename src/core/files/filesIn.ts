@@ -1,6 +1,7 @@
 import { ToolError } from '../errors';
 import type { StagedFile } from '../sandbox';
 import { quote, resolveFilesIn, type FilesInOptions } from './names';
+import { toWorkspaceName, type WorkspaceRoot } from './workspacePath';
 
 /**
  * The workspace as the file store. `list` is the authority on which names exist; `open` is asked
@@ -11,6 +12,8 @@ export interface WorkspaceSource {
   /** Workspace-relative, '/'-separated names; qualified by folder in a multi-root workspace. */
   list(): Promise<string[]>;
   open(name: string): Promise<{ size: number; open(): NodeJS.ReadableStream } | { refused: string }>;
+  /** The folders on disk, where known: a path the model gives inside one is read as its workspace name (workspacePath.ts). */
+  roots?: readonly WorkspaceRoot[];
 }
 
 /**
@@ -24,6 +27,7 @@ export async function selectFilesIn(
   opts: Omit<FilesInOptions, 'programBytes'> & { programBytes: number },
 ): Promise<StagedFile[]> {
   if (requested.length === 0) return [];
+  requested = requested.map((name) => toWorkspaceName(name, source.roots ?? []));
   const names = await source.list();
   // Pass 1, names only: sizes are unknown yet and must not trip the byte caps.
   const matched = resolveFilesIn(
