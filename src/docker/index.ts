@@ -6,7 +6,7 @@ export { aheadOnEngine, type LockAhead } from './ahead';
 export { BACKEND_SETTINGS, chooseBackend, type BackendChoice, type BackendSetting } from './backend';
 export { currentOwner, type Owner, type ProxyTesting, type SandboxSpec } from './container';
 export { ensureDevcontainerImage, planDevcontainerImage } from './devcontainer';
-export { createDockerClient, resolveEngine, type EngineTarget } from './engine';
+export { createDockerClient, engineStateOf, pingEngine, resolveEngine, type EngineState, type EngineTarget } from './engine';
 export {
   ImageBuildError,
   RequirementRejectedError,

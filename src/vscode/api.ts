@@ -19,6 +19,8 @@ export interface CodeactApi {
   treeNodes(parent?: ArtifactNode): Promise<ArtifactNode[]>;
   /** The backend, image and engine of the latest sandbox (as the status bar shows them). */
   backend(): { backend?: string; reason?: string; image?: string; engine?: string; runtime?: string };
+  /** The engine's state as the view and the status item show it (undefined before the first check). */
+  engineState(): string | undefined;
 }
 
 export interface TreeSnapshot {
@@ -49,6 +51,7 @@ export function codeactApi(parts: { sandboxes: SandboxService; tool: ExecuteCode
     settingsProblems: () => settings.problems,
     artifactsRoot: store.root,
     backend: () => sandboxes.describe(),
+    engineState: () => sandboxes.engineState.state,
     treeNodes: (parent) => tree.getChildren(parent),
     treeSnapshot: () => walk(),
   };

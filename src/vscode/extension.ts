@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeError, isToolError } from '../core/errors';
@@ -38,6 +39,8 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
       ui,
       workspace,
       state: context.workspaceState,
+      globalState: context.globalState,
+      engineCliFound: () => commandOnPath('docker') || commandOnPath('podman'),
       ...(testInternetFile ? { testInternetFile } : {}),
     });
     service = sandboxes;
@@ -67,9 +70,14 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         ...notebookCommands(store, ui, logger, context.extension.id),
         ...sandboxCommands(sandboxes, ui, logger),
         [COMMAND.showLog]: () => channel.show(),
+        [COMMAND.checkEngine]: () => sandboxes.checkEngine(),
+        [COMMAND.openTroubleshooting]: () => vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(context.extensionUri, 'README.md')),
       },
       context.subscriptions,
     );
+
+    // The engine's state, for the view and the status item before any chat needs it: in the background.
+    void sandboxes.checkEngine().then((state) => logger.info(`container engine: ${state}`));
 
     // Containers left by a window that crashed: removed in the background, never blocking activation.
     void Promise.resolve()
@@ -87,6 +95,12 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
     logger.error(`activation failed: ${describeError(e)}`);
     throw e;
   }
+}
+
+/** Whether `name` is an executable in a folder of PATH (what the shell would find). */
+function commandOnPath(name: string): boolean {
+  const exts = process.platform === 'win32' ? ['.exe', '.cmd', ''] : [''];
+  return (process.env.PATH ?? '').split(path.delimiter).some((dir) => dir !== '' && exts.some((ext) => fs.existsSync(path.join(dir, `${name}${ext}`))));
 }
 
 export async function deactivate(): Promise<void> {

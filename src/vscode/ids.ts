@@ -22,4 +22,6 @@ export const COMMAND = {
   clearAll: 'codeactSandbox.clearAll',
   prepareImage: 'codeactSandbox.prepareImage',
   rebuildDevcontainer: 'codeactSandbox.rebuildDevcontainer',
+  checkEngine: 'codeactSandbox.checkEngine',
+  openTroubleshooting: 'codeactSandbox.openTroubleshooting',
 } as const;

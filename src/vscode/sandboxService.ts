@@ -1,25 +1,22 @@
-import * as fs from 'node:fs';
-import { ToolError } from '../core/errors';
-import type { Logger } from '../core/logger';
+import { ToolError, describeError } from '../core/errors';
 import type { Sandbox, SandboxProvider } from '../core/sandbox';
 import { networkOf, sandboxLimitsOf, type Settings } from '../core/settings';
 import {
   DockerSandboxProvider,
   chooseBackend,
+  engineStateOf,
+  pingEngine,
   createDockerClient,
   ensureDevcontainerImage,
   planDevcontainerImage,
   removeOrphanedSandboxes,
   resolveEngine,
   type BackendChoice,
+  type EngineState,
   type EngineTarget,
-  type Owner,
-  type ProviderOptions,
-  type ProxyTesting,
   type SandboxSpec,
 } from '../docker';
-import type { SettingsReader } from './config';
-import { DataImages, type DataImageOps, type PreparedImage } from './dataImages';
+import { DataImages, type PreparedImage } from './dataImages';
 import { COMMAND, CONFIG_SECTION } from './ids';
 import {
   BUILD_ANSWER,
@@ -35,37 +32,14 @@ import {
   type SandboxDecision,
   type SandboxFacts,
 } from './sandboxDecision';
+import { EngineStateTracker, engineStatusView } from './engineState';
+import { proxyTesting, type DevcontainerImages, type SandboxServiceOptions } from './serviceOptions';
 import { buildingView, pullProgress, statusView } from './status';
-import type { StatusItem, Ui, WorkspaceEnv, WorkspaceState } from './ui';
+import type { StatusItem } from './ui';
 
 export const BUILD_APPROVED_KEY = 'codeactSandbox.devcontainerBuildApproved';
 export const PACKAGES_APPROVED_KEY = 'codeactSandbox.packagesBuildApproved';
-
-/** The Dev Container image operations the service uses (the Docker layer's; tests pass fakes). */
-export interface DevcontainerImages {
-  plan: typeof planDevcontainerImage;
-  ensure: typeof ensureDevcontainerImage;
-}
-
-export interface SandboxServiceOptions {
-  settings: SettingsReader;
-  log: Logger;
-  owner: Owner;
-  ui: Ui;
-  workspace: WorkspaceEnv;
-  /** Keeps the user's answer to the build question. */
-  state: WorkspaceState;
-  devcontainer?: DevcontainerImages;
-  /** The data image operations (the Docker layer's; tests pass fakes). */
-  dataImages?: DataImageOps;
-  /** Tests wrap the provider to see what it was given. */
-  createProvider?: (options: ProviderOptions) => DockerSandboxProvider;
-  /**
-   * Where the host tests' servers are (test/host/internet.ts): a file the proxy's test settings
-   * are read from. Set only for an extension host that runs tests, never an installed extension.
-   */
-  testInternetFile?: string;
-}
+export type { DevcontainerImages, SandboxServiceOptions } from './serviceOptions';
 
 /** One call's facts and what carrying out its decision needs. */
 interface CallContext {
@@ -95,11 +69,50 @@ export class SandboxService implements SandboxProvider {
   private readonly data: DataImages;
   /** Sentences already logged about settings that do not apply. */
   private readonly noted = new Set<string>();
+  readonly engineState: EngineStateTracker;
 
   constructor(private readonly deps: SandboxServiceOptions) {
     this.devcontainer = deps.devcontainer ?? { plan: planDevcontainerImage, ensure: ensureDevcontainerImage };
     this.status = deps.ui.createStatusItem({ id: 'codeactSandbox.status', name: 'CodeAct Sandbox', command: COMMAND.showLog });
     this.data = new DataImages({ ui: deps.ui, log: deps.log, onBuilding: (building) => this.onBuilding(building), ...(deps.dataImages ? { ops: deps.dataImages } : {}) });
+    this.engineState = new EngineStateTracker(
+      {
+        setContext: (key, value) => deps.ui.setContext(key, value),
+        notify: (message, ...items) => deps.ui.notify(message, ...items),
+        executeCommand: (command, ...args) => deps.ui.executeCommand(command, ...args),
+        showStatus: (state) => this.showEngineStatus(state),
+      },
+      deps.globalState ?? deps.state,
+    );
+  }
+
+  /** Asks the engine now (activation, the Retry button): its state, for the view, the status item and a notice. */
+  async checkEngine(): Promise<EngineState> {
+    try {
+      await pingEngine(this.current().docker);
+      this.engineState.set('ok');
+    } catch (e) {
+      this.noteEngineFailure(e, true);
+    }
+    return this.engineState.state ?? 'ok';
+  }
+
+  /** A failure that says something about the engine sets its state; `always`: any other failure counts as unreachable. */
+  private noteEngineFailure(e: unknown, always = false): void {
+    const local = this.engine === undefined || this.engine.protocol === 'unix' || this.engine.protocol === 'npipe';
+    const state = engineStateOf(e, { local, cliFound: this.deps.engineCliFound?.() ?? true }) ?? (always ? 'unreachable' : undefined);
+    if (state === undefined) return;
+    this.deps.log.warn(`container engine: ${state} (${describeError(e)})`);
+    this.engineState.set(state);
+  }
+
+  private showEngineStatus(state: EngineState): void {
+    if (state !== 'ok') {
+      const view = engineStatusView(state);
+      this.status.show(view.text, view.tooltip, { command: COMMAND.checkEngine });
+    } else if (this.choice && this.image) {
+      this.showStatus(this.choice, this.image, true);
+    }
   }
 
   /** Sandboxes currently held, by session key. */
@@ -108,7 +121,14 @@ export class SandboxService implements SandboxProvider {
   }
 
   async acquire(sessionKey: string, signal: AbortSignal): Promise<Sandbox> {
-    const sandbox = await this.current().acquire(sessionKey, signal);
+    let sandbox: Sandbox;
+    try {
+      sandbox = await this.current().acquire(sessionKey, signal);
+    } catch (e) {
+      this.noteEngineFailure(e);
+      throw e;
+    }
+    this.engineState.set('ok');
     if (sandbox.runtime !== this.runtime && this.choice && this.image) {
       this.runtime = sandbox.runtime;
       this.showStatus(this.choice, this.image);
@@ -354,21 +374,15 @@ export class SandboxService implements SandboxProvider {
     }
   }
 
-  private showStatus(choice: BackendChoice, image: string): void {
-    if (this.choice?.reason !== choice.reason || this.image !== image) {
+  private showStatus(choice: BackendChoice, image: string, again = false): void {
+    if (!again && (this.choice?.reason !== choice.reason || this.image !== image)) {
       this.deps.log.info(`sandbox backend ${choice.reason}; image ${image}`);
     }
     this.choice = choice;
     this.image = image;
-    if (this.data.building) return;
+    // The engine's trouble stays in view until it is over.
+    if (this.data.building || (this.engineState.state !== undefined && this.engineState.state !== 'ok')) return;
     const view = statusView(choice, image, this.engine ? `${this.engine.displayName} (${this.engine.reason})` : undefined, this.runtime);
     this.status.show(view.text, view.tooltip);
   }
-}
-
-/** The host tests' proxy settings (SandboxServiceOptions.testInternetFile), read once. */
-let testInternet: ProxyTesting | undefined;
-function proxyTesting(file: string): ProxyTesting {
-  testInternet ??= (JSON.parse(fs.readFileSync(file, 'utf8')) as { testing: ProxyTesting }).testing;
-  return testInternet;
 }

@@ -21,11 +21,16 @@ export interface Ui {
   /** A cancellable progress notification while `run` works; cancelling it aborts `signal`. */
   withProgress<T>(title: string, run: (report: (update: ProgressUpdate) => void, signal: AbortSignal) => Promise<T>): Promise<T>;
   createStatusItem(options: { id: string; name: string; command: string }): StatusItem;
+  /** A non-modal warning with buttons; the one chosen, or undefined when dismissed. */
+  notify(message: string, ...items: string[]): Promise<string | undefined>;
+  /** Sets a context key (`when` clauses of the view's welcome content read it). */
+  setContext(key: string, value: unknown): void;
+  executeCommand(command: string, ...args: unknown[]): void;
 }
 
 export interface StatusItem {
-  /** Sets the text and the tooltip (Markdown) and shows the item. */
-  show(text: string, tooltipMarkdown: string): void;
+  /** Sets the text and the tooltip (Markdown) and shows the item; `warning`: in the warning colours, clicking runs `command` instead. */
+  show(text: string, tooltipMarkdown: string, warning?: { command: string }): void;
   dispose(): void;
 }
 

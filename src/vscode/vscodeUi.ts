@@ -21,14 +21,19 @@ export function createVscodeUi(): Ui {
           }
         }),
       ),
+    notify: async (message, ...items) => vscode.window.showWarningMessage(message, ...items),
+    setContext: (key, value) => void vscode.commands.executeCommand('setContext', key, value),
+    executeCommand: (command, ...args) => void vscode.commands.executeCommand(command, ...args),
     createStatusItem: ({ id, name, command }): StatusItem => {
       const item = vscode.window.createStatusBarItem(id, vscode.StatusBarAlignment.Right, 10);
       item.name = name;
       item.command = command;
       return {
-        show: (text, tooltipMarkdown) => {
+        show: (text, tooltipMarkdown, warning) => {
           item.text = text;
           item.tooltip = new vscode.MarkdownString(tooltipMarkdown);
+          item.backgroundColor = warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+          item.command = warning?.command ?? command;
           item.show();
         },
         dispose: () => item.dispose(),

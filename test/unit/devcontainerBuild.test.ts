@@ -141,7 +141,7 @@ describe('Dev Containers CLI command and output (unit)', () => {
     assert.equal(ok.calls[0]!.options.timeoutMs, 15_000);
 
     const missing =
-      'The Dev Container image could not be built because the docker command-line tool was not found on the machine where the extension runs (the Dev Containers CLI needs it). Ask the user to install it or set the docker path setting, or to switch the sandbox backend to docker.';
+      'The Dev Container image could not be built because the docker command-line tool was not found on the machine where the extension runs (the Dev Containers CLI needs it). Ask the user to install it (it comes with Docker Desktop and Docker Engine) and put it on the PATH the editor sees, or to switch the sandbox backend to docker.';
     const isMissing = (e: unknown) => e instanceof ToolError && e.code === 'build_failed' && e.modelMessage === missing;
     await assert.rejects(checkDockerCli(fakeHost([], { code: null, signal: null, error: Object.assign(new Error('spawn docker ENOENT'), { code: 'ENOENT' }) }), 'docker', {}, undefined), isMissing);
     await assert.rejects(checkDockerCli(fakeHost([], { code: 127, signal: null }), 'docker', {}, undefined), isMissing);

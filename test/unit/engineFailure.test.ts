@@ -1,5 +1,6 @@
 import * as assert from 'node:assert/strict';
 import type Dockerode from 'dockerode';
+import { engineStateOf } from '../../src/docker/engine/state';
 import { ToolError } from '../../src/core/errors';
 import { createDockerClient, resolveEngine } from '../../src/docker/engine/connection';
 import { EngineTimeoutError, engineFailure, engineRefused, isEngineFailure, isNameTaken, isUnreachable, readEngine } from '../../src/docker/engine/errors';
@@ -80,6 +81,24 @@ describe('a busy engine is not an unreachable engine (unit)', function () {
       engineFailure(failure('ENOENT')).modelMessage,
       'Docker is not reachable, so the program was not run. Ask the user to start Docker (Docker Desktop or the docker service) or to check the Docker connection settings, then try again.',
     );
+  });
+
+  it('a socket that refuses this user gets its own sentence, and a state of its own for the person', function () {
+    assert.equal(
+      engineFailure(failure('EACCES')).modelMessage,
+      "The Docker engine refused this user (permission denied on its socket), so the program was not run. Ask the user to add their account to the docker group (sudo usermod -aG docker $USER, then log out and in again), or to point the engine connection (DOCKER_HOST, a Docker context, or this tool's engine settings) at an engine this user may use, such as rootless Docker or Podman.",
+    );
+    const local = { local: true, cliFound: true };
+    assert.equal(engineStateOf(failure('EACCES'), local), 'denied');
+    assert.equal(engineStateOf(engineFailure(failure('EACCES')), local), 'denied', 'through the ToolError that wraps it');
+    assert.equal(engineStateOf(failure('ECONNREFUSED'), local), 'unreachable');
+    assert.equal(engineStateOf(failure('ENOENT'), local), 'unreachable');
+    assert.equal(engineStateOf(new EngineTimeoutError('its version', 90_000), local), 'unreachable');
+    // No socket, and neither docker nor podman installed: no engine at all.
+    assert.equal(engineStateOf(failure('ENOENT'), { local: true, cliFound: false }), 'none');
+    assert.equal(engineStateOf(failure('ENOENT'), { local: false, cliFound: false }), 'unreachable');
+    // Not an engine failure: says nothing about the engine.
+    assert.equal(engineStateOf(new ToolError('invalid_input', 'No code.'), local), undefined);
   });
 
   it('an engine that answered with an error says so, and each client names its own log', async function () {

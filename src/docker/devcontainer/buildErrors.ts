@@ -16,7 +16,7 @@ export function cancelled(): ToolError {
 export function dockerCliMissing(): ToolError {
   return new ToolError(
     'build_failed',
-    'The Dev Container image could not be built because the docker command-line tool was not found on the machine where the extension runs (the Dev Containers CLI needs it). Ask the user to install it or set the docker path setting, or to switch the sandbox backend to docker.',
+    'The Dev Container image could not be built because the docker command-line tool was not found on the machine where the extension runs (the Dev Containers CLI needs it). Ask the user to install it (it comes with Docker Desktop and Docker Engine) and put it on the PATH the editor sees, or to switch the sandbox backend to docker.',
   );
 }
 

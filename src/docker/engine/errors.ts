@@ -65,6 +65,11 @@ export function transportFailure(e: unknown): TransportFailure | undefined {
   return undefined;
 }
 
+/** The socket refused this user: EACCES or EPERM anywhere in the error's chain. */
+function permissionDenied(e: unknown): boolean {
+  return chain(e).some((l) => l.code === 'EACCES' || l.code === 'EPERM');
+}
+
 /** True when the error says the engine could not be talked to at all (as opposed to refusing a request or being slow). */
 export function isUnreachable(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
@@ -206,7 +211,9 @@ export function engineUnreachable(cause: unknown, engine?: EngineTarget, identit
       sentence = `${at} could not be reached over SSH, so the program was not run. Ask the user to check that ssh to that host works and that the docker command runs there for that user.`;
       break;
     default:
-      sentence = context
+      sentence = permissionDenied(cause)
+        ? `${at} refused this user (permission denied on its socket), so the program was not run. Ask the user to add their account to the docker group (sudo usermod -aG docker $USER, then log out and in again), or to point the engine connection (DOCKER_HOST, a Docker context, or this tool's engine settings) at an engine this user may use, such as rootless Docker or Podman.`
+        : context
         ? `The Docker context ${JSON.stringify(context.name)} points at ${context.endpoint}, where no Docker engine answers, so the program was not run; ask the user to start that engine or to switch to a working context (docker context use NAME), then try again.`
         : remote
         ? `${at} is not reachable, so the program was not run. Ask the user to check that the engine runs and that the Docker connection settings (DOCKER_HOST or the engine setting) are right, then try again.`

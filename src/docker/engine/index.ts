@@ -22,4 +22,5 @@ export {
 export { followProgress, type ProgressEvent } from './progress';
 export { engineIdentity, type EngineIdentity, type EngineKind } from './identity';
 export { checkPodmanLimits } from './podmanHost';
+export { engineStateOf, isPermissionDenied, pingEngine, type EngineState } from './state';
 export { chooseRuntime, engineRuntimes, isGvisor, type RuntimeChoice, type RuntimeRequest } from './runtime';

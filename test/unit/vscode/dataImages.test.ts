@@ -1,3 +1,4 @@
+import { ENGINE_NOTICE_DISMISSED, engineStatusView } from '../../../src/vscode/engineState';
 import * as assert from 'node:assert/strict';
 import { ToolError } from '../../../src/core/errors';
 import { ImageBuildError, type DataImage, type EnsureDataImageOptions, type EnsurePackagesImageOptions } from '../../../src/docker/images';
@@ -47,6 +48,8 @@ describe('the data image in VS Code (unit)', () => {
     workspace.user.dockerHost = NO_ENGINE;
     workspace.user.backend = 'docker';
     state = new FakeState();
+    // These calls fail at an engine that is not there: its notice is engineState.test.ts's to test.
+    state.values.set(ENGINE_NOTICE_DISMISSED, true);
     present = false;
     packagesPresent = false;
     builds = [];
@@ -99,7 +102,9 @@ describe('the data image in VS Code (unit)', () => {
     build.resolve(DATA);
     assert.ok((await first) instanceof ToolError); // at the missing engine, after the spec
     assert.equal(service.describe().image, DATA.tag);
-    assert.equal(ui.status.at(-1)!.text, '$(vm) Sandbox: docker');
+    // The image in the status item, then the engine's trouble over it (the call failed there).
+    assert.equal(ui.status.at(-2)!.text, '$(vm) Sandbox: docker');
+    assert.deepEqual(ui.status.at(-1), { ...engineStatusView('unreachable'), warning: { command: 'codeactSandbox.checkEngine' } });
     // Built: the next call finds it.
     await call();
     assert.equal(builds.length, 1);

@@ -7,8 +7,11 @@ import type { ProgressUpdate, StatusItem, Ui, WorkspaceEnv, WorkspaceState } fro
 export class FakeUi implements Ui {
   readonly calls: string[] = [];
   readonly progress: ProgressUpdate[] = [];
-  readonly status: { text: string; tooltip: string }[] = [];
+  readonly status: { text: string; tooltip: string; warning?: { command: string } }[] = [];
+  readonly context = new Map<string, unknown>();
   answer: string | undefined = undefined;
+  /** What a notification's button press answers. */
+  notifyAnswer: string | undefined = undefined;
 
   async askModal(message: string, ...items: string[]): Promise<string | undefined> {
     this.calls.push(`askModal: ${message} [${items.join(' | ')}]`);
@@ -27,10 +30,20 @@ export class FakeUi implements Ui {
     this.calls.push(`withProgress: ${title}`);
     return run((u) => this.progress.push(u), new AbortController().signal);
   }
+  async notify(message: string, ...items: string[]): Promise<string | undefined> {
+    this.calls.push(`notify: ${message} [${items.join(' | ')}]`);
+    return this.notifyAnswer;
+  }
+  setContext(key: string, value: unknown): void {
+    this.context.set(key, value);
+  }
+  executeCommand(command: string, ...args: unknown[]): void {
+    this.calls.push(`command: ${[command, ...args.map((a) => JSON.stringify(a))].join(' ')}`);
+  }
   createStatusItem(options: { id: string; name: string; command: string }): StatusItem {
     this.calls.push(`createStatusItem: ${options.id} ${options.name} ${options.command}`);
     return {
-      show: (text, tooltip) => void this.status.push({ text, tooltip }),
+      show: (text, tooltip, warning) => void this.status.push({ text, tooltip, ...(warning ? { warning } : {}) }),
       dispose: () => void this.calls.push('status disposed'),
     };
   }

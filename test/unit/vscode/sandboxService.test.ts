@@ -1,3 +1,4 @@
+import { ENGINE_NOTICE_DISMISSED, engineStatusView } from '../../../src/vscode/engineState';
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -57,6 +58,8 @@ describe('sandbox service (unit)', () => {
     // An image of the user's choice: the data image's own path is tested in dataImages.test.ts.
     workspace.user.image = CHOSEN;
     state = new FakeState();
+    // These calls fail at an engine that is not there: its notice is engineState.test.ts's to test.
+    state.values.set(ENGINE_NOTICE_DISMISSED, true);
     log = recordingLogger();
     plans = [];
     builds = [];
@@ -178,7 +181,9 @@ describe('sandbox service (unit)', () => {
       assert.equal(state.values.get(BUILD_APPROVED_KEY), true);
       const choice = { backend: 'devcontainer', reason: `devcontainer: auto, and the workspace has ${CONFIG}` } as const;
       assert.deepEqual(service.describe(), { ...choice, image: TAG, engine: 'the local Docker engine' });
-      assert.deepEqual(ui.status.at(-1), statusView(choice, TAG, 'the local Docker engine (setting codeactSandbox.dockerHost)'));
+      // The image, then the engine's trouble over it (the call failed at the missing engine).
+      assert.deepEqual(ui.status.at(-2), statusView(choice, TAG, 'the local Docker engine (setting codeactSandbox.dockerHost)'));
+      assert.deepEqual(ui.status.at(-1), { ...engineStatusView('unreachable'), warning: { command: 'codeactSandbox.checkEngine' } });
       // Approved: the next call builds (the image is still absent here) without asking again.
       await call();
       assert.deepEqual(ui.shown, [QUESTION, BUILDING, BUILDING]);

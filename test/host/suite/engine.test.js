@@ -1,0 +1,35 @@
+// The engine's state as a person meets it in the real VS Code: the view's welcome content, the
+// status item and the notification, before any chat fails. First of the suites, while the view
+// has no runs (the welcome content shows only in an empty view).
+const assert = require('node:assert/strict');
+const vscode = require('vscode');
+const h = require('./helpers');
+
+/** An address where no engine answers: nothing listens at this socket path. */
+const NO_ENGINE = 'unix:///run/codeact-sandbox-host-test-no-engine.sock';
+
+describe('the container engine, as the person sees it (host)', function () {
+  this.timeout(120_000);
+  let api;
+  before(async function () {
+    api = await h.activate();
+  });
+  after(async function () {
+    await h.setting('dockerHost', undefined);
+  });
+
+  it('checks the engine at activation, shows a stopped one in the view with its buttons, and clears it on Retry', async function () {
+    await h.waitFor(() => api.engineState() === 'ok', 60_000, 'the check made at activation');
+    await h.setting('dockerHost', NO_ENGINE);
+    assert.equal(await vscode.commands.executeCommand('codeactSandbox.checkEngine'), 'unreachable');
+    assert.equal(api.engineState(), 'unreachable');
+    // The model is told the same at its call, in its own words.
+    await assert.rejects(h.run('print(1)'), /not reachable, so the program was not run/);
+    await vscode.commands.executeCommand('codeactSandbox.artifacts.focus');
+    await h.snapshot('engine-unreachable');
+    await h.setting('dockerHost', undefined);
+    assert.equal(await vscode.commands.executeCommand('codeactSandbox.checkEngine'), 'ok');
+    assert.equal(api.engineState(), 'ok');
+    await h.snapshot('engine-ok');
+  });
+});
