@@ -60,7 +60,7 @@ describe('preloading on first use (integration)', function () {
     const key = uniqueSessionKey('learn-hostile');
     await warmSandbox(p, key);
     // Modules the next interpreter would import from its current directory, and a process that
-    // outlives its call (its own session, no descriptor of the call's).
+    // would outlive its call (its own session, no descriptor of the call's) if the call did not end it.
     const plant = [
       'import os, subprocess, sys',
       'for name in ("select", "ctypes", "decimal"):',
@@ -73,8 +73,8 @@ describe('preloading on first use (integration)', function () {
     ].join('\n');
     assert.equal((await run(p, key, plant)).text, 'stdout:\nplanted');
     const alive = 'import os\nprint(os.path.exists("/proc/%s" % open("/sandbox/tmp/bg.pid").read()), os.path.exists("/sandbox/tmp/planted-ran"))';
-    // A fresh call's process that let go of its output outlives the call until the runner starts over.
-    assert.equal((await run(p, key, alive)).text, 'stdout:\nTrue False');
+    // A fresh call's process that let go of its output ends with its call all the same.
+    assert.equal((await run(p, key, alive)).text, 'stdout:\nFalse False');
     assert.equal((await run(p, key, 'import csv\nprint(csv.QUOTE_NONE)')).text, 'stdout:\n3');
     await warmSandbox(p, key);
     assert.equal((await run(p, key, LOADED)).text, "stdout:\n['csv']");
