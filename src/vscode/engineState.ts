@@ -9,6 +9,19 @@ import { COMMAND, CONFIG_SECTION } from './ids';
 import type { WorkspaceState } from './ui';
 
 export const ENGINE_STATE_CONTEXT = 'codeactSandbox.engineState';
+/*
+ * The walkthrough's steps complete on these keys, each set to the time of its event (a person's
+ * act: a check asked for, a Prepare, a call), so each new event changes the key. VS Code 1.139
+ * checks a step off when its key changes to a match, but not for a key that already matched when
+ * its walkthrough was first opened (seen in the host test): so the check a window makes on its own
+ * at activation does not set the engine's.
+ */
+/** When the engine last answered a check the person asked for, or a call. */
+export const ENGINE_ANSWERED_CONTEXT = 'codeactSandbox.engineAnswered';
+/** When the sandbox image was last found ready (Prepare, or a call that got a sandbox). */
+export const IMAGE_READY_CONTEXT = 'codeactSandbox.imageReady';
+/** When a chat's call last got a sandbox in this window. */
+export const HAS_RUN_CONTEXT = 'codeactSandbox.hasRun';
 /** Kept across windows (globalState): the person asked not to be told again. */
 export const ENGINE_NOTICE_DISMISSED = 'codeactSandbox.engineNoticeDismissed';
 

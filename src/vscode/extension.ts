@@ -70,14 +70,14 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         ...notebookCommands(store, ui, logger, context.extension.id),
         ...sandboxCommands(sandboxes, ui, logger),
         [COMMAND.showLog]: () => channel.show(),
-        [COMMAND.checkEngine]: () => sandboxes.checkEngine(),
+        [COMMAND.checkEngine]: () => sandboxes.checkEngine(true),
         [COMMAND.openTroubleshooting]: () => vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(context.extensionUri, 'README.md')),
       },
       context.subscriptions,
     );
 
     // The engine's state, for the view and the status item before any chat needs it: in the background.
-    void sandboxes.checkEngine().then((state) => logger.info(`container engine: ${state}`));
+    void sandboxes.checkEngine(false).then((state) => logger.info(`container engine: ${state}`));
 
     // Containers left by a window that crashed: removed in the background, never blocking activation.
     void Promise.resolve()

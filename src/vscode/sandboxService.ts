@@ -32,7 +32,7 @@ import {
   type SandboxDecision,
   type SandboxFacts,
 } from './sandboxDecision';
-import { EngineStateTracker, engineStatusView } from './engineState';
+import { ENGINE_ANSWERED_CONTEXT, EngineStateTracker, HAS_RUN_CONTEXT, IMAGE_READY_CONTEXT, engineStatusView } from './engineState';
 import { proxyTesting, type DevcontainerImages, type SandboxServiceOptions } from './serviceOptions';
 import { buildingView, pullProgress, statusView } from './status';
 import type { StatusItem } from './ui';
@@ -86,11 +86,15 @@ export class SandboxService implements SandboxProvider {
     );
   }
 
-  /** Asks the engine now (activation, the Retry button): its state, for the view, the status item and a notice. */
-  async checkEngine(): Promise<EngineState> {
+  /**
+   * Asks the engine now: its state, for the view, the status item and a notice. `asked`: a
+   * person asked (Retry, the command, the walkthrough's button), not the window's own check.
+   */
+  async checkEngine(asked = true): Promise<EngineState> {
     try {
       await pingEngine(this.current().docker);
       this.engineState.set('ok');
+      if (asked) this.deps.ui.setContext(ENGINE_ANSWERED_CONTEXT, Date.now());
     } catch (e) {
       this.noteEngineFailure(e, true);
     }
@@ -129,6 +133,9 @@ export class SandboxService implements SandboxProvider {
       throw e;
     }
     this.engineState.set('ok');
+    this.deps.ui.setContext(ENGINE_ANSWERED_CONTEXT, Date.now());
+    this.deps.ui.setContext(IMAGE_READY_CONTEXT, Date.now());
+    this.deps.ui.setContext(HAS_RUN_CONTEXT, Date.now());
     if (sandbox.runtime !== this.runtime && this.choice && this.image) {
       this.runtime = sandbox.runtime;
       this.showStatus(this.choice, this.image);
@@ -180,10 +187,13 @@ export class SandboxService implements SandboxProvider {
     const decision = decideSandbox({ ...facts, packagesApproval: facts.trusted || facts.packagesApproval });
     if (decision.kind === 'refuse') throw new ToolError(decision.code, decision.message);
     if (decision.kind !== 'data' && decision.kind !== 'ask-packages') {
+      // Nothing of ours to prepare: the walkthrough's step is done.
+      this.deps.ui.setContext(IMAGE_READY_CONTEXT, Date.now());
       return { notUsed: decision.kind === 'configured' ? `${CONFIG_SECTION}.image names ${decision.image}` : 'the sandbox runs the Dev Container image' };
     }
     if (decision.requirements.length && facts.packagesApproval !== true) await this.deps.state.update(PACKAGES_APPROVED_KEY, true);
     const prepared = await this.data.prepare(this.current().docker, decision.requirements);
+    this.deps.ui.setContext(IMAGE_READY_CONTEXT, Date.now());
     this.showStatus(decision.choice, prepared.tag);
     return prepared;
   }

@@ -6,8 +6,10 @@ import { RESTRICTED_SETTINGS } from '../../src/core/trust';
 import { COMMAND, CONFIG_SECTION, TOOL_NAME } from '../../src/vscode/ids';
 
 const manifest = JSON.parse(fs.readFileSync('package.json', 'utf8'));
-const properties: Record<string, { default: unknown; minimum?: number; maximum?: number; type: string }> =
-  manifest.contributes.configuration.properties;
+type Property = { default: unknown; minimum?: number; maximum?: number; type: string; order?: number; scope?: string };
+/** The settings are grouped (a category per concern, as the Settings editor shows them): all of them, merged. */
+const categories: { title: string; order: number; properties: Record<string, Property> }[] = manifest.contributes.configuration;
+const properties: Record<string, Property> = Object.assign({}, ...categories.map((c) => c.properties));
 
 describe('settings (unit)', () => {
   it('package.json declares every setting, with the zod defaults and bounds', () => {
@@ -21,6 +23,16 @@ describe('settings (unit)', () => {
         assert.equal(p.maximum, schema.maxValue, `${key} maximum`);
       }
     }
+  });
+
+  it('groups the settings a person looks for, in order, with the engine addresses per machine', () => {
+    assert.deepEqual(
+      categories.map((c) => [c.order, c.title]),
+      [[1, 'Image and packages'], [2, 'Limits'], [3, 'Files'], [4, 'Network'], [5, 'State'], [6, 'Engine'], [7, 'Advanced']],
+    );
+    for (const c of categories) assert.deepEqual(Object.values(c.properties).map((p) => p.order), Object.keys(c.properties).map((_, i) => i + 1), c.title);
+    const perMachine = Object.entries(properties).filter(([, p]) => p.scope === 'machine-overridable').map(([k]) => k);
+    assert.deepEqual(perMachine, ['codeactSandbox.dockerHost', 'codeactSandbox.dockerContext', 'codeactSandbox.dockerCertPath', 'codeactSandbox.dockerTlsVerify']);
   });
 
   it('the ids in code are the ids in package.json', () => {

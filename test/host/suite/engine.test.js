@@ -1,12 +1,13 @@
-// The engine's state as a person meets it in the real VS Code: the view's welcome content, the
-// status item and the notification, before any chat fails. First of the suites, while the view
-// has no runs (the welcome content shows only in an empty view).
+// The engine's state as a person meets it in the real VS Code: the walkthrough, the view's welcome
+// content, the status item and the notification, before any chat fails. First of the suites,
+// while the view has no runs (the welcome content shows only in an empty view).
 const assert = require('node:assert/strict');
 const vscode = require('vscode');
 const h = require('./helpers');
 
 /** An address where no engine answers: nothing listens at this socket path. */
 const NO_ENGINE = 'unix:///run/codeact-sandbox-host-test-no-engine.sock';
+const WALKTHROUGH = `${h.EXTENSION_ID}#start`;
 
 describe('the container engine, as the person sees it (host)', function () {
   this.timeout(120_000);
@@ -16,10 +17,23 @@ describe('the container engine, as the person sees it (host)', function () {
   });
   after(async function () {
     await h.setting('dockerHost', undefined);
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
   });
 
-  it('checks the engine at activation, shows a stopped one in the view with its buttons, and clears it on Retry', async function () {
+  it('opens the walkthrough, whose engine step is checked off when the engine answers its button', async function () {
     await h.waitFor(() => api.engineState() === 'ok', 60_000, 'the check made at activation');
+    await vscode.commands.executeCommand('workbench.action.openWalkthrough', WALKTHROUGH, false);
+    await h.snapshot('walkthrough');
+    // The step's button.
+    assert.equal(await vscode.commands.executeCommand('codeactSandbox.checkEngine'), 'ok');
+    // Prepare with the test image configured: nothing of ours to build, and its step is done.
+    const prepared = await vscode.commands.executeCommand('codeactSandbox.prepareImage');
+    assert.deepEqual(prepared, { notUsed: `codeactSandbox.image names ${h.IMAGE}` });
+    await h.snapshot('walkthrough-engine-and-image');
+    await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+  });
+
+  it('shows a stopped engine in the view with its buttons and in the status bar, and clears it on Retry', async function () {
     await h.setting('dockerHost', NO_ENGINE);
     assert.equal(await vscode.commands.executeCommand('codeactSandbox.checkEngine'), 'unreachable');
     assert.equal(api.engineState(), 'unreachable');

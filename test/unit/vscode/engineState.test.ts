@@ -11,7 +11,8 @@ function effects(answer?: string): EngineStateEffects & { seen: string[]; answer
   return {
     seen,
     answered,
-    setContext: (key, value) => void seen.push(`context ${key}=${String(value)}`),
+    // A time (the walkthrough's keys) shows as <time>.
+    setContext: (key, value) => void seen.push(`context ${key}=${typeof value === 'number' ? '<time>' : String(value)}`),
     notify: async (message, ...items) => {
       seen.push(`notify ${message} [${items.join(' | ')}]`);
       setImmediate(done);
