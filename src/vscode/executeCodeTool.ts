@@ -5,13 +5,15 @@ import { ToolError, describeError, isToolError } from '../core/errors';
 import type { Logger } from '../core/logger';
 import type { CollectedFile, SandboxProvider } from '../core/sandbox';
 import { sessionDisplayName, sessionKeyFromToken } from '../core/session';
-import { filesInCapsOf, filesOutCapsOf, runLimitsOf } from '../core/settings';
+import { filesInCapsOf, filesOutCapsOf, networkOf, runLimitsOf } from '../core/settings';
 import { SessionStates } from '../core/sessionState';
 import { executeToolCall } from '../core/toolCall';
 import type { ArtifactStore } from '../storage/artifactStore';
 import { RunRecording } from '../storage/runRecorder';
 import { parseToolInput, type ToolInput } from '../core/toolInput';
 import type { SettingsReader } from './config';
+import { CONFIG_SECTION } from './ids';
+import { confirmationText, invocationMessage, type InvocationFacts } from './invocationText';
 import { workspaceSource } from './workspaceFiles';
 
 /**
@@ -32,6 +34,8 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     private readonly store: ArtifactStore,
     /** The image the sandbox runs now (a Dev Container build's tag), when known. */
     private readonly currentImage: () => string | undefined = () => undefined,
+    /** Whether the sandbox image is being built now (the call will wait for it). */
+    private readonly building: () => boolean = () => false,
   ) {}
 
   sessionKeyOf(token: unknown): string {
@@ -44,22 +48,23 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     const s = this.settings.read();
     // prepareInvocation gets no token; the chat session arrives as chatSessionResource (newer builds).
     const key = sessionKeyFromToken(options as unknown) ?? this.windowKey;
-    // The chat is about to run a program: create its sandbox now, while the user reads the
-    // confirmation (if any) and the invocation is set up, so the first call finds it warm.
-    this.provider.prewarm?.(key);
-    const where = `sandbox \`${this.currentImage() ?? s.image}\`, ${sessionDisplayName(key)}`;
-    const code = typeof (options.input as { code?: unknown })?.code === 'string' ? (options.input as ToolInput).code : '';
-    const prepared: vscode.PreparedToolInvocation = {
-      invocationMessage: `Running Python in the ${where}`,
+    // The chat is about to run a program: create its sandbox now, while the invocation is set up,
+    // so the first call finds it warm. Not when the person is asked first: a declined run leaves
+    // nothing running.
+    if (!s.confirmBeforeRun) this.provider.prewarm?.(key);
+    const input = (options.input ?? {}) as Partial<Record<keyof ToolInput, unknown>>;
+    const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+    const facts: InvocationFacts = {
+      code: typeof input.code === 'string' ? input.code : '',
+      files: strings(input.files),
+      outputs: s.outputsMode === 'declared' ? strings(input.outputs) : [],
+      where: `sandbox \`${this.currentImage() ?? s.image}\`, ${sessionDisplayName(key)}`,
+      allowed: networkOf(s, CONFIG_SECTION).policy?.allow ?? [],
+      building: this.building(),
     };
+    const prepared: vscode.PreparedToolInvocation = { invocationMessage: invocationMessage(facts) };
     if (s.confirmBeforeRun) {
-      const preview = code.length > 4000 ? `${code.slice(0, 4000)}\n# ... (${code.length - 4000} more characters)` : code;
-      prepared.confirmationMessages = {
-        title: 'Run Python in the sandbox?',
-        message: new vscode.MarkdownString(
-          `The program runs in the ${where}: no network, no access to your files.\n\n\`\`\`python\n${preview}\n\`\`\``,
-        ),
-      };
+      prepared.confirmationMessages = { title: 'Run Python in the sandbox?', message: new vscode.MarkdownString(confirmationText(facts)) };
     }
     return prepared;
   }

@@ -61,7 +61,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         ui.showError(`CodeAct Sandbox: ${message}`);
       }
     }
-    const tool = new ExecuteCodeTool(sandboxes, settings, logger, `window:${vscode.env.sessionId}`, store, () => sandboxes.describe().image);
+    const tool = new ExecuteCodeTool(sandboxes, settings, logger, `window:${vscode.env.sessionId}`, store, () => sandboxes.describe().image, () => sandboxes.building);
     context.subscriptions.push(vscode.lm.registerTool(TOOL_NAME, tool));
 
     registerCommands(

@@ -119,6 +119,11 @@ export class SandboxService implements SandboxProvider {
     }
   }
 
+  /** Whether this window is building the sandbox image now (a call waits for it). */
+  get building(): boolean {
+    return this.data.building;
+  }
+
   /** Sandboxes currently held, by session key. */
   get active(): ReadonlyMap<string, { id: string; image: string }> {
     return this.provider?.active ?? new Map();

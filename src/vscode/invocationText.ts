@@ -1,0 +1,51 @@
+/**
+ * What chat shows before a call runs: the line under the tool's name while it runs, and, when
+ * the person asked to confirm each run, the question. Both say what is true of this call (its
+ * lines of code, the files it gets, the outputs it declares, the domains it may reach, an image
+ * still being built) and nothing else. Pure: built from the call's input and the settings.
+ */
+
+export interface InvocationFacts {
+  code: string;
+  files: readonly string[];
+  outputs: readonly string[];
+  /** The sandbox's image, and the chat it belongs to ("chat 3f2a…"). */
+  where: string;
+  /** Allowed domains; empty: no network. */
+  allowed: readonly string[];
+  /** The sandbox image is being built now: the first call waits for it. */
+  building: boolean;
+}
+
+/** Longest a program's preview in the question: past it, the rest is counted. */
+const PREVIEW_CHARS = 4000;
+/** Names listed in a sentence before "and N more". */
+const NAMES_LISTED = 5;
+
+function lines(code: string): string {
+  const n = code === '' ? 0 : code.replace(/\n$/, '').split('\n').length;
+  return `${n} line${n === 1 ? '' : 's'}`;
+}
+
+function names(list: readonly string[]): string {
+  const shown = list.slice(0, NAMES_LISTED).map((n) => `\`${n.replace(/`/g, "'")}\``);
+  return list.length > NAMES_LISTED ? `${shown.join(', ')} and ${list.length - NAMES_LISTED} more` : shown.join(', ');
+}
+
+/** The line chat shows while the call runs. */
+export function invocationMessage(f: InvocationFacts): string {
+  const parts = [`Running ${lines(f.code)} of Python in the ${f.where}`];
+  if (f.files.length) parts.push(`with ${names(f.files)}`);
+  if (f.outputs.length) parts.push(`saving ${names(f.outputs)}`);
+  const building = f.building ? ' (first, the sandbox image is built: a few minutes, once)' : '';
+  return `${parts.join(', ')}${building}`;
+}
+
+/** The question's text (Markdown), when each run is confirmed. */
+export function confirmationText(f: InvocationFacts): string {
+  const shared = f.files.length ? `It gets a copy of ${names(f.files)} from your workspace, and no other file of yours.` : 'It gets none of your files.';
+  const saved = f.outputs.length ? ` It declares ${names(f.outputs)} as outputs, saved in the CodeAct Sandbox view.` : '';
+  const network = f.allowed.length ? ` It may reach ${names(f.allowed)} through the recording proxy, and nothing else on the network.` : ' It has no network.';
+  const preview = f.code.length > PREVIEW_CHARS ? `${f.code.slice(0, PREVIEW_CHARS)}\n# ... (${f.code.length - PREVIEW_CHARS} more characters)` : f.code;
+  return `The program (${lines(f.code)}) runs in the ${f.where}. ${shared}${saved}${network}\n\n\`\`\`python\n${preview}\n\`\`\``;
+}
