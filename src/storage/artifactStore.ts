@@ -34,6 +34,9 @@ export interface SessionSummary {
   runCount: number;
   latestRunId: string;
   latestStartedAt: string;
+  /** The session's first run kept: when it started, and its program (the view labels the chat by them). */
+  firstStartedAt: string;
+  firstProgram: string;
 }
 
 export interface PruneResult {
@@ -64,6 +67,7 @@ export class ArtifactStore {
   private readonly fsp: StoreFs;
   private readonly active = new Set<string>();
   private readonly listeners = new Set<() => void>();
+  private readonly fileListeners = new Set<(count: number) => void>();
   private lastStamp = 0;
   /** Undefined until the first walk, and again when it can no longer be trusted. */
   private index: StoreIndex | undefined;
@@ -105,6 +109,7 @@ export class ArtifactStore {
         if (record) {
           void this.serial(() => this.remeasure(sessionDigest, runId, record)).catch(() => undefined);
           this.emit();
+          if (record.files.length > 0) this.emitFiles(record.files.length);
         } else {
           this.index?.delete(sessionDigest, runId);
         }
@@ -121,7 +126,16 @@ export class ArtifactStore {
         const runs = readable(index, sessionDigest);
         if (runs.length === 0) continue;
         const newest = runs[0]!;
-        sessions.push({ sessionDigest, sessionLabel: newest.sessionLabel, runCount: runs.length, latestRunId: newest.runId, latestStartedAt: newest.startedAt });
+        const first = runs.at(-1)!;
+        sessions.push({
+          sessionDigest,
+          sessionLabel: newest.sessionLabel,
+          runCount: runs.length,
+          latestRunId: newest.runId,
+          latestStartedAt: newest.startedAt,
+          firstStartedAt: first.startedAt,
+          firstProgram: first.program,
+        });
       }
       // Run ids sort by time; startedAt strings need not (fractions of a second are optional).
       return sessions.sort((a, b) => compare(b.latestRunId, a.latestRunId));
@@ -242,6 +256,22 @@ export class ArtifactStore {
   onDidChange(listener: () => void): Disposable {
     this.listeners.add(listener);
     return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  /** Called when a finished run kept files, with how many (the view's badge). */
+  onDidAddFiles(listener: (count: number) => void): Disposable {
+    this.fileListeners.add(listener);
+    return { dispose: () => this.fileListeners.delete(listener) };
+  }
+
+  private emitFiles(count: number): void {
+    for (const listener of [...this.fileListeners]) {
+      try {
+        listener(count);
+      } catch {
+        // As emit: a view's failure is not the run's.
+      }
+    }
   }
 
   private emit(): void {

@@ -36,12 +36,15 @@ export interface ItemContext {
 }
 
 export function artifactItem(node: ArtifactNode, context: ItemContext): ArtifactItem {
+  const time = context.time ?? ((d: Date) => d.toLocaleTimeString());
   if (node.kind === 'session') {
-    const n = node.session.runCount;
+    // A chat as a person remembers it: when it began and what it first ran; its id beside.
+    const s = node.session;
+    const n = s.runCount;
     return {
-      id: `session:${node.session.sessionDigest}`,
-      label: node.session.sessionLabel,
-      description: `${n} run${n === 1 ? '' : 's'}`,
+      id: `session:${s.sessionDigest}`,
+      label: `${time(new Date(s.firstStartedAt))} ${firstLine(s.firstProgram)}`,
+      description: `${s.sessionLabel} · ${n} run${n === 1 ? '' : 's'}`,
       icon: { id: 'comment-discussion' },
       collapsible: 'expanded',
       contextValue: 'codeactSession',
@@ -50,7 +53,6 @@ export function artifactItem(node: ArtifactNode, context: ItemContext): Artifact
   const r = node.record;
   if (node.kind === 'run') {
     const ok = r.exitCode === 0 && !r.timedOut && !r.cancelled;
-    const time = context.time ?? ((d: Date) => d.toLocaleTimeString());
     const files = r.files.length;
     return {
       id: `run:${node.sessionDigest}/${r.runId}`,
@@ -116,4 +118,20 @@ export function formatSize(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
   return `${(n / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+/** The view's badge: files that arrived while the view was not visible, until it is seen. */
+export class FileBadge {
+  private count = 0;
+  constructor(private readonly show: (count: number) => void) {}
+  add(files: number, visible: boolean): void {
+    if (files <= 0 || visible) return;
+    this.count += files;
+    this.show(this.count);
+  }
+  clear(): void {
+    if (this.count === 0) return;
+    this.count = 0;
+    this.show(0);
+  }
 }

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ArtifactStore } from '../storage/artifactStore';
-import { artifactItem, fileNodes, runDocument, type ArtifactNode } from './artifactItems';
+import { FileBadge, artifactItem, fileNodes, runDocument, type ArtifactNode } from './artifactItems';
 import type { CommandTable } from './commands';
 import { COMMAND, VIEW } from './ids';
 import type { Ui } from './ui';
@@ -71,6 +71,14 @@ export function registerArtifactView(
   const provider = new ArtifactTreeProvider(store);
   const view = vscode.window.createTreeView(VIEW.artifacts, { treeDataProvider: provider, showCollapseAll: true });
   subscriptions.push(provider, view);
+  // A badge counts the files that arrived while the view was out of sight; seeing it clears it.
+  const badge = new FileBadge((count) => {
+    view.badge = count > 0 ? { value: count, tooltip: `${count} new file${count === 1 ? '' : 's'} from the sandbox` } : undefined;
+  });
+  subscriptions.push(
+    store.onDidAddFiles((n) => badge.add(n, view.visible)),
+    view.onDidChangeVisibility((e) => e.visible && badge.clear()),
+  );
   const fileNode = (n: ArtifactNode | undefined): (ArtifactNode & { kind: 'file' }) | undefined => (n?.kind === 'file' ? n : undefined);
 
   const commands = {
@@ -107,11 +115,18 @@ export function registerArtifactView(
       const f = fileNode(n);
       if (f) await vscode.env.clipboard.writeText(provider.uriOf(f).fsPath);
     },
-    [COMMAND.deleteRun]: async (n?: ArtifactNode) => {
-      if (n?.kind === 'run') await store.deleteRun(n.sessionDigest, n.record.runId);
+    // Deletes ask first (a test passes { confirmed: true }): a run's files exist nowhere else.
+    [COMMAND.deleteRun]: async (n?: ArtifactNode, options?: { confirmed?: boolean }) => {
+      if (n?.kind !== 'run') return;
+      const files = n.record.files.length;
+      const question = `Delete this run${files ? ` and its ${files} file${files === 1 ? '' : 's'}` : ''}? They are kept nowhere else.`;
+      if (options?.confirmed === true || (await ui.askModal(question, 'Delete')) === 'Delete') await store.deleteRun(n.sessionDigest, n.record.runId);
     },
-    [COMMAND.deleteSession]: async (n?: ArtifactNode) => {
-      if (n?.kind === 'session') await store.deleteSession(n.session.sessionDigest);
+    [COMMAND.deleteSession]: async (n?: ArtifactNode, options?: { confirmed?: boolean }) => {
+      if (n?.kind !== 'session') return;
+      const runs = n.session.runCount;
+      const question = `Delete this chat's ${runs} run${runs === 1 ? '' : 's'} and their files? They are kept nowhere else.`;
+      if (options?.confirmed === true || (await ui.askModal(question, 'Delete')) === 'Delete') await store.deleteSession(n.session.sessionDigest);
     },
     [COMMAND.clearAll]: async (options?: { confirmed?: boolean }) => {
       const ok = options?.confirmed === true || (await ui.askModal('Delete all runs and files kept by CodeAct Sandbox?', 'Delete All')) === 'Delete All';

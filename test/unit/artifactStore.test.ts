@@ -235,8 +235,8 @@ describe('artifact store (unit)', () => {
         [a2.runId, a1.runId],
       );
       assert.deepEqual(await u.store.listSessions(), [
-        { sessionDigest: 'aaa', sessionLabel: 'new label', runCount: 2, latestRunId: a2.runId, latestStartedAt: '2025-01-02T03:04:05.678Z' },
-        { sessionDigest: 'bbb', sessionLabel: 'label bbb', runCount: 1, latestRunId: b1.runId, latestStartedAt: '2025-01-02T03:04:05.678Z' },
+        { sessionDigest: 'aaa', sessionLabel: 'new label', runCount: 2, latestRunId: a2.runId, latestStartedAt: '2025-01-02T03:04:05.678Z', firstStartedAt: '2025-01-02T03:04:05.678Z', firstProgram: 'print(1)' },
+        { sessionDigest: 'bbb', sessionLabel: 'label bbb', runCount: 1, latestRunId: b1.runId, latestStartedAt: '2025-01-02T03:04:05.678Z', firstStartedAt: '2025-01-02T03:04:05.678Z', firstProgram: 'print(1)' },
       ]);
     });
 

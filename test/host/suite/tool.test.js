@@ -150,7 +150,8 @@ describe('execute_code in the extension host (host)', function () {
     assert.deepEqual([...images[0].data.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
 
     const tree = await api.treeSnapshot();
-    const session = tree.find((s) => s.label === 'this window');
+    // A chat is labelled by when it began and its first program; its id is the description.
+    const session = tree.find((s) => (s.description || '').startsWith('this window · '));
     assert.ok(session, JSON.stringify(tree));
     const run = session.children[0];
     assert.match(run.label, /^\d{1,2}:\d{2}:\d{2}.* import csv, struct, zlib$/);

@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import type { RunRecord } from '../../../src/storage/artifactStore';
-import { artifactItem, fileNodes, firstLine, formatSize, runDocument, type ArtifactNode } from '../../../src/vscode/artifactItems';
+import { FileBadge, artifactItem, fileNodes, firstLine, formatSize, runDocument, type ArtifactNode } from '../../../src/vscode/artifactItems';
 
 const RUN_ID = '20250102T030405678Z-abcdef';
 const record: RunRecord = {
@@ -28,20 +28,28 @@ const record: RunRecord = {
 const context = { filePath: (s: string, r: string, n: string) => `/store/${s}/${r}/files/${n}`, time: (d: Date) => d.toISOString().slice(11, 19) };
 
 describe('artifact tree items (unit)', () => {
-  it('a session: its label, how many runs, expanded', () => {
+  it('a session: when it began and its first program\'s first line, its id and how many runs, expanded', () => {
     const node: ArtifactNode = {
       kind: 'session',
-      session: { sessionDigest: 'd1', sessionLabel: 'chat 1234', runCount: 1, latestRunId: RUN_ID, latestStartedAt: record.startedAt },
+      session: {
+        sessionDigest: 'd1',
+        sessionLabel: 'chat 1234',
+        runCount: 1,
+        latestRunId: RUN_ID,
+        latestStartedAt: record.startedAt,
+        firstStartedAt: '2025-01-02T02:59:00.000Z',
+        firstProgram: '# load\nimport pandas as pd\n',
+      },
     };
     assert.deepEqual(artifactItem(node, context), {
       id: 'session:d1',
-      label: 'chat 1234',
-      description: '1 run',
+      label: '02:59:00 import pandas as pd',
+      description: 'chat 1234 · 1 run',
       icon: { id: 'comment-discussion' },
       collapsible: 'expanded',
       contextValue: 'codeactSession',
     });
-    assert.equal(artifactItem({ ...node, session: { ...node.session, runCount: 3 } }, context).description, '3 runs');
+    assert.equal(artifactItem({ ...node, session: { ...node.session, runCount: 3 } }, context).description, 'chat 1234 · 3 runs');
   });
 
   it('a run: time and first line of code, status and file count, the program as tooltip', () => {
@@ -154,5 +162,17 @@ describe('artifact tree items (unit)', () => {
         '- 03:04:06.250 GET other.example.org:80 blocked (not on the allow-list), 140 bytes out, 3400 bytes in',
       ].join('\n'),
     );
+  });
+
+  it('a badge counts the files that arrived while the view was out of sight, until it is seen', () => {
+    const shown: number[] = [];
+    const badge = new FileBadge((n) => shown.push(n));
+    badge.add(2, false);
+    badge.add(1, true);
+    badge.add(0, false);
+    badge.add(3, false);
+    badge.clear();
+    badge.clear();
+    assert.deepEqual(shown, [2, 5, 0]);
   });
 });
