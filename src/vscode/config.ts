@@ -2,7 +2,7 @@ import type { Logger } from '../core/logger';
 import { readSettings, type SettingKey, type Settings } from '../core/settings';
 import { isExplicit, settingValue } from '../core/trust';
 import { CONFIG_SECTION } from './ids';
-import type { Ui, WorkspaceEnv } from './ui';
+import { ACTION, type Ui, type WorkspaceEnv } from './ui';
 
 /**
  * Settings are read at every call, so a change applies to the next call. In an untrusted
@@ -32,7 +32,9 @@ export class SettingsReader {
       if (this.reported.has(problem)) continue;
       this.reported.add(problem);
       this.log.warn(problem);
-      this.ui.showWarning(`CodeAct Sandbox: ${problem}`);
+      // The problem names its setting first ("codeactSandbox.memoryMb = ..."): the button opens it.
+      const key = /^(codeactSandbox\.[\w.]+)/.exec(problem)?.[1];
+      this.ui.showWarning(`CodeAct Sandbox: ${problem}`, ...(key ? [ACTION.openSetting(key)] : []));
     }
     return settings;
   }

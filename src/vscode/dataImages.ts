@@ -21,7 +21,7 @@ import {
 } from '../docker';
 import { PACKAGES_SETTING } from './sandboxDecision';
 import { pullProgress } from './status';
-import type { Ui } from './ui';
+import { ACTION, type Ui } from './ui';
 
 /** The Docker layer's image operations (tests pass fakes). */
 export interface DataImageOps {
@@ -151,7 +151,7 @@ export class DataImages {
           if (e instanceof ImageBuildError) {
             if (e.code === 'cancelled' || e instanceof RequirementRejectedError) this.stopped = { key, error: e };
             if (e.code === 'cancelled') this.deps.ui.showInfo(`CodeAct Sandbox: ${e.userMessage}`);
-            else this.deps.ui.showError(`CodeAct Sandbox: ${e.userMessage}`);
+            else this.deps.ui.showError(`CodeAct Sandbox: ${e.userMessage}`, ACTION.showLog, ACTION.prepare, ACTION.chooseImage);
           }
           throw e;
         },

@@ -16,6 +16,7 @@ import { notebookCommands } from './notebookCommands';
 import { sandboxCommands } from './sandboxCommands';
 import { registerCommands } from './commands';
 import { SandboxService } from './sandboxService';
+import { ACTION } from './ui';
 import { createVscodeUi, createVscodeWorkspace } from './vscodeUi';
 
 export type { CodeactApi, TreeSnapshot } from './api';
@@ -58,7 +59,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
       } catch (e) {
         const message = isToolError(e) ? e.modelMessage : describeError(e);
         logger.error(message);
-        ui.showError(`CodeAct Sandbox: ${message}`);
+        ui.showError(`CodeAct Sandbox: ${message}`, ACTION.openSetting('codeactSandbox.filesOutMaxFiles'), ACTION.showLog);
       }
     }
     const tool = new ExecuteCodeTool(sandboxes, settings, logger, `window:${vscode.env.sessionId}`, store, () => sandboxes.describe().image, () => sandboxes.building);
@@ -91,7 +92,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
     return codeactApi({ sandboxes, tool, settings, store, tree });
   } catch (e) {
     // Shown to the user, then rethrown so VS Code marks the activation as failed.
-    ui.showError(`CodeAct Sandbox failed to start: ${describeError(e)}`);
+    ui.showError(`CodeAct Sandbox failed to start: ${describeError(e)}`, ACTION.showLog);
     logger.error(`activation failed: ${describeError(e)}`);
     throw e;
   }

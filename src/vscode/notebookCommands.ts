@@ -8,7 +8,7 @@ import type { CommandTable } from './commands';
 import { COMMAND } from './ids';
 import type { Logger } from '../core/logger';
 import { JUPYTER_NOTEBOOK, notebookData, showRecordedOutputs } from './notebookData';
-import type { Ui } from './ui';
+import { ACTION, type Ui } from './ui';
 
 /** What the export command may be handed instead of asking (the extension's own tests; a keybinding). */
 export interface ExportOptions {
@@ -36,7 +36,7 @@ export function notebookCommands(store: ArtifactStore, ui: Ui, log: Logger, exte
         return undefined;
       }
       log.error(`could not make the notebook: ${describeError(e)}`);
-      ui.showError(`CodeAct Sandbox: the notebook could not be made: ${describeError(e)}`);
+      ui.showError(`CodeAct Sandbox: the notebook could not be made: ${describeError(e)}`, ACTION.showLog);
       return undefined;
     }
   };

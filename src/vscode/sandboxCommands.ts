@@ -4,7 +4,7 @@ import { ImageBuildError } from '../docker';
 import type { CommandTable } from './commands';
 import { COMMAND } from './ids';
 import type { SandboxService } from './sandboxService';
-import type { Ui } from './ui';
+import { ACTION, type Ui } from './ui';
 
 /** The commands that act on the window's sandboxes and their image. */
 export function sandboxCommands(
@@ -38,7 +38,7 @@ export function sandboxCommands(
       } catch (e) {
         logger.error(`preparing the sandbox image failed: ${describeError(e)}`);
         // A build failure was shown by the build's own notification already.
-        if (!(e instanceof ImageBuildError)) ui.showError(`CodeAct Sandbox: ${isToolError(e) ? e.modelMessage : describeError(e)}`);
+        if (!(e instanceof ImageBuildError)) ui.showError(`CodeAct Sandbox: ${isToolError(e) ? e.modelMessage : describeError(e)}`, ACTION.showLog, ACTION.prepare);
         return undefined;
       }
     },
@@ -48,7 +48,7 @@ export function sandboxCommands(
         ui.showInfo('CodeAct Sandbox: the Dev Container image was rebuilt; the next call uses it.');
       } catch (e) {
         logger.error(`rebuild failed: ${describeError(e)}`);
-        ui.showError(`CodeAct Sandbox: ${isToolError(e) ? e.modelMessage : describeError(e)}`);
+        ui.showError(`CodeAct Sandbox: ${isToolError(e) ? e.modelMessage : describeError(e)}`, ACTION.showLog, ACTION.rebuild);
       }
     },
   };

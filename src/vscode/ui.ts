@@ -11,13 +11,30 @@ export interface ProgressUpdate {
   increment?: number;
 }
 
+/** A button on a message: the command it runs (with its arguments) when pressed. */
+export interface UiAction {
+  title: string;
+  command: string;
+  args?: readonly unknown[];
+}
+
+/** The buttons an error or warning offers, so a person can act on it where it is said. */
+export const ACTION = {
+  showLog: { title: 'Show Log', command: 'codeactSandbox.showLog' },
+  prepare: { title: 'Retry', command: 'codeactSandbox.prepareImage' },
+  rebuild: { title: 'Retry', command: 'codeactSandbox.rebuildDevcontainer' },
+  chooseImage: { title: 'Choose Image', command: 'workbench.action.openSettings', args: ['codeactSandbox.image'] },
+  openSetting: (key: string): UiAction => ({ title: 'Open Setting', command: 'workbench.action.openSettings', args: [key] }),
+} as const;
+
 /** What the user sees: messages, dialogs, progress notifications, the status bar item. */
 export interface Ui {
   /** A modal warning; the item the user chose, or undefined when the dialog was dismissed. */
   askModal(message: string, ...items: string[]): Promise<string | undefined>;
   showInfo(message: string): void;
-  showWarning(message: string): void;
-  showError(message: string): void;
+  /** A warning or an error, with buttons that run their commands. */
+  showWarning(message: string, ...actions: UiAction[]): void;
+  showError(message: string, ...actions: UiAction[]): void;
   /** A cancellable progress notification while `run` works; cancelling it aborts `signal`. */
   withProgress<T>(title: string, run: (report: (update: ProgressUpdate) => void, signal: AbortSignal) => Promise<T>): Promise<T>;
   createStatusItem(options: { id: string; name: string; command: string }): StatusItem;

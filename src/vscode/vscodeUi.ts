@@ -1,14 +1,14 @@
 import * as vscode from 'vscode';
 import { CONFIG_SECTION } from './ids';
-import type { StatusItem, Ui, WorkspaceEnv } from './ui';
+import type { StatusItem, Ui, UiAction, WorkspaceEnv } from './ui';
 
 /** The interfaces of ui.ts on the real VS Code API; nothing but forwarding lives here. */
 export function createVscodeUi(): Ui {
   return {
     askModal: async (message, ...items) => vscode.window.showWarningMessage(message, { modal: true }, ...items),
     showInfo: (message) => void vscode.window.showInformationMessage(message),
-    showWarning: (message) => void vscode.window.showWarningMessage(message),
-    showError: (message) => void vscode.window.showErrorMessage(message),
+    showWarning: (message, ...actions) => void withActions(vscode.window.showWarningMessage(message, ...actions.map((a) => a.title)), actions),
+    showError: (message, ...actions) => void withActions(vscode.window.showErrorMessage(message, ...actions.map((a) => a.title)), actions),
     withProgress: (title, run) =>
       Promise.resolve(
         vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, async (progress, token) => {
@@ -40,6 +40,13 @@ export function createVscodeUi(): Ui {
       };
     },
   };
+}
+
+/** Runs the command of the button pressed, if any. */
+async function withActions(shown: Thenable<string | undefined>, actions: readonly UiAction[]): Promise<void> {
+  const title = await shown;
+  const chosen = actions.find((a) => a.title === title);
+  if (chosen) await vscode.commands.executeCommand(chosen.command, ...(chosen.args ?? []));
 }
 
 export function createVscodeWorkspace(): WorkspaceEnv {

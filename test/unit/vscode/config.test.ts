@@ -41,7 +41,8 @@ describe('settings reader (unit)', () => {
     const problem = 'codeactSandbox.timeoutSeconds = "soon" is not valid (Invalid input: expected number, received string); using 120.';
     assert.equal(reader.read().timeoutSeconds, 120);
     assert.equal(reader.read().timeoutSeconds, 120);
-    assert.deepEqual(ui.shown, [`warning: CodeAct Sandbox: ${problem}`]);
+    // With a button that opens the setting it names.
+    assert.deepEqual(ui.shown, [`warning: CodeAct Sandbox: ${problem} [Open Setting -> workbench.action.openSettings codeactSandbox.timeoutSeconds]`]);
     assert.deepEqual(log.lines, [`warn: ${problem}`]);
     assert.deepEqual(reader.problems, [problem]);
   });

@@ -1,7 +1,12 @@
 // Fakes of the VS Code effects (src/vscode/ui.ts) for unit tests of the logic in src/vscode.
 import type { Logger } from '../../../src/core/logger';
 import type { InspectedSetting } from '../../../src/core/trust';
-import type { ProgressUpdate, StatusItem, Ui, WorkspaceEnv, WorkspaceState } from '../../../src/vscode/ui';
+import type { ProgressUpdate, StatusItem, Ui, UiAction, WorkspaceEnv, WorkspaceState } from '../../../src/vscode/ui';
+
+/** " [Show Log -> codeactSandbox.showLog | ...]": a message's buttons and what each runs. */
+function buttons(actions: readonly UiAction[]): string {
+  return actions.length ? ` [${actions.map((a) => `${a.title} -> ${[a.command, ...(a.args ?? []).map(String)].join(' ')}`).join(' | ')}]` : '';
+}
 
 /** Records every call; a modal answers with `answer`. */
 export class FakeUi implements Ui {
@@ -20,11 +25,11 @@ export class FakeUi implements Ui {
   showInfo(message: string): void {
     this.calls.push(`info: ${message}`);
   }
-  showWarning(message: string): void {
-    this.calls.push(`warning: ${message}`);
+  showWarning(message: string, ...actions: UiAction[]): void {
+    this.calls.push(`warning: ${message}${buttons(actions)}`);
   }
-  showError(message: string): void {
-    this.calls.push(`error: ${message}`);
+  showError(message: string, ...actions: UiAction[]): void {
+    this.calls.push(`error: ${message}${buttons(actions)}`);
   }
   async withProgress<T>(title: string, run: (report: (update: ProgressUpdate) => void, signal: AbortSignal) => Promise<T>): Promise<T> {
     this.calls.push(`withProgress: ${title}`);
