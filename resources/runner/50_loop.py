@@ -459,7 +459,8 @@ class Runner:
 
     def strays(self):
         """Live processes of ours that are not this runner, a state holder, or a program already
-        dying or in exit() (those end by their grace, and an exit's teardown stays off the answer's way)."""
+        dying or in exit(): those are killed too (a program that only said it exited must not go on
+        forking), but not waited for, so an exit's teardown stays off the answer's way."""
         me, known = os.getpid(), self.not_the_programs()
         return [p for p in _live_pids() if p != 1 and p != me and p not in known]
 
@@ -469,7 +470,8 @@ class Runner:
         or its files changing under them. Killed, and waited for until each is dead (its sockets
         closed, so the proxy has logged them) before the end is reported: the host's end-of-call
         marker then comes after their last lines. Waits on SIGCHLD's wake-up, bounded."""
-        if not self.strays():
+        me, spare = os.getpid(), self.spared()
+        if not [p for p in _live_pids() if p != 1 and p != me and p not in spare]:
             return
         poller = select.poll()
         poller.register(self.wake_r, select.POLLIN)

@@ -303,6 +303,13 @@ class Program:
         # Like the runner: nobody may read or write the state through /proc (ptrace, mem).
         self.native.set_dumpable(False)
         _signal.signal(_SIGINT, _signal.SIG_IGN)
+        # Between calls the state runs no code of its own: a timer the program set, or a signal
+        # a handler of its own waits for, would run its code (a connection, a write) outside any
+        # call and its record. Timers go; signals wait, blocked, for the next program, which
+        # gets them (and its handlers) as its own.
+        for timer in (_signal.ITIMER_REAL, _signal.ITIMER_VIRTUAL, _signal.ITIMER_PROF):
+            _signal.setitimer(timer, 0)
+        self.held_mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
         if not _send(self.ctl, b'K'):
             os._exit(0)
         # What each next program starts with, made once, while the host reads this call's result.
@@ -358,6 +365,7 @@ class Program:
         os.close(out_w)
         os.close(err_w)
         _signal.signal(_SIGINT, _signal.default_int_handler)
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, self.held_mask)
         self.native.set_dumpable(True)
         prev = self.dir
         # The holder, and our parent until its exit is through (it only calls _exit, but unmapping

@@ -100,4 +100,32 @@ describe('the warm runner reports an exit before the process is gone (integratio
     const ps = await run(provider, key, ALONE_WITH_PID1);
     assert.equal(ps.text, 'stdout:\nTrue');
   });
+
+  it('ends a program that faked its exit report with the call, and what it forks after it', async function () {
+    const provider = sandboxes.makeProvider();
+    const key = uniqueSessionKey('forged-fork');
+    await warmSandbox(provider, key);
+    // It says it exited, closes its output, then forks children of their own session for as long as it lives.
+    const code = [
+      'import ctypes, os, time',
+      "pages = [l.split()[0] for l in open('/proc/self/maps') if ' rw-s ' in l]",
+      'start, end = (int(x, 16) for x in pages[-1].split("-"))',
+      'ctypes.c_uint32.from_address(start + 4).value = 0',
+      'ctypes.c_uint32.from_address(start).value = 0x43584954',
+      "print('forged', flush=True)",
+      'os.close(1)',
+      'os.close(2)',
+      'while True:',
+      '    if os.fork() == 0:',
+      '        os.setsid()',
+      '        time.sleep(600)',
+      '    time.sleep(0.01)',
+    ].join('\n');
+    const r = await run(provider, key, code, { limits: { timeoutMs: 30_000 } });
+    assert.equal(r.text, 'stdout:\nforged');
+    // No wait for its grace: nothing of it was left when the call answered.
+    const ps = await run(provider, key, ALONE_WITH_PID1);
+    assert.equal(ps.text, 'stdout:\nTrue');
+  });
 });
+

@@ -6,7 +6,7 @@ import type { RunLimits } from '../../src/core/limits';
 import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
 import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { SANDBOX_GONE_NOTE } from '../../src/docker/run/stopped';
-import { SENTENCES, TEST_RUNTIME, dockerCli, log, programProcesses, runLimits, uniqueSessionKey, useDocker, waitFor } from './helpers';
+import { SENTENCES, TEST_RUNTIME, delay, dockerCli, log, programProcesses, runLimits, uniqueSessionKey, useDocker, waitFor } from './helpers';
 
 /** One call in session mode through the real pipeline, with the host's record of states. */
 function call(
@@ -81,6 +81,23 @@ describe('session state (integration)', function () {
     assert.equal((await call(provider, states, key, 'import random\nrandom.seed(7)')).text, QUIET_KEPT);
     const next = 'a = random.random()\nrandom.seed(7)\nprint(a == random.random())';
     assert.equal((await call(provider, states, key, next)).text, `stdout:\nTrue\n\n${KEPT}`);
+  });
+
+  it('runs none of the state\'s code between calls: a timer it set is cancelled', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('state-timer');
+    // A handler that would write (or connect) whenever its timer fires, outside any call.
+    const setup = [
+      'import os, signal',
+      "def tick(*_):\n    open('/sandbox/tmp/ticks', 'a').write('x')",
+      'signal.signal(signal.SIGALRM, tick)',
+      'signal.setitimer(signal.ITIMER_REAL, 0.02, 0.02)',
+    ].join('\n');
+    assert.equal((await call(provider, states, key, setup)).text, QUIET_KEPT);
+    // Time on purpose: fifteen of the timer's periods between the calls.
+    await delay(300);
+    assert.equal((await call(provider, states, key, "import os\nprint(os.path.exists('/sandbox/tmp/ticks'))")).text, `stdout:\nFalse\n\n${KEPT}`);
   });
 
   it('leaves the state as the last successful call left it after an exception, exit 3, a timeout, a Stop and an output flood', async function () {

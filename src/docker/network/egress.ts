@@ -8,6 +8,7 @@
  * life (a subnet the engine chose, then pinned), so a proxy brought back after it died is where
  * the sandbox's proxy variables say. Podman's way out is sidecar.ts.
  */
+import { randomBytes } from 'node:crypto';
 import type Dockerode from 'dockerode';
 import { ToolError, describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
@@ -38,9 +39,13 @@ export function egressNames(target: EgressTarget): { digest: string; proxy: stri
   return { digest, proxy: `codeact-proxy-${digest}` };
 }
 
-/** The internal network of the sandbox made as `sandboxName` (kept when a spare is renamed: the label says it). */
+/**
+ * A new internal network for the sandbox made as `sandboxName` (the sandbox's label keeps it when
+ * a spare is renamed). A random part of its own: a later sandbox that happens to be given a name
+ * an earlier one had (a renamed spare's) must never find that one's network and join it.
+ */
 export function sandboxNetworkName(sandboxName: string): string {
-  return `${sandboxName}-net`;
+  return `${sandboxName}-${randomBytes(4).toString('hex')}-net`;
 }
 
 /** What a program's environment says about the proxy: urllib, requests, pip and curl use it unchanged. */

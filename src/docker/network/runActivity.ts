@@ -7,10 +7,11 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
-import { MAX_RECORDED_BLOCKED, MAX_RECORDED_CONNECTIONS, type Connection, type NetworkActivity } from '../../core/network';
+import type { NetworkActivity } from '../../core/network';
 import { startGuest } from '../container';
 import { ENGINE_DEADLINE_MS, withDeadline } from '../engine';
 import { parseLogLine } from './accessLog';
+import { CallRecord } from './callRecord';
 import type { Egress } from './egress';
 import { MARK_DOMAIN, PROXY_PORT } from './squidConfig';
 
@@ -58,19 +59,6 @@ export async function startMark(sandbox: Dockerode.Container, egress: Egress): P
   }
 }
 
-/** Keeps connections within the record's caps: refused ones past MAX_RECORDED_BLOCKED, and any past the total, are counted. */
-function keeper(connections: Connection[], omitted: { allowed: number; blocked: number }): (c: Connection) => void {
-  let blocked = 0;
-  return (c) => {
-    if (connections.length < MAX_RECORDED_CONNECTIONS && (c.allowed || blocked < MAX_RECORDED_BLOCKED)) {
-      connections.push(c);
-      if (!c.allowed) blocked++;
-    } else {
-      omitted[c.allowed ? 'allowed' : 'blocked']++;
-    }
-  };
-}
-
 /**
  * The connections the sandbox at `client` made in this call, up to the marker sent now: those
  * after the previous call's marker, or, for a sandbox's first call, those logged since `since`
@@ -85,11 +73,7 @@ export async function runActivity(
   previous: RunMark | undefined,
 ): Promise<{ activity: NetworkActivity; mark?: RunMark }> {
   const nonce = randomBytes(6).toString('hex');
-  const connections: Connection[] = [];
-  const omitted = { allowed: 0, blocked: 0 };
-  const keep = keeper(connections, omitted);
-  // Tunnels accepted in this call and not yet ended, by client port: open when the call ends.
-  const open = new Map<number, Connection>();
+  const record = new CallRecord();
   const proxy = docker.getContainer(egress.proxyName);
   let mark: RunMark | undefined;
   // After the previous marker (the engine's log times are the proxy's clock), else since the call began.
@@ -98,14 +82,7 @@ export async function runActivity(
   let previousSeen = previous === undefined;
   const from = previous ? previous.time : since;
   let stream: (NodeJS.ReadableStream & { destroy(): void }) | undefined;
-  const result = (complete: boolean) => {
-    for (const c of open.values()) keep(c);
-    open.clear();
-    return {
-      activity: { connections, complete, ...(omitted.allowed + omitted.blocked > 0 ? { omitted } : {}) },
-      ...(mark ? { mark } : {}),
-    };
-  };
+  const result = (complete: boolean) => ({ activity: record.finish(complete), ...(mark ? { mark } : {}) });
   try {
     // The marker goes at once, not after the log's answer: Podman answers a follow request only
     // when it has a line to send. A line logged before the follow began is in it (`since`).
@@ -140,11 +117,7 @@ export async function runActivity(
                 resolve(true);
               }
             } else if (collecting && (previous || entry.connection.time >= since - 1000)) {
-              if (entry.kind === 'tunnel') open.set(entry.clientPort, entry.connection);
-              else {
-                open.delete(entry.clientPort);
-                keep(entry.connection);
-              }
+              record.add(entry);
             }
           }
           done();

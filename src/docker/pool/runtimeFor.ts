@@ -32,7 +32,10 @@ function ask<T>(docker: ProviderOptions['docker'], question: Promise<T>, what: s
  */
 export async function keptRuntime(options: ProviderOptions, spec: SandboxSpec, labels: Record<string, string> | undefined): Promise<RuntimeChoice> {
   const engine = await ask(options.docker, engineIdentity(options.docker), 'a ping');
-  return runtimeFromLabels(labels, spec.runtime, engine.kind) ?? runtimeFor(options, spec);
+  const kept = runtimeFromLabels(labels, spec.runtime, engine.kind);
+  // A kept session is held to the same rule as a new sandbox: no allow-list under gVisor.
+  if (kept && spec.network && isGvisor(kept.name)) throw gvisorWithAllowList(kept, options.runtimeSettingHint ?? 'the runtime setting');
+  return kept ?? runtimeFor(options, spec);
 }
 
 export async function runtimeFor(options: ProviderOptions, spec: SandboxSpec, logChoice = false): Promise<RuntimeChoice> {

@@ -141,8 +141,12 @@ async function make(request: NewSandbox, name: string, shared: boolean): Promise
     sandbox.egressNetwork = egressNetwork;
     return sandbox;
   } catch (e) {
-    // The name is the other process's sandbox: leave it (and its volume) alone.
-    if (shared && containerId === undefined && isNameTaken(e)) return undefined;
+    // The name is the other process's sandbox: leave it (and its volume) alone; the network made
+    // for this attempt is this process's own, and goes.
+    if (shared && containerId === undefined && isNameTaken(e)) {
+      if (egressNetwork && spec.network) await releaseEgress(docker, networkDigest(spec.network), egressNetwork, log).catch(() => {});
+      return undefined;
+    }
     await removeQuietly(docker, containerId, name, log);
     if (sidecar) await removeSidecar(docker, sidecar, log);
     if (egressNetwork && spec.network) await releaseEgress(docker, networkDigest(spec.network), egressNetwork, log).catch(() => {});

@@ -1,4 +1,6 @@
 import * as assert from 'node:assert/strict';
+import { sandboxNetworkName } from '../../../src/docker/network/egress';
+import { CallRecord } from '../../../src/docker/network/callRecord';
 import { proxyImageContext, proxyImageTag, proxyPeriod } from '../../../src/docker/images/proxyImage';
 import { blockedNote, connectionLine, networkPolicy, networkSummary, type Connection } from '../../../src/core/network';
 import { hostAddress, proxyEnv } from '../../../src/docker/network/egress';
@@ -186,6 +188,30 @@ describe('network proxy (pure parts)', function () {
     assert.match(december.recipe, /^[0-9a-f]{16}$/);
     // The month is in the install step itself: the engine's build cache cannot hand back last month's squid.
     assert.match(proxyImageContext('202701').dockerfile, /\nRUN : refreshed 202701 \\\n && apt-get update \\\n/);
+  });
+
+  it("names each sandbox's network anew, so a later sandbox given an earlier one's name never joins its network", function () {
+    const [a, b] = [sandboxNetworkName('codeact-cli-spare-p-0a0b'), sandboxNetworkName('codeact-cli-spare-p-0a0b')];
+    assert.match(a, /^codeact-cli-spare-p-0a0b-[0-9a-f]{8}-net$/);
+    assert.notEqual(a, b);
+  });
+
+  it("keeps a call's record: a tunnel still open at its end as open, its end by the same client port, refused ones past 200 counted", function () {
+    const conn = (host: string, allowed: boolean, extra: Partial<Connection> = {}): Connection => ({ time: 1, host, port: 443, method: 'CONNECT', allowed, bytesOut: 0, bytesIn: 0, ...(allowed ? {} : { reason: 'not listed' as const }), ...extra });
+    const record = new CallRecord();
+    record.add({ kind: 'tunnel', client: 'c', clientPort: 5001, connection: conn('open.example', true, { open: true }) });
+    record.add({ kind: 'tunnel', client: 'c', clientPort: 5002, connection: conn('closed.example', true, { open: true }) });
+    record.add({ kind: 'connection', client: 'c', clientPort: 5002, connection: conn('closed.example', true, { bytesIn: 900, serverAddress: '203.0.113.7' }) });
+    for (let i = 0; i < 250; i++) record.add({ kind: 'connection', client: 'c', clientPort: 6000 + i, connection: conn(`refused${i}.example`, false) });
+    record.add({ kind: 'connection', client: 'c', clientPort: 7000, connection: conn('late.example', true) });
+    const activity = record.finish(true);
+    assert.deepEqual(
+      activity.connections.filter((c) => c.allowed).map((c) => [c.host, c.open, c.bytesIn]),
+      [['closed.example', undefined, 900], ['late.example', undefined, 0], ['open.example', true, 0]],
+    );
+    assert.equal(activity.connections.filter((c) => !c.allowed).length, 200);
+    assert.deepEqual(activity.omitted, { allowed: 0, blocked: 50 });
+    assert.equal(activity.complete, true);
   });
 });
 
