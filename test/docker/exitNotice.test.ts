@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { ALONE_WITH_PID1, WAITING_TEST_MS, programProcesses, run, uniqueSessionKey, useDocker, waitFor, warmSandbox } from './helpers';
+import { ALONE_WITH_PID1, FORGE_EXIT_REPORT, WAITING_TEST_MS, programProcesses, run, uniqueSessionKey, useDocker, waitFor, warmSandbox } from './helpers';
 
 /**
  * Only the warm runner reports an exit early: each test first waits for its sandbox's runner, or
@@ -108,10 +108,7 @@ describe('the warm runner reports an exit before the process is gone (integratio
     // It says it exited, closes its output, then forks children of their own session for as long as it lives.
     const code = [
       'import ctypes, os, time',
-      "pages = [l.split()[0] for l in open('/proc/self/maps') if ' rw-s ' in l]",
-      'start, end = (int(x, 16) for x in pages[-1].split("-"))',
-      'ctypes.c_uint32.from_address(start + 4).value = 0',
-      'ctypes.c_uint32.from_address(start).value = 0x43584954',
+      ...FORGE_EXIT_REPORT,
       "print('forged', flush=True)",
       'os.close(1)',
       'os.close(2)',

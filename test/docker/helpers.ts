@@ -166,6 +166,17 @@ export async function inspect(id: string, type: 'container' | 'volume' = 'contai
  * `docker top` shows other command lines); 0 when the container is gone.
  */
 /** A program that prints True when it is alone in its sandbox with PID 1 (the runner or keeper). */
+/**
+ * Python lines (after `import ctypes`) that fake the program's exit report: the runner's shared
+ * page is in the program's own address space, so a program may write it and go on.
+ */
+export const FORGE_EXIT_REPORT = [
+  "pages = [l.split()[0] for l in open('/proc/self/maps') if ' rw-s ' in l]",
+  'start, end = (int(x, 16) for x in pages[-1].split("-"))',
+  'ctypes.c_uint32.from_address(start + 4).value = 0',
+  'ctypes.c_uint32.from_address(start).value = 0x43584954',
+];
+
 export const ALONE_WITH_PID1 = "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()) == [1, os.getpid()])";
 
 /** Counts a sandbox's program processes (test/fixtures/program-processes.py says which count). */
