@@ -27,6 +27,7 @@ import { attachRoundTrip } from './bench/attach';
 import { benchDataImage, type DataImageBench } from './bench/dataImage';
 import { benchCliRun, benchCliStart, heaviestCliPhase, type CliRunBench, type CliStartBench } from './bench/cliStart';
 import { benchSession, printSession, type SessionBench } from './bench/session';
+import { benchResume, printResume, type ResumeBench } from './bench/resume';
 import { benchNetwork, type NetworkBench } from './bench/network';
 import { benchChats, type ChatsBench } from './bench/chats';
 import { benchMcp, type McpBench } from './bench/mcp';
@@ -154,6 +155,7 @@ async function main(): Promise<void> {
   let loadQuick: LoadResult | undefined;
   let dataImage: DataImageBench | undefined;
   let session: SessionBench | undefined;
+  let resume: ResumeBench | undefined;
   let cliRun: CliRunBench | undefined;
   let warmFaults: CallFaults | undefined;
   let network: NetworkBench | undefined;
@@ -313,6 +315,11 @@ async function main(): Promise<void> {
     session = await benchSession(dockerClient, IMAGE, N, VERSION, LIMITS, GAP_MS);
     console.log('done');
 
+    process.stdout.write("resume: a removed sandbox's 100 MB state replayed ... ");
+    resume = await benchResume(dockerClient, IMAGE, Math.max(3, Math.round(N / 6)), VERSION, LIMITS);
+    Object.assign(results, resume.results);
+    console.log('done');
+
     process.stdout.write('network: through the proxy and on a plain bridge ... ');
     network = await benchNetwork(dockerClient, IMAGE, N, VERSION, LIMITS);
     Object.assign(results, network.results);
@@ -411,6 +418,7 @@ async function main(): Promise<void> {
     `data image ${d.tag} (${d.route} route): ${d.builtFromScratch ? 'built from scratch' : 'found'} in ${(d.ensureMs / 1000).toFixed(1)} s, ${(d.sizeMb / 1000).toFixed(2)} GB; not measured: ${d.notMeasured.join('; ')}\n`,
   );
   printSession(session!);
+  printResume(resume!);
   const rw = Math.max(...Object.keys(ratios).map((k) => k.length));
   for (const [k, v] of Object.entries(ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
   for (const [k, v] of Object.entries(runtimes.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(2)}`);
@@ -454,7 +462,7 @@ async function main(): Promise<void> {
   const out = path.join('test-results', 'bench');
   fs.mkdirSync(out, { recursive: true });
   const file = path.join(out, 'bench.json');
-  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, plainPhases, load, loadSerial, loadQuick, dataImage, session, cliStart, cliRun, warmFaults, syscalls: runtimes.syscalls, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios, ...network!.ratios }, network, chats, mcp, notes }, null, 2) + '\n');
+  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, plainPhases, load, loadSerial, loadQuick, dataImage, session, cliStart, cliRun, warmFaults, syscalls: runtimes.syscalls, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios, ...resume!.ratios, ...network!.ratios }, resumeRecordBytesPerStateMb: resume!.recordBytesPerStateMb, network, chats, mcp, notes }, null, 2) + '\n');
   console.log(`\nwritten to ${file}`);
 }
 

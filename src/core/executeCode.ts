@@ -9,6 +9,7 @@ import type { Logger } from './logger';
 import { missingModuleHint, missingModuleName } from './missingModule';
 import type { CollectedFile, CollectOutcome, OutputSink, Sandbox, SandboxProvider, StagedFile } from './sandbox';
 import type { SessionStates, StateOutcome } from './sessionState';
+import { resumeSentence, resumeState, type ResumeOutcome, type ResumeSource } from './resume';
 import { blockedNote, type NetworkActivity } from './network';
 
 /** How produced files are named for collection: declared up front, or listed by the program. */
@@ -39,7 +40,7 @@ export interface ExecuteRequest {
   /** Produced files to collect after the run. */
   filesOut?: FilesOutRequest;
   /** Session mode: the call runs on the chat's kept state (an empty one with `reset`); `states` is the host's record of them. */
-  state?: { reset: boolean; states: SessionStates };
+  state?: { reset: boolean; states: SessionStates; resume?: ResumeSource };
   /** How this user adds a name to the network allow-list, for the sentence about a blocked one. */
   networkAllowSetting?: string;
 }
@@ -55,14 +56,22 @@ export interface ExecuteReport {
   sandboxId: string;
   image: string;
   runtime?: string;
+  /** The directory the program ran in, inside the sandbox. */
+  workDir?: string;
   stdout: CapturedStream;
   stderr: CapturedStream;
   /** Each stream as the model saw it (cut to its share of the budget). */
   shown: { stdout: string; stderr: string };
   /** The kernel or the engine said the program was killed for memory. */
   oomKilled: boolean;
-  /** Session mode: the call started from an empty state, and whether its state was kept. */
-  state?: { reset: boolean; kept: boolean };
+  /**
+   * Session mode: the call started from an empty state, whether its state was kept, and the ids
+   * of the state it started from and left (as the records know them: a rebuilt state by its
+   * recorded id), so that the chain of kept runs can be followed later (resume).
+   */
+  state?: { reset: boolean; kept: boolean; from?: string; now?: string; ended?: boolean };
+  /** Session mode: how the chat's state was rebuilt before this call, when its sandbox was new. */
+  resumed?: Exclude<ResumeOutcome, { kind: 'none' }>;
   /** Files holding the whole stream when it was cut for the model. */
   stdoutFile?: string;
   stderrFile?: string;
@@ -127,9 +136,17 @@ export async function executeCode(
       if (signal?.aborted) throw new ToolError('cancelled', 'The run was cancelled before it started.', { cause: e });
       throw e;
     });
-    const run = await runProgram(sandbox, request, limits, stopper, log);
-    const after = await afterRun(sandbox, request, run, stopper.reason, log);
-    return report(sandbox, request, limits, run, stopper.reason, after, started, log);
+    const held = sandbox;
+    let resumed = await resumeIfGone(held, request, limits, stopper, log);
+    // Found gone only as the program was to start (its link had not yet broken): rebuilt there.
+    const rebuildState = async (): Promise<boolean> => {
+      if (resumed.kind !== 'none') return false;
+      resumed = await resumeIn(held, request, limits, stopper, log);
+      return resumed.kind !== 'none';
+    };
+    const run = await runProgram(held, request, limits, stopper, log, resumed.kind === 'none' ? rebuildState : undefined);
+    const after = await afterRun(held, request, run, stopper.reason, log, resumed);
+    return report(held, request, limits, run, stopper.reason, after, started, log, resumed);
   } catch (e) {
     if (isToolError(e)) {
       log.warn(`execute_code failed (${e.code}): ${describeError(e)}`);
@@ -147,8 +164,35 @@ export async function executeCode(
   }
 }
 
+/**
+ * Session mode, in a sandbox that holds no state (new, or restarted): the chat's recorded state is
+ * rebuilt first, once per sandbox. The replay has its own time limits; the program's starts after.
+ */
+async function resumeIfGone(sandbox: Sandbox, request: ExecuteRequest, limits: RunLimits, stopper: Stopper, log: Logger): Promise<ResumeOutcome> {
+  const state = request.state;
+  if (!state?.resume || state.reset || !(await sandbox.holdsNoState?.(stopper.signal))) return { kind: 'none' };
+  return resumeIn(sandbox, request, limits, stopper, log);
+}
+
+async function resumeIn(sandbox: Sandbox, request: ExecuteRequest, limits: RunLimits, stopper: Stopper, log: Logger): Promise<ResumeOutcome> {
+  const state = request.state;
+  if (!state?.resume || state.reset || !state.states.firstTryIn(request.sessionKey, sandbox.id)) return { kind: 'none' };
+  const outcome = await resumeState(sandbox, state.resume, limits.timeoutMs, stopper.signal, log);
+  // The call's sentence tells what became of the earlier state: the state line adds no loss of its own.
+  if (outcome.kind !== 'none') state.states.adopt(request.sessionKey, outcome.kind === 'refused' ? '' : outcome.now);
+  return outcome;
+}
+
 /** Runs the program with its timeout (from when it started) and output ceiling, capturing both streams. */
-async function runProgram(sandbox: Sandbox, request: ExecuteRequest, limits: RunLimits, stopper: Stopper, log: Logger): Promise<RunOutcome> {
+async function runProgram(
+  sandbox: Sandbox,
+  request: ExecuteRequest,
+  limits: RunLimits,
+  stopper: Stopper,
+  log: Logger,
+  /** Unset once the state was rebuilt (or tried) before the program. */
+  rebuildState: (() => Promise<boolean>) | undefined,
+): Promise<RunOutcome> {
   if (request.spillDir) fs.mkdirSync(request.spillDir, { recursive: true });
   const keep = limits.outputBudgetBytes;
   const stdout = new StreamCapture(keep, request.spillDir && path.join(request.spillDir, 'stdout.txt'));
@@ -162,6 +206,7 @@ async function runProgram(sandbox: Sandbox, request: ExecuteRequest, limits: Run
       code: request.code,
       ...(request.files?.length ? { files: request.files } : {}),
       ...(request.state ? { state: { reset: request.state.reset } } : {}),
+      ...(request.state?.resume && !request.state.reset ? (rebuildState ? { rebuildState } : { stateRebuilt: true }) : {}),
       signal: stopper.signal,
       onStart: () => {
         log.debug('the program started');
@@ -209,6 +254,7 @@ async function afterRun(
   run: RunOutcome,
   reason: StopReason | undefined,
   log: Logger,
+  resumed: ResumeOutcome,
 ): Promise<{ notes: string[]; saved: CollectedFile[] }> {
   const notes = [...run.notes];
   let saved: CollectedFile[] = [];
@@ -224,6 +270,8 @@ async function afterRun(
   }
   const blocked = run.network && blockedNote(run.network.connections, request.networkAllowSetting ?? 'the codeactSandbox.network.allow setting');
   if (blocked) notes.push(blocked);
+  const rebuilt = resumeSentence(resumed);
+  if (rebuilt) notes.push(rebuilt);
   // Last, so that every session-mode result ends with it.
   if (request.state) {
     const succeeded = !reason && run.exitCode === 0 && !run.oomKilled && !run.replaced;
@@ -242,6 +290,7 @@ function report(
   { notes, saved }: { notes: string[]; saved: CollectedFile[] },
   started: number,
   log: Logger,
+  resumed: ResumeOutcome,
 ): ExecuteReport {
   const { stdout, stderr } = run;
   const facts = {
@@ -269,16 +318,32 @@ function report(
     sandboxId: sandbox.id,
     image: sandbox.image,
     ...(sandbox.runtime ? { runtime: sandbox.runtime } : {}),
+    ...(run.workDir ? { workDir: run.workDir } : {}),
     stdout: facts.stdout,
     stderr: facts.stderr,
     shown: shownStreams(facts, limits.outputBudgetBytes),
     oomKilled: run.oomKilled,
-    ...(request.state ? { state: { reset: request.state.reset, kept: run.stateOutcome?.kept === true } } : {}),
+    ...(request.state ? { state: stateFacts(request.state.reset, run.stateOutcome, resumed) } : {}),
+    ...(resumed.kind !== 'none' ? { resumed } : {}),
     ...(stdout.spillFile ? { stdoutFile: stdout.spillFile } : {}),
     ...(stderr.spillFile ? { stderrFile: stderr.spillFile } : {}),
     files: saved,
     startedAt: new Date(started),
     ...(run.network ? { network: run.network } : {}),
+  };
+}
+
+/** The call's state for its record: a state rebuilt here is named by the id its records know. */
+function stateFacts(reset: boolean, outcome: StateOutcome | undefined, resumed: ResumeOutcome): NonNullable<ExecuteReport['state']> {
+  if (!outcome) return { reset, kept: false };
+  const rebuilt = (resumed.kind === 'restored' || resumed.kind === 'partial') && outcome.from === resumed.now && outcome.from !== '';
+  const recorded = (id: string) => (rebuilt && id === outcome.from ? (resumed as { recorded: string }).recorded : id);
+  return {
+    reset,
+    kept: outcome.kept,
+    from: recorded(outcome.from),
+    now: recorded(outcome.now),
+    ...(outcome.ended ? { ended: true } : {}),
   };
 }
 

@@ -35,6 +35,16 @@ export interface ProgramRun {
   onStart(): void;
   /** Session mode: run on the state the chat's last kept call left (an empty one with `reset`). */
   state?: { reset: boolean };
+  /** A replayed run: the directory it first ran in (a sandbox checks it is one of its own kind). */
+  workDir?: string;
+  /**
+   * Session mode: the sandbox was found gone as this program was to start and a new one took its
+   * place; the chat's state is rebuilt in it first. True when something was rebuilt (or tried):
+   * its sentence then says what became of the earlier work.
+   */
+  rebuildState?(): Promise<boolean>;
+  /** The chat's state was rebuilt (or tried) before this run, and the call says so: a note that earlier work is gone would contradict it. */
+  stateRebuilt?: boolean;
 }
 
 export interface ProgramExit {
@@ -85,6 +95,12 @@ export interface Sandbox {
   /** The Python distributions the image has, when the backend knows them (from the image, not a list). */
   installed?(): Promise<readonly InstalledDistribution[] | undefined>;
   run(run: ProgramRun): Promise<ProgramExit>;
+  /**
+   * True when no session state can be in the sandbox: nothing kept a state since it was made
+   * (or restarted), or it is gone and was replaced just now. Then a chat's recorded state may be
+   * rebuilt in it before the next call. False: it holds one, or cannot tell; nothing is rebuilt.
+   */
+  holdsNoState?(signal: AbortSignal): Promise<boolean>;
   /**
    * Collects files a finished call wrote, by literal path relative to its directory. Whatever
    * the program left running is stopped first, so nothing changes the files while they are read.

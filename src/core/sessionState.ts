@@ -58,6 +58,21 @@ export interface StateCall {
  */
 export class SessionStates {
   private readonly expected = new Map<string, string>();
+  /** The sandbox each chat's state was last rebuilt in (or tried): one try per sandbox. */
+  private readonly rebuiltIn = new Map<string, string>();
+
+  /** True the first time it is asked for this chat and sandbox: a state is rebuilt (resume) at most once in each. */
+  firstTryIn(sessionKey: string, sandboxId: string): boolean {
+    if (this.rebuiltIn.get(sessionKey) === sandboxId) return false;
+    this.rebuiltIn.set(sessionKey, sandboxId);
+    return true;
+  }
+
+  /** A state rebuilt in a new sandbox (resume) is the one the chat's next call is expected to start from. */
+  adopt(sessionKey: string, now: string): void {
+    if (now) this.expected.set(sessionKey, now);
+    else this.expected.delete(sessionKey);
+  }
 
   /** Records the call's outcome and returns the line its result ends with. */
   settle(sessionKey: string, call: StateCall): string {

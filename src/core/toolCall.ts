@@ -8,6 +8,7 @@ import type { Logger } from './logger';
 import type { NetworkActivity } from './network';
 import type { CollectedFile, SandboxProvider, StagedFile } from './sandbox';
 import type { SessionStates } from './sessionState';
+import type { ResumeSource, StateRun } from './resume';
 import type { FilesInCaps } from './settings';
 import type { ToolInput } from './toolInput';
 
@@ -45,7 +46,8 @@ export interface RunOutcomeRecord {
   outputLimited: boolean;
   timeoutMs: number;
   memoryMb: number;
-  state?: { reset: boolean; kept: boolean };
+  workDir?: string;
+  state?: { reset: boolean; kept: boolean; from?: string; now?: string; ended?: boolean };
   /** A sandbox with a network: the program's connections. */
   network?: NetworkActivity;
 }
@@ -61,6 +63,8 @@ export interface ToolCallOptions {
   record?: () => RunRecorder;
   /** Session mode (the state setting): the host's record of its chats' states. Unset: fresh mode. */
   states?: SessionStates;
+  /** Session mode: the chat's recorded runs, from which a removed sandbox's state is rebuilt (resume). Unset: never rebuilt. */
+  stateRuns?: () => Promise<StateRun[]>;
   /** How this host's user adds a domain to the allow-list ("the codeactSandbox.network.allow setting", "--allow-domain"). */
   networkAllowSetting?: string;
 }
@@ -100,7 +104,7 @@ export async function executeToolCall(
         ...(recorder ? { spillDir: recorder.dir } : {}),
         ...(files.length ? { files } : {}),
         ...(filesOut && recorder ? { filesOut: { ...filesOut, sink: (name, size, body) => recorder.addFile(name, body, size) } } : {}),
-        ...(options.states ? { state: { reset: input.reset === true, states: options.states } } : {}),
+        ...(options.states ? { state: { reset: input.reset === true, states: options.states, ...resumeFrom(options) } } : {}),
         ...(options.networkAllowSetting ? { networkAllowSetting: options.networkAllowSetting } : {}),
       },
       options.limits,
@@ -112,6 +116,18 @@ export async function executeToolCall(
   }
   recorder?.finish(outcomeRecord(input, options, report, files));
   return { report, files: report.files };
+}
+
+/** A resume's source: the chat's records, and its replayed runs' files shared again under the same rules as a call's. */
+function resumeFrom(options: ToolCallOptions): { resume?: ResumeSource } {
+  const runs = options.stateRuns;
+  if (!runs) return {};
+  return {
+    resume: {
+      runs,
+      files: (names) => filesInFor({ code: '', files: [...names] }, options),
+    },
+  };
 }
 
 /** The workspace files the call shares, checked against the listing and the caps before any is read. */
@@ -174,6 +190,7 @@ function outcomeRecord(input: ToolInput, options: ToolCallOptions, report: Execu
     outputLimited: report.outputLimited,
     timeoutMs: options.limits.timeoutMs,
     memoryMb: options.memoryMb,
+    ...(report.workDir ? { workDir: report.workDir } : {}),
     ...(report.state ? { state: report.state } : {}),
     ...(report.network ? { network: report.network } : {}),
   };

@@ -190,7 +190,7 @@ export function toolCallOptions(config: SandboxConfig, call: CallWiring): ToolCa
     filesIn: { source: call.workspace, caps: filesInCapsOf(defaults) },
     filesOut: { mode: config.outputsMode, caps: filesOutCapsOf(defaults), savedWhere: call.savedWhere },
     ...(call.recording ? { record: call.recording.record } : {}),
-    ...(config.state === 'session' ? { states: call.states } : {}),
+    ...(config.state === 'session' ? { states: call.states, ...(call.recording ? { stateRuns: call.recording.stateRuns } : {}) } : {}),
     networkAllowSetting: '--allow-domain',
   };
 }

@@ -3,6 +3,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { RunRecord } from './runRecord';
 import { FILES_DIR, RECORD_FILE, RunWriter, STREAM_FILES, resolveInside } from './runWriter';
+import type { StateRun } from '../core/resume';
+import { StateSeal } from './stateSeal';
 import { RUN_ID, SESSION_ID, StoreIndex, compare, measureRun, nodeStoreFs, parseRecord, runTime, scanStore, type StoreFs } from './storeIndex';
 
 export { RunRecord, StoredFile, type RunOutcome } from './runRecord';
@@ -73,6 +75,7 @@ export class ArtifactStore {
   private index: StoreIndex | undefined;
   /** Every operation on the index runs after the previous one, so none sees another half done. */
   private tail: Promise<unknown> = Promise.resolve();
+  private readonly stateSeal: StateSeal;
 
   constructor(
     readonly root: string,
@@ -81,6 +84,7 @@ export class ArtifactStore {
     this.now = options.now ?? Date.now;
     this.unfinishedGraceMs = options.unfinishedGraceMs ?? 24 * 60 * 60 * 1000;
     this.fsp = options.fs ?? nodeStoreFs;
+    this.stateSeal = new StateSeal(root);
   }
 
   /** Creates the run's folder and returns the writer that owns it until `finish` or `discard`. */
@@ -113,7 +117,7 @@ export class ArtifactStore {
         } else {
           this.index?.delete(sessionDigest, runId);
         }
-      });
+      }, this.stateSeal);
     }
   }
 
@@ -146,6 +150,17 @@ export class ArtifactStore {
   listRuns(sessionDigest: string): Promise<RunRecord[]> {
     this.sessionDir(sessionDigest);
     return this.serial(async () => readable(await this.loaded(), sessionDigest));
+  }
+
+  /**
+   * A chat's session-mode runs, oldest first, for a resume to follow their chain: each says
+   * whether its seal holds (the record is this store's, for this chat, unchanged).
+   */
+  async stateRuns(sessionDigest: string): Promise<StateRun[]> {
+    const runs = (await this.listRuns(sessionDigest)).reverse();
+    return runs.flatMap((r) =>
+      r.state ? [{ runId: r.runId, program: r.program, ...(r.workDir ? { workDir: r.workDir } : {}), filesIn: r.filesIn, state: r.state, sealed: this.stateSeal.check(r) }] : [],
+    );
   }
 
   /** One run's record read from disk now (not from the index), or undefined when it is missing or invalid. */

@@ -53,8 +53,24 @@ export const RunRecord = z.object({
   /** The limits the run had. */
   timeoutMs: z.number().int().positive().optional(),
   memoryMb: z.number().int().positive().optional(),
-  /** Session mode only: the call started from an empty state (reset), and its state was kept. */
-  state: z.object({ reset: z.boolean(), kept: z.boolean() }).optional(),
+  /** The directory it ran in inside the sandbox (a replay runs it there again); absent in older records. */
+  workDir: z.string().max(200).optional(),
+  /**
+   * Session mode only: the call started from an empty state (reset), its state was kept, and the
+   * ids of the state it started from and left ('' : empty; absent in older records), which link
+   * a chat's kept runs into the chain a resume replays.
+   */
+  state: z
+    .object({
+      reset: z.boolean(),
+      kept: z.boolean(),
+      from: z.string().max(64).optional(),
+      now: z.string().max(64).optional(),
+      ended: z.boolean().optional(),
+    })
+    .optional(),
+  /** The store's seal over what a replay takes from this record (stateSeal.ts). */
+  stateSeal: z.string().max(128).optional(),
   /** A sandbox with a network allow-list: each connection the program made, as the proxy saw it. */
   network: z
     .object({

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import { sessionDigest, sessionDisplayName } from '../core/session';
 import type { RunRecorder } from '../core/toolCall';
+import type { StateRun } from '../core/resume';
 import type { ArtifactStore, RunWriter } from './artifactStore';
 
 /**
@@ -26,6 +27,9 @@ export class RunRecording {
   get begun(): RunWriter | undefined {
     return this.current;
   }
+
+  /** For `ToolCallOptions.stateRuns`: the chat's session runs, for a resume. */
+  readonly stateRuns = (): Promise<StateRun[]> => this.store.stateRuns(sessionDigest(this.sessionKey));
 
   /** For `ToolCallOptions.record`. */
   readonly record = (): RunRecorder => {

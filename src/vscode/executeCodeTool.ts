@@ -97,7 +97,7 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
           filesIn: { source: workspaceSource(), caps: filesInCapsOf(settings) },
           filesOut: { mode: settings.outputsMode, caps: filesOutCapsOf(settings), savedWhere: 'in the CodeAct Sandbox view' },
           record: recording.record,
-          ...(settings.state === 'session' ? { states: this.states } : {}),
+          ...(settings.state === 'session' ? { states: this.states, stateRuns: recording.stateRuns } : {}),
         },
         abort.signal,
       );

@@ -63,9 +63,11 @@ describe('storage adapters (unit)', () => {
       recorder.finish(outcome);
       recorder.discard();
       const [run] = await store.listRuns(sessionDigest('cli:nightly'));
+      // The seal's key is the store's own, made at random.
+      assert.match(run!.stateSeal!, /^[0-9a-f]{64}$/);
       assert.deepEqual(
-        { ...run, runId: undefined },
-        { ...outcome, version: 1, runId: undefined, sessionKeyDigest: sessionDigest('cli:nightly'), sessionLabel: 'session nightly', files: [{ name: 'chart.png', size: 16, mediaType: 'image/png' }] },
+        { ...run, runId: undefined, stateSeal: undefined },
+        { ...outcome, version: 1, runId: undefined, stateSeal: undefined, sessionKeyDigest: sessionDigest('cli:nightly'), sessionLabel: 'session nightly', files: [{ name: 'chart.png', size: 16, mediaType: 'image/png' }] },
       );
       assert.deepEqual(fs.readFileSync(path.join(recording.writer.filesDir, 'chart.png')), PNG);
     });

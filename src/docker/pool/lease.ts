@@ -2,6 +2,8 @@ import type { CollectOutcome, ProgramExit, ProgramRun, Sandbox } from '../../cor
 import type { DockerSandbox } from '../sandbox';
 import { SandboxGoneError } from '../engine';
 
+const GONE_NOTE = 'The sandbox had stopped and was replaced; files written by earlier calls are gone.';
+
 /** A sandbox as the provider tracks it: the calls that hold it, and whether it is to go when they end. */
 export interface Entry {
   sandbox: DockerSandbox;
@@ -25,6 +27,8 @@ export interface LeaseHolder {
  */
 export class Lease implements Sandbox {
   private released = false;
+  /** Found gone and replaced before the program ran (holdsNoState). */
+  private gone = false;
 
   constructor(
     private readonly provider: LeaseHolder,
@@ -54,8 +58,25 @@ export class Lease implements Sandbox {
     return this.entry.sandbox.installed();
   }
 
+  /**
+   * The session's sandbox holds no state: a new one, or one found gone now and replaced. Gone is
+   * asked of the engine only when the sandbox's runner link broke (its container stopped or was
+   * removed since the last call); a live link answers without a round trip.
+   */
+  async holdsNoState(signal: AbortSignal): Promise<boolean> {
+    const sandbox = this.entry.sandbox;
+    if (sandbox.knownEmpty()) return true;
+    const link = sandbox.runner;
+    if ((link && link.state !== 'broken') || (await sandbox.isAlive())) return false;
+    this.entry = await this.provider.replaceGone(this.sessionKey, this.entry, signal);
+    // Told with the program's result unless the state is rebuilt: then the call says what came back.
+    this.gone = true;
+    return this.entry.sandbox.knownEmpty();
+  }
+
   async run(run: ProgramRun): Promise<ProgramExit> {
-    const notes = this.notes;
+    const notes = this.gone && !run.stateRebuilt && run.workDir === undefined ? [...this.notes, GONE_NOTE] : this.notes;
+    if (run.workDir === undefined) this.gone = false;
     this.notes = [];
     const exit = await this.runOnce(run);
     return notes.length ? { ...exit, notes: [...notes, ...(exit.notes ?? [])] } : exit;
@@ -67,10 +88,11 @@ export class Lease implements Sandbox {
     } catch (e) {
       if (!(e instanceof SandboxGoneError)) throw e;
       this.entry = await this.provider.replaceGone(this.sessionKey, this.entry, run.signal);
+      const rebuilt = (await run.rebuildState?.()) === true;
       // Once: the new sandbox's own failure is the call's failure (a program that kills its
       // sandbox must not make a loop of replacements).
       const exit = await this.entry.sandbox.run(run);
-      return { ...exit, notes: [...(exit.notes ?? []), 'The sandbox had stopped and was replaced; files written by earlier calls are gone.'] };
+      return rebuilt ? exit : { ...exit, notes: [...(exit.notes ?? []), GONE_NOTE] };
     }
   }
 

@@ -25,6 +25,9 @@ const SHARED_START_WAIT_MS = ENGINE_DEADLINE_MS;
  * /sandbox/runs and runs by one of two strategies: forked from the runner, or `docker exec`.
  * Calls on one sandbox are serialized; across processes (CLI sessions) by the sandbox's lock.
  */
+/** The directories runProgram names (a replayed run is given one back from its record). */
+const REPLAY_DIR = new RegExp(`^${RUNS_DIR}/((\\d{4})-[0-9a-f]{6})$`);
+
 export class DockerSandbox implements Sandbox, WarmOps {
   private queue: Promise<unknown> = Promise.resolve();
   private runCount = 0;
@@ -38,6 +41,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
   private readonly warmStrategy: WarmStrategy | undefined;
   /** The pid of the process holding the session state, as the runner last said (0: none); kills spare it. */
   private holderPid = 0;
+  /** This object started the container (made it, or restarted it): what it holds since is known. */
+  private startedHere = false;
   lastUsed = Date.now();
   /** Made by this process (not found again): its first result tells the model about its network. */
   announceNetwork = false;
@@ -152,6 +157,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
     // A new cgroup: its counters start at zero again.
     this.oomSeen = 0;
     this.holderPid = 0;
+    this.startedHere = true;
     // The runner preloads while the work area is laid out and the first program is copied in.
     if (options.greet) this.channel?.greet();
     await this.layOutWorkArea();
@@ -183,6 +189,11 @@ export class DockerSandbox implements Sandbox, WarmOps {
     } catch (e) {
       throw this.translate(e);
     }
+  }
+
+  /** A container found again (another process's, a kept session's) may hold a state this object never heard of. */
+  knownEmpty(): boolean {
+    return this.startedHere && this.holderPid === 0;
   }
 
   run(run: ProgramRun): Promise<ProgramExit> {
@@ -251,7 +262,11 @@ export class DockerSandbox implements Sandbox, WarmOps {
 
   private async runProgram(run: ProgramRun): Promise<ProgramExit> {
     if (run.signal.aborted) return { exitCode: null, workDir: '' };
-    const callId = `${String(++this.runCount).padStart(4, '0')}-${randomBytes(3).toString('hex')}`;
+    const replayed = run.workDir !== undefined ? REPLAY_DIR.exec(run.workDir) : null;
+    if (run.workDir !== undefined && !replayed) throw new Error(`not a run directory of a sandbox: ${JSON.stringify(run.workDir)}`);
+    const callId = replayed ? replayed[1]! : `${String(++this.runCount).padStart(4, '0')}-${randomBytes(3).toString('hex')}`;
+    // A replayed run takes back its number: the calls after it do not reuse one.
+    if (replayed) this.runCount = Math.max(this.runCount, Number(replayed[2]));
     const workDir = `${RUNS_DIR}/${callId}`;
     const notes: string[] = [];
     const done = (exit: ExitInfo): ProgramExit => {

@@ -1,0 +1,127 @@
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { NOTHING_PRINTED } from '../../src/core/format';
+import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
+import { executeToolCall } from '../../src/core/toolCall';
+import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
+import { ArtifactStore } from '../../src/storage/artifactStore';
+import { RunRecording } from '../../src/storage/runRecorder';
+import { folderSource } from '../../src/storage/workspaceFolder';
+import { TEST_LIMITS, dockerCli, log, runLimits, uniqueSessionKey, useDocker } from './helpers';
+
+const KEPT = STATE_LINES.kept;
+const QUIET_KEPT = `${NOTHING_PRINTED}\n\n${KEPT}`;
+const RESTORED = (runs: number) =>
+  `State: restored before this call by re-running this chat's ${runs} kept runs in order (<s> s), because its sandbox had been removed. ` +
+  'Values computed from time, randomness, the network or workspace files that changed since may differ from before; files those runs wrote were written again.';
+/** The replay's duration is the one figure that varies. */
+const seconds = (text: string) => text.replace(/in order \(\d+\.\d s\)/, 'in order (<s> s)');
+
+/** A host: its store of runs, its workspace folder and its record of the chats' states (a VS Code window). */
+function host(root: string) {
+  const workspace = path.join(root, 'workspace');
+  fs.mkdirSync(workspace, { recursive: true });
+  return { store: new ArtifactStore(path.join(root, 'store')), states: new SessionStates(), workspace };
+}
+
+/** One session-mode tool call as the extension makes it: recorded, with the chat's runs to resume from. */
+async function call(provider: DockerSandboxProvider, h: ReturnType<typeof host>, sessionKey: string, code: string, files: string[] = []): Promise<string> {
+  const recording = new RunRecording(h.store, sessionKey);
+  const { report } = await executeToolCall(provider, log, { code, ...(files.length ? { files } : {}) }, {
+    sessionKey,
+    limits: runLimits(),
+    memoryMb: TEST_LIMITS.memoryMb,
+    filesIn: { source: folderSource(h.workspace), caps: { denyGlobs: [], maxFiles: 5, maxFileBytes: 1024, maxTotalBytes: 4096 } },
+    filesOut: { mode: 'declared', caps: { maxFiles: 5, maxFileBytes: 1024, maxTotalBytes: 4096 }, savedWhere: 'in the test' },
+    record: recording.record,
+    states: h.states,
+    stateRuns: recording.stateRuns,
+  });
+  return seconds(report.text);
+}
+
+describe('session state survives its sandbox: resume by replay (integration)', function () {
+  const sandboxes = useDocker();
+  let root: string;
+  beforeEach(() => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-resume-'));
+  });
+  afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  async function removeSandbox(provider: DockerSandboxProvider, key: string): Promise<string> {
+    const id = provider.active.get(key)!.id;
+    await dockerCli('rm', '-f', id);
+    return id;
+  }
+
+  it("brings back a removed sandbox's variables, files and directories at the next call, and says how, again after a second removal", async function () {
+    const provider = sandboxes.makeProvider();
+    const h = host(root);
+    const key = uniqueSessionKey('resume');
+    assert.equal(await call(provider, h, key, "import os\nhome = os.getcwd()\nx = 41\nopen('data.txt', 'w').write('hello')"), QUIET_KEPT);
+    assert.equal(await call(provider, h, key, 'x += 1'), QUIET_KEPT);
+    const first = await removeSandbox(provider, key);
+
+    const back = "print(x, open(home + '/data.txt').read(), os.getcwd() != home)";
+    assert.equal(await call(provider, h, key, back), `stdout:\n42 hello True\n\n${RESTORED(2)}\n\n${KEPT}`);
+    assert.notEqual(provider.active.get(key)!.id, first);
+    // The rebuilt state is the chat's own: no word of a loss, nothing replayed again.
+    assert.equal(await call(provider, h, key, 'x += 100\nprint(x)'), `stdout:\n142\n\n${KEPT}`);
+
+    // The calls made on the rebuilt state link to the chain as well.
+    await removeSandbox(provider, key);
+    assert.equal(await call(provider, h, key, 'print(x)'), `stdout:\n142\n\n${RESTORED(4)}\n\n${KEPT}`);
+  });
+
+  it('a replayed run that fails now is named, and the call starts from the state before it', async function () {
+    const provider = sandboxes.makeProvider();
+    const h = host(root);
+    const key = uniqueSessionKey('resume-fails');
+    fs.writeFileSync(path.join(h.workspace, 'n.txt'), '5');
+    assert.equal(await call(provider, h, key, "n = int(open('n.txt').read())", ['n.txt']), QUIET_KEPT);
+    assert.equal(await call(provider, h, key, 'm = n * 2'), QUIET_KEPT);
+    fs.writeFileSync(path.join(h.workspace, 'n.txt'), 'five');
+    await removeSandbox(provider, key);
+
+    assert.equal(
+      await call(provider, h, key, "print('n' in globals(), 'm' in globals())"),
+      "stdout:\nFalse False\n\nState: partly restored. This chat's sandbox had been removed; re-running its kept run 1 of 2 failed " +
+        "(exit code 1: ValueError: invalid literal for int() with base 10: 'five'), so this call started from an empty state. " +
+        `Re-create what is missing, or start over with reset.\n\n${KEPT}`,
+    );
+  });
+
+  it('a record changed on disk is refused and never run; a run removed to keep within the storage budget stops the replay', async function () {
+    const provider = sandboxes.makeProvider();
+    const h = host(root);
+    const key = uniqueSessionKey('resume-refused');
+    assert.equal(await call(provider, h, key, "x = 'mine'"), QUIET_KEPT);
+    assert.equal(await call(provider, h, key, "y = 'also'"), QUIET_KEPT);
+    const [, older] = await h.store.listRuns(new RunRecording(h.store, key).writer.sessionDigest);
+    const file = path.join(h.store.root, older!.sessionKeyDigest, older!.runId, 'run.json');
+    fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace("x = 'mine'", "open('/sandbox/home/ran', 'w').close()"));
+    await removeSandbox(provider, key);
+
+    // A restarted window reads the store again, and has no record of the chat's states.
+    const restarted = { ...h, store: new ArtifactStore(h.store.root), states: new SessionStates() };
+    const refused = (why: string) =>
+      `stdout:\n[False, False]\n\nState: not restored. This chat's sandbox had been removed, and its kept runs were not re-run because ${why}; this call started from an empty state.\n\n${KEPT}`;
+    const peek = "import os\nprint(['x' in globals(), os.path.exists('/sandbox/home/ran')])";
+    assert.equal(await call(provider, restarted, key, peek), refused('the record of one of them was changed, or was not written for this chat'));
+
+    // The budget: the oldest run goes first, and with it the start of the chain.
+    const budget = host(path.join(root, 'budget'));
+    const other = uniqueSessionKey('resume-budget');
+    assert.equal(await call(provider, budget, other, "x = 'mine'"), QUIET_KEPT);
+    assert.equal(await call(provider, budget, other, "y = 'also'"), QUIET_KEPT);
+    const pruned = await budget.store.prune((await budget.store.totalBytes()) - 1);
+    assert.equal(pruned.deletedRuns, 1);
+    await removeSandbox(provider, other);
+    assert.equal(
+      await call(provider, budget, other, peek),
+      refused('the record of one of them is missing (deleted, or removed to keep within the storage budget)'),
+    );
+  });
+});

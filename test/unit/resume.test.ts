@@ -1,0 +1,180 @@
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { executeCode } from '../../src/core/executeCode';
+import { silentLogger } from '../../src/core/logger';
+import { resumeSentence, stateChain, type ResumeSource, type StateRun } from '../../src/core/resume';
+import type { Sandbox, SandboxProvider } from '../../src/core/sandbox';
+import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
+import { ArtifactStore } from '../../src/storage/artifactStore';
+
+/** A session run's record as the chain reads it. */
+function run(runId: string, from: string, now: string, extra: Partial<StateRun['state']> & { sealed?: boolean } = {}): StateRun {
+  const { sealed = true, ...state } = extra;
+  return { runId, program: `# ${runId}`, filesIn: [], state: { reset: false, kept: now !== from, from, now, ...state }, sealed };
+}
+
+const ids = (chain: ReturnType<typeof stateChain>) => (chain.kind === 'ok' ? chain.runs.map((r) => r.runId) : chain);
+
+describe('resume: the chain of kept runs (unit)', () => {
+  it('follows each kept run back to an empty state, past failed and unkept calls', () => {
+    const runs = [
+      run('1', '', 'a'),
+      run('2', 'a', 'a', { kept: false }), // failed: the state stayed
+      run('3', 'a', 'b'),
+      run('4', 'b', 'b', { kept: false }),
+    ];
+    assert.deepEqual(ids(stateChain(runs)), ['1', '3']);
+  });
+
+  it('starts at the last reset, and goes back past a call the sandbox ended under', () => {
+    const runs = [run('1', '', 'a'), run('2', '', 'c', { reset: true }), run('3', 'c', 'd'), run('4', '', '', { kept: false, ended: true })];
+    assert.deepEqual(ids(stateChain(runs)), ['2', '3']);
+  });
+
+  it('has nothing to restore when there is no session run, or the last state is empty', () => {
+    assert.deepEqual(stateChain([]), { kind: 'none' });
+    assert.deepEqual(stateChain([run('1', '', '', { kept: false })]), { kind: 'none' });
+  });
+
+  it('is broken by a missing link, a record whose seal fails, and a record from before the links', () => {
+    assert.deepEqual(stateChain([run('2', 'a', 'b')]), { kind: 'broken', why: 'missing' });
+    assert.deepEqual(stateChain([run('1', '', 'a', { sealed: false }), run('2', 'a', 'b')]), { kind: 'broken', why: 'changed' });
+    const old: StateRun = { runId: '1', program: 'x = 1', filesIn: [], state: { reset: false, kept: true }, sealed: true };
+    assert.deepEqual(stateChain([old]), { kind: 'broken', why: 'unrecorded' });
+  });
+
+  it('tells the model which way its state came back and what may differ', () => {
+    assert.equal(
+      resumeSentence({ kind: 'restored', runs: 2, ms: 1234, now: 'x', recorded: 'b' }),
+      "State: restored before this call by re-running this chat's 2 kept runs in order (1.2 s), because its sandbox had been removed. " +
+        'Values computed from time, randomness, the network or workspace files that changed since may differ from before; files those runs wrote were written again.',
+    );
+    assert.equal(
+      resumeSentence({ kind: 'partial', replayed: 1, of: 3, failure: "exit code 1: ValueError: invalid literal for int() with base 10: 'five'", ms: 10, now: 'x', recorded: 'a' }),
+      "State: partly restored. This chat's sandbox had been removed; re-running its kept run 2 of 3 failed (exit code 1: ValueError: invalid literal for int() with base 10: 'five'), " +
+        'so this call started from the state after run 1. Re-create what is missing, or start over with reset.',
+    );
+    assert.equal(
+      resumeSentence({ kind: 'refused', why: 'changed' }),
+      "State: not restored. This chat's sandbox had been removed, and its kept runs were not re-run because the record of one of them was changed, or was not written for this chat; this call started from an empty state.",
+    );
+    assert.equal(resumeSentence({ kind: 'none' }), undefined);
+  });
+});
+
+describe('resume: sealed records in the store (unit)', () => {
+  let root: string;
+  beforeEach(() => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-seal-'));
+  });
+  afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  function finish(store: ArtifactStore, digest: string, program: string, state = { reset: false, kept: true, from: '', now: 'aaaaaaaa' }): string {
+    const w = store.beginRun(digest, 'chat');
+    w.finish({
+      startedAt: new Date(0).toISOString(),
+      durationMs: 1,
+      image: 'img',
+      exitCode: 0,
+      timedOut: false,
+      cancelled: false,
+      program,
+      resultText: '',
+      filesIn: [],
+      stdoutTruncated: false,
+      stderrTruncated: false,
+      workDir: '/sandbox/runs/0001-abcdef',
+      state,
+    });
+    return w.runId;
+  }
+
+  it("seals a session run's record; an edit, or a record sealed by another store, fails the check", async () => {
+    const store = new ArtifactStore(path.join(root, 'a'));
+    const runId = finish(store, 'chat1', 'x = 1');
+    assert.deepEqual(
+      (await store.stateRuns('chat1')).map((r) => [r.program, r.workDir, r.sealed]),
+      [['x = 1', '/sandbox/runs/0001-abcdef', true]],
+    );
+    assert.equal(fs.statSync(path.join(root, 'a', '.state-key')).mode & 0o777, 0o600);
+
+    const file = path.join(root, 'a', 'chat1', runId, 'run.json');
+    fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('x = 1', 'x = 2'));
+    assert.deepEqual((await new ArtifactStore(path.join(root, 'a')).stateRuns('chat1')).map((r) => [r.program, r.sealed]), [['x = 2', false]]);
+
+    // The same record, whole, in another store: its key is not the one that sealed it.
+    const other = new ArtifactStore(path.join(root, 'b'));
+    finish(other, 'chat1', 'y = 1');
+    fs.cpSync(path.join(root, 'a', 'chat1', runId), path.join(root, 'b', 'chat1', runId), { recursive: true });
+    fs.writeFileSync(path.join(root, 'b', 'chat1', runId, 'run.json'), fs.readFileSync(file, 'utf8').replace('x = 2', 'x = 1'));
+    assert.deepEqual(
+      (await new ArtifactStore(path.join(root, 'b')).stateRuns('chat1')).map((r) => [r.program, r.sealed]),
+      [['x = 1', false], ['y = 1', true]],
+    );
+  });
+});
+
+describe('resume: in the pipeline (unit)', () => {
+  /** A sandbox that runs programs as strings it remembers; its state id follows each kept run. */
+  function fakeSandbox(opts: { empty: boolean; goneAtStart?: boolean }) {
+    const ran: string[] = [];
+    let state = '';
+    let n = 0;
+    const sandbox: Sandbox = {
+      id: 'fake',
+      image: 'fake:1',
+      holdsNoState: async () => opts.empty,
+      async run(run) {
+        // As the Lease does when the sandbox is found gone only as the program starts.
+        if (opts.goneAtStart && run.rebuildState) {
+          opts.goneAtStart = false;
+          await run.rebuildState();
+        }
+        run.onStart();
+        ran.push(run.workDir ? `${run.code} @ ${run.workDir}` : run.code);
+        const from = state;
+        state = `s${++n}`;
+        run.onStdout(Buffer.from('out\n'));
+        return { exitCode: 0, workDir: run.workDir ?? `/sandbox/runs/${n}`, state: { from, now: state, kept: true } };
+      },
+      async collect() {
+        return { saved: [], missing: [], refused: [] };
+      },
+    };
+    return { sandbox, ran };
+  }
+  const limits = { timeoutMs: 5000, outputBudgetBytes: 7800, maxOutputBytes: 1024 * 1024 };
+  const recorded: StateRun[] = [
+    { runId: '1', program: 'x = 1', workDir: '/sandbox/runs/0001-aaaaaa', filesIn: [], state: { reset: false, kept: true, from: '', now: 'a' }, sealed: true },
+    { runId: '2', program: 'x += 1', workDir: '/sandbox/runs/0002-bbbbbb', filesIn: [], state: { reset: false, kept: true, from: 'a', now: 'b' }, sealed: true },
+  ];
+  const source: ResumeSource = { runs: async () => recorded, files: async () => [] };
+
+  for (const way of ['before the program (a new sandbox)', 'as the program starts (found gone then)'] as const) {
+    it(`replays the kept runs in their directories ${way}, and the record links to the chain`, async () => {
+      const { sandbox, ran } = fakeSandbox(way.startsWith('before') ? { empty: true } : { empty: false, goneAtStart: true });
+      const provider: SandboxProvider = { acquire: async () => sandbox };
+      const states = new SessionStates();
+      const report = await executeCode(provider, silentLogger, { code: 'print(x)', sessionKey: 'chat', state: { reset: false, states, resume: source } }, limits);
+      assert.deepEqual(ran, ['x = 1 @ /sandbox/runs/0001-aaaaaa', 'x += 1 @ /sandbox/runs/0002-bbbbbb', 'print(x)']);
+      assert.match(report.text, /^stdout:\nout\n\nState: restored before this call by re-running this chat's 2 kept runs in order \(\d\.\d s\)/);
+      assert.ok(report.text.endsWith(`\n\n${STATE_LINES.kept}`), report.text);
+      // Started from the rebuilt state, named as the records know it.
+      assert.deepEqual(report.state, { reset: false, kept: true, from: 'b', now: 's3' });
+    });
+  }
+
+  it('rebuilds nothing when the sandbox holds a state, or the call resets', async () => {
+    for (const [empty, reset] of [
+      [false, false],
+      [true, true],
+    ] as const) {
+      const { sandbox, ran } = fakeSandbox({ empty });
+      const report = await executeCode({ acquire: async () => sandbox }, silentLogger, { code: 'y = 2', sessionKey: 'chat', state: { reset, states: new SessionStates(), resume: source } }, limits);
+      assert.deepEqual(ran, ['y = 2']);
+      assert.equal(report.text, `stdout:\nout\n\n${STATE_LINES.kept}`);
+    }
+  });
+});
