@@ -22,6 +22,14 @@ export const ENGINE_ANSWERED_CONTEXT = 'codeactSandbox.engineAnswered';
 export const IMAGE_READY_CONTEXT = 'codeactSandbox.imageReady';
 /** When a chat's call last got a sandbox in this window. */
 export const HAS_RUN_CONTEXT = 'codeactSandbox.hasRun';
+/**
+ * 'missing' after a chat's call could not have its sandbox image (not on the engine, and the pull
+ * failed); 'ok' again once a call gets a sandbox. The view's welcome content reads it.
+ */
+export const IMAGE_STATE_CONTEXT = 'codeactSandbox.imageState';
+/** What the person is told when the image is missing (the view and the notification say the same). */
+export const IMAGE_MISSING_SENTENCE =
+  'The sandbox image is not on the container engine and could not be pulled, so Copilot cannot run programs in a sandbox. Choose an image the engine has, or prepare the image, then ask again.';
 /** Kept across windows (globalState): the person asked not to be told again. */
 export const ENGINE_NOTICE_DISMISSED = 'codeactSandbox.engineNoticeDismissed';
 

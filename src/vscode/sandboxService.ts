@@ -32,10 +32,10 @@ import {
   type SandboxDecision,
   type SandboxFacts,
 } from './sandboxDecision';
-import { ENGINE_ANSWERED_CONTEXT, EngineStateTracker, HAS_RUN_CONTEXT, IMAGE_READY_CONTEXT, engineStatusView } from './engineState';
+import { ENGINE_ANSWERED_CONTEXT, EngineStateTracker, HAS_RUN_CONTEXT, IMAGE_MISSING_SENTENCE, IMAGE_READY_CONTEXT, IMAGE_STATE_CONTEXT, engineStatusView } from './engineState';
 import { proxyTesting, type DevcontainerImages, type SandboxServiceOptions } from './serviceOptions';
 import { buildingView, pullProgress, statusView } from './status';
-import type { StatusItem } from './ui';
+import { ACTION, type StatusItem } from './ui';
 
 export const BUILD_APPROVED_KEY = 'codeactSandbox.devcontainerBuildApproved';
 export const PACKAGES_APPROVED_KEY = 'codeactSandbox.packagesBuildApproved';
@@ -70,6 +70,9 @@ export class SandboxService implements SandboxProvider {
   /** Sentences already logged about settings that do not apply. */
   private readonly noted = new Set<string>();
   readonly engineState: EngineStateTracker;
+  /** The image a call could not have, until a call gets a sandbox again (told once per image). */
+  private missingImage: string | undefined;
+  private readonly missingImagesTold = new Set<string>();
 
   constructor(private readonly deps: SandboxServiceOptions) {
     this.devcontainer = deps.devcontainer ?? { plan: planDevcontainerImage, ensure: ensureDevcontainerImage };
@@ -110,6 +113,17 @@ export class SandboxService implements SandboxProvider {
     this.engineState.set(state);
   }
 
+  /** An image the engine lacks and could not pull: the view says so with its buttons, and one notification per image. */
+  private noteImageFailure(e: unknown): void {
+    if (!(e instanceof ToolError) || e.code !== 'image_unavailable') return;
+    const image = this.image ?? '';
+    this.missingImage = image;
+    this.deps.ui.setContext(IMAGE_STATE_CONTEXT, 'missing');
+    if (this.missingImagesTold.has(image)) return;
+    this.missingImagesTold.add(image);
+    this.deps.ui.showError(`CodeAct Sandbox: ${IMAGE_MISSING_SENTENCE}`, ACTION.chooseImage, { ...ACTION.prepare, title: 'Prepare Image' }, ACTION.showLog);
+  }
+
   private showEngineStatus(state: EngineState): void {
     if (state !== 'ok') {
       const view = engineStatusView(state);
@@ -135,7 +149,12 @@ export class SandboxService implements SandboxProvider {
       sandbox = await this.current().acquire(sessionKey, signal);
     } catch (e) {
       this.noteEngineFailure(e);
+      this.noteImageFailure(e);
       throw e;
+    }
+    if (this.missingImage !== undefined) {
+      this.missingImage = undefined;
+      this.deps.ui.setContext(IMAGE_STATE_CONTEXT, 'ok');
     }
     this.engineState.set('ok');
     this.deps.ui.setContext(ENGINE_ANSWERED_CONTEXT, Date.now());
@@ -395,6 +414,11 @@ export class SandboxService implements SandboxProvider {
     }
     this.choice = choice;
     this.image = image;
+    // Another image was chosen: what the view said of the missing one is over.
+    if (this.missingImage !== undefined && this.missingImage !== image) {
+      this.missingImage = undefined;
+      this.deps.ui.setContext(IMAGE_STATE_CONTEXT, 'ok');
+    }
     // The engine's trouble stays in view until it is over.
     if (this.data.building || (this.engineState.state !== undefined && this.engineState.state !== 'ok')) return;
     const view = statusView(choice, image, this.engine ? `${this.engine.displayName} (${this.engine.reason})` : undefined, this.runtime);

@@ -8,6 +8,8 @@ const h = require('./helpers');
 /** An address where no engine answers: nothing listens at this socket path. */
 const NO_ENGINE = 'unix:///run/codeact-sandbox-host-test-no-engine.sock';
 const WALKTHROUGH = `${h.EXTENSION_ID}#start`;
+/** An image no engine has, from a registry on loopback where nothing listens: the pull fails at once, and reaches nothing else. */
+const MISSING_IMAGE = '127.0.0.1:9/codeact-sandbox-missing:never';
 
 describe('the container engine, as the person sees it (host)', function () {
   this.timeout(120_000);
@@ -45,5 +47,19 @@ describe('the container engine, as the person sees it (host)', function () {
     assert.equal(await vscode.commands.executeCommand('codeactSandbox.checkEngine'), 'ok');
     assert.equal(api.engineState(), 'ok');
     await h.snapshot('engine-ok');
+  });
+
+  it('shows an image the engine lacks in the view, with its buttons', async function () {
+    await h.setting('image', MISSING_IMAGE);
+    try {
+      await assert.rejects(
+        h.run('print(1)'),
+        { message: `The sandbox image "${MISSING_IMAGE}" is not on this machine and could not be pulled. Ask the user to pull it, or to set the codeactSandbox.image setting to an image that has python3.` },
+      );
+      await vscode.commands.executeCommand('codeactSandbox.artifacts.focus');
+      await h.snapshot('image-missing');
+    } finally {
+      await h.setting('image', h.IMAGE);
+    }
   });
 });

@@ -245,4 +245,40 @@ describe('sandbox service (unit)', () => {
       assert.deepEqual(builds, []);
     });
   });
+
+  describe('an image the engine lacks', () => {
+    it('puts the view in its image-missing state with one error and its buttons, and a call that gets a sandbox clears it', async () => {
+      let missing = true;
+      const ok = { id: 'fake', image: CHOSEN, run: async () => assert.fail('not run'), collect: async () => assert.fail('not collected') };
+      const lacking = new SandboxService({
+        settings: new SettingsReader(log, workspace, ui),
+        log,
+        owner: currentOwner('vscode', 'unit'),
+        ui,
+        workspace,
+        state,
+        createProvider: (options) =>
+          new (class extends DockerSandboxProvider {
+            override async acquire() {
+              if (missing) throw new ToolError('image_unavailable', `The sandbox image "${CHOSEN}" is not on this machine and could not be pulled.`);
+              return ok as never;
+            }
+          })(options),
+      });
+      try {
+        for (let i = 0; i < 2; i++) await assert.rejects(lacking.acquire('chat:1', new AbortController().signal), { code: 'image_unavailable' });
+        assert.equal(ui.context.get('codeactSandbox.imageState'), 'missing');
+        assert.deepEqual(ui.shown, [
+          'error: CodeAct Sandbox: The sandbox image is not on the container engine and could not be pulled, so Copilot cannot run programs in a sandbox. ' +
+            'Choose an image the engine has, or prepare the image, then ask again. ' +
+            '[Choose Image -> workbench.action.openSettings codeactSandbox.image | Prepare Image -> codeactSandbox.prepareImage | Show Log -> codeactSandbox.showLog]',
+        ]);
+        missing = false;
+        assert.equal(await lacking.acquire('chat:1', new AbortController().signal), ok);
+        assert.equal(ui.context.get('codeactSandbox.imageState'), 'ok');
+      } finally {
+        await lacking.dispose();
+      }
+    });
+  });
 });
