@@ -9,7 +9,7 @@ import type { Logger } from './logger';
 import { missingModuleHint, missingModuleName } from './missingModule';
 import type { CollectedFile, CollectOutcome, OutputSink, Sandbox, SandboxProvider, StagedFile } from './sandbox';
 import type { SessionStates, StateOutcome } from './sessionState';
-import { resumeSentence, resumeState, type ResumeOutcome, type ResumeSource } from './resume';
+import { resumeSentence, resumeState, rewindState, type ResumeOutcome, type ResumeSource } from './resume';
 import { blockedNote, type NetworkActivity } from './network';
 
 /** How produced files are named for collection: declared up front, or listed by the program. */
@@ -40,7 +40,8 @@ export interface ExecuteRequest {
   /** Produced files to collect after the run. */
   filesOut?: FilesOutRequest;
   /** Session mode: the call runs on the chat's kept state (an empty one with `reset`); `states` is the host's record of them. */
-  state?: { reset: boolean; states: SessionStates; resume?: ResumeSource };
+  /** `rewind`: go back this many kept calls first (the model's input), in a new sandbox. */
+  state?: { reset: boolean; states: SessionStates; resume?: ResumeSource; rewind?: number };
   /** How this user adds a name to the network allow-list, for the sentence about a blocked one. */
   networkAllowSetting?: string;
 }
@@ -137,7 +138,7 @@ export async function executeCode(
       throw e;
     });
     const held = sandbox;
-    let resumed = await resumeIfGone(held, request, limits, stopper, log);
+    let resumed = request.state?.rewind ? await rewindIn(held, request, limits, stopper, log) : await resumeIfGone(held, request, limits, stopper, log);
     // Found gone only as the program was to start (its link had not yet broken): rebuilt there.
     const rebuildState = async (): Promise<boolean> => {
       if (resumed.kind !== 'none') return false;
@@ -172,6 +173,15 @@ async function resumeIfGone(sandbox: Sandbox, request: ExecuteRequest, limits: R
   const state = request.state;
   if (!state?.resume || state.reset || !(await sandbox.holdsNoState?.(stopper.signal))) return { kind: 'none' };
   return resumeIn(sandbox, request, limits, stopper, log);
+}
+
+async function rewindIn(sandbox: Sandbox, request: ExecuteRequest, limits: RunLimits, stopper: Stopper, log: Logger): Promise<ResumeOutcome> {
+  const state = request.state!;
+  const outcome = await rewindState(sandbox, state.resume, state.rewind!, limits.timeoutMs, stopper.signal, log);
+  // The new sandbox's state is this one: nothing more is rebuilt in it.
+  state.states.firstTryIn(request.sessionKey, sandbox.id);
+  state.states.adopt(request.sessionKey, outcome.now);
+  return outcome;
 }
 
 async function resumeIn(sandbox: Sandbox, request: ExecuteRequest, limits: RunLimits, stopper: Stopper, log: Logger): Promise<ResumeOutcome> {
@@ -336,7 +346,7 @@ function report(
 /** The call's state for its record: a state rebuilt here is named by the id its records know. */
 function stateFacts(reset: boolean, outcome: StateOutcome | undefined, resumed: ResumeOutcome): NonNullable<ExecuteReport['state']> {
   if (!outcome) return { reset, kept: false };
-  const rebuilt = (resumed.kind === 'restored' || resumed.kind === 'partial') && outcome.from === resumed.now && outcome.from !== '';
+  const rebuilt = (resumed.kind === 'restored' || resumed.kind === 'rewound' || resumed.kind === 'partial') && outcome.from === resumed.now && outcome.from !== '';
   const recorded = (id: string) => (rebuilt && id === outcome.from ? (resumed as { recorded: string }).recorded : id);
   return {
     reset,

@@ -9,7 +9,7 @@
  * Pure logic and one effect (running the chain through a Sandbox); the records come from the
  * host's store through ResumeSource.
  */
-import { describeError } from './errors';
+import { ToolError, describeError } from './errors';
 import type { Logger } from './logger';
 import type { Sandbox, StagedFile } from './sandbox';
 
@@ -92,7 +92,10 @@ export type ResumeOutcome =
   | { kind: 'none' }
   /** `now`: the state's id in this sandbox; `recorded`: the id the records know it by. */
   | { kind: 'restored'; runs: number; ms: number; now: string; recorded: string }
-  | { kind: 'partial'; replayed: number; of: number; failure: string; ms: number; now: string; recorded: string }
+  /** The model's `rewind`: `back` kept calls undone, `runs` earlier ones re-run in a new sandbox. */
+  | { kind: 'rewound'; back: number; runs: number; ms: number; now: string; recorded: string }
+  /** `cause`: the sandbox had been removed, or the call went back. */
+  | { kind: 'partial'; cause: 'removed' | 'rewind'; replayed: number; of: number; failure: string; ms: number; now: string; recorded: string }
   | { kind: 'refused'; why: 'missing' | 'changed' | 'unrecorded' | 'unreadable' };
 
 const WHY: Record<Extract<ResumeOutcome, { kind: 'refused' }>['why'], string> = {
@@ -112,9 +115,17 @@ export function resumeSentence(outcome: ResumeOutcome): string | undefined {
         `State: restored before this call by re-running this chat's ${plural(outcome.runs, 'kept run')} in order (${seconds(outcome.ms)}), because its sandbox had been removed. ` +
         'Values computed from time, randomness, the network or workspace files that changed since may differ from before; files those runs wrote were written again.'
       );
+    case 'rewound':
+      return (
+        `State: went back ${plural(outcome.back, 'kept call')} before this call, in a new sandbox` +
+        (outcome.runs === 0
+          ? ', to an empty state.'
+          : `, by re-running this chat's ${plural(outcome.runs, 'earlier kept run')} in order (${seconds(outcome.ms)}). ` +
+            'Values computed from time, randomness, the network or workspace files that changed since may differ from before.')
+      );
     case 'partial':
       return (
-        `State: partly restored. This chat's sandbox had been removed; re-running its kept run ${outcome.replayed + 1} of ${outcome.of} failed (${outcome.failure}), ` +
+        `State: partly restored. ${outcome.cause === 'removed' ? "This chat's sandbox had been removed; re-running" : 'Going back, re-running'} its kept run ${outcome.replayed + 1} of ${outcome.of} failed (${outcome.failure}), ` +
         `so this call started from ${outcome.replayed === 0 ? 'an empty state' : `the state after run ${outcome.replayed}`}. Re-create what is missing, or start over with reset.`
       );
     case 'refused':
@@ -140,19 +151,65 @@ export async function resumeState(sandbox: Sandbox, source: ResumeSource, timeou
   }
   if (chain.kind === 'none') return chain;
   if (chain.kind === 'broken') return { kind: 'refused', why: chain.why };
+  const replay = await replayChain(sandbox, source, chain.runs, timeoutMs, signal, log);
+  if (replay.kind === 'partial') return { ...replay, cause: 'removed' };
+  return { kind: 'restored', runs: chain.runs.length, ms: replay.ms, now: replay.now, recorded: chain.target };
+}
+
+/**
+ * Goes back `back` kept calls (the model's `rewind`): the chain up to that point is checked first
+ * (a call that cannot go back is refused before anything runs), then the session's sandbox is
+ * replaced by a new one and the earlier runs are re-run in it.
+ */
+export async function rewindState(
+  sandbox: Sandbox,
+  source: ResumeSource | undefined,
+  back: number,
+  timeoutMs: number,
+  signal: AbortSignal,
+  log: Logger,
+): Promise<Extract<ResumeOutcome, { kind: 'rewound' | 'partial' }>> {
+  if (!source || !sandbox.renew) throw new ToolError('invalid_input', 'This host keeps no record of the chat\'s runs, so it cannot go back. Call execute_code without `rewind`.');
+  let chain: Chain;
+  try {
+    chain = stateChain(await source.runs());
+  } catch (e) {
+    throw new ToolError('invalid_input', "This chat's records could not be read, so it cannot go back. Call execute_code without `rewind`.", { cause: e });
+  }
+  if (chain.kind === 'broken') throw new ToolError('invalid_input', `This chat cannot go back, because ${WHY[chain.why]}. Call execute_code without \`rewind\`, or with \`reset\`: true.`);
+  const kept = chain.kind === 'ok' ? chain.runs : [];
+  if (back > kept.length) {
+    throw new ToolError(
+      'invalid_input',
+      `This chat's state holds ${plural(kept.length, 'kept call')}, so \`rewind\` can be at most ${kept.length}. Call again with a smaller \`rewind\`, or with \`reset\`: true for an empty state.`,
+    );
+  }
+  const runs = kept.slice(0, kept.length - back);
+  await sandbox.renew(signal);
+  const replay = await replayChain(sandbox, source, runs, timeoutMs, signal, log);
+  if (replay.kind === 'partial') return { ...replay, cause: 'rewind' };
+  return { kind: 'rewound', back, runs: runs.length, ms: replay.ms, now: replay.now, recorded: runs.at(-1)?.state.now ?? '' };
+}
+
+type Replay =
+  | { kind: 'done'; ms: number; now: string }
+  | { kind: 'partial'; replayed: number; of: number; failure: string; ms: number; now: string; recorded: string };
+
+/** Re-runs `runs` in order in a sandbox holding no state; stops at the first that fails now. */
+async function replayChain(sandbox: Sandbox, source: ResumeSource, runs: readonly StateRun[], timeoutMs: number, signal: AbortSignal, log: Logger): Promise<Replay> {
   const started = Date.now();
   let now = '';
-  for (const [i, run] of chain.runs.entries()) {
+  for (const [i, run] of runs.entries()) {
     const result = await replayOne(sandbox, source, run, timeoutMs, signal);
     if (result.failure !== undefined) {
       log.info(`resume: run ${run.runId} failed on replay: ${result.failure}`);
-      const recorded = i === 0 ? '' : chain.runs[i - 1]!.state.now!;
-      return { kind: 'partial', replayed: i, of: chain.runs.length, failure: result.failure, ms: Date.now() - started, now, recorded };
+      const recorded = i === 0 ? '' : runs[i - 1]!.state.now!;
+      return { kind: 'partial', replayed: i, of: runs.length, failure: result.failure, ms: Date.now() - started, now, recorded };
     }
     now = result.now;
   }
-  log.info(`resume: ${chain.runs.length} run(s) replayed in ${Date.now() - started} ms`);
-  return { kind: 'restored', runs: chain.runs.length, ms: Date.now() - started, now, recorded: chain.target };
+  log.info(`resume: ${runs.length} run(s) replayed in ${Date.now() - started} ms`);
+  return { kind: 'done', ms: Date.now() - started, now };
 }
 
 async function replayOne(sandbox: Sandbox, source: ResumeSource, run: StateRun, timeoutMs: number, signal: AbortSignal): Promise<{ now: string; failure?: undefined } | { failure: string }> {

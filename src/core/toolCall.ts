@@ -86,6 +86,12 @@ export async function executeToolCall(
   options: ToolCallOptions,
   signal?: AbortSignal,
 ): Promise<ToolCallResult> {
+  if (input.rewind !== undefined && input.reset === true) {
+    throw new ToolError('invalid_input', '`rewind` and `reset` go different ways: pass `reset`: true for an empty state, or `rewind` to go back to an earlier one.');
+  }
+  if (input.rewind !== undefined && !options.states) {
+    throw new ToolError('invalid_input', 'The user has not turned on session state, so there is no earlier state to go back to. Call execute_code without `rewind`.');
+  }
   const files = await filesInFor(input, options);
   const filesOut = filesOutFor(input, options);
   const recorder = options.record?.();
@@ -104,7 +110,7 @@ export async function executeToolCall(
         ...(recorder ? { spillDir: recorder.dir } : {}),
         ...(files.length ? { files } : {}),
         ...(filesOut && recorder ? { filesOut: { ...filesOut, sink: (name, size, body) => recorder.addFile(name, body, size) } } : {}),
-        ...(options.states ? { state: { reset: input.reset === true, states: options.states, ...resumeFrom(options) } } : {}),
+        ...(options.states ? { state: { reset: input.reset === true, states: options.states, ...resumeFrom(options), ...(input.rewind ? { rewind: input.rewind } : {}) } } : {}),
         ...(options.networkAllowSetting ? { networkAllowSetting: options.networkAllowSetting } : {}),
       },
       options.limits,

@@ -35,6 +35,15 @@ export const toolInputSchema = z
       .describe(
         'Only when the user turned on session state (results then end with a "State:" line): true runs this call on an empty state instead of the variables earlier calls kept. Ignored otherwise.',
       ),
+    rewind: z
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .optional()
+      .describe(
+        'Only with session state: go back this many kept calls before running (1: the state as it was before your last kept call), rebuilt in a new sandbox by re-running the earlier kept calls. Not together with reset.',
+      ),
   })
   .strict();
 
@@ -64,6 +73,7 @@ export function parseToolInput(input: unknown): ToolInput {
       return `\`code\` is longer than ${MAX_CODE_CHARS} characters; write a shorter program`;
     }
     if (issue.path[0] === 'reset' && issue.code === 'invalid_type') return '`reset` must be true or false';
+    if (issue.path[0] === 'rewind') return '`rewind` must be a whole number of kept calls to go back, 1 or more';
     if ((issue.path[0] === 'files' || issue.path[0] === 'outputs') && issue.code === 'invalid_type') {
       return `\`${String(issue.path[0])}\` must be a list of relative path strings like ["data/sales.csv"]`;
     }

@@ -18,6 +18,7 @@ const RESTORED = (runs: number) =>
   'Values computed from time, randomness, the network or workspace files that changed since may differ from before; files those runs wrote were written again.';
 /** The replay's duration is the one figure that varies. */
 const seconds = (text: string) => text.replace(/in order \(\d+\.\d s\)/, 'in order (<s> s)');
+const DIFFER = 'Values computed from time, randomness, the network or workspace files that changed since may differ from before.';
 
 /** A host: its store of runs, its workspace folder and its record of the chats' states (a VS Code window). */
 function host(root: string) {
@@ -27,9 +28,9 @@ function host(root: string) {
 }
 
 /** One session-mode tool call as the extension makes it: recorded, with the chat's runs to resume from. */
-async function call(provider: DockerSandboxProvider, h: ReturnType<typeof host>, sessionKey: string, code: string, files: string[] = []): Promise<string> {
+async function call(provider: DockerSandboxProvider, h: ReturnType<typeof host>, sessionKey: string, code: string, files: string[] = [], rewind?: number): Promise<string> {
   const recording = new RunRecording(h.store, sessionKey);
-  const { report } = await executeToolCall(provider, log, { code, ...(files.length ? { files } : {}) }, {
+  const { report } = await executeToolCall(provider, log, { code, ...(files.length ? { files } : {}), ...(rewind ? { rewind } : {}) }, {
     sessionKey,
     limits: runLimits(),
     memoryMb: TEST_LIMITS.memoryMb,
@@ -123,5 +124,28 @@ describe('session state survives its sandbox: resume by replay (integration)', f
       await call(provider, budget, other, peek),
       refused('the record of one of them is missing (deleted, or removed to keep within the storage budget)'),
     );
+  });
+
+  it("goes back kept calls on the model's word, in a new sandbox, and never further than the chat's kept calls", async function () {
+    const provider = sandboxes.makeProvider();
+    const h = host(root);
+    const key = uniqueSessionKey('rewind');
+    assert.equal(await call(provider, h, key, "import os\nhome = os.getcwd()\nx = 1\nopen('f.txt', 'w').write('one')"), QUIET_KEPT);
+    assert.equal(await call(provider, h, key, "x = 2\nopen(home + '/f.txt', 'w').write('two')"), QUIET_KEPT);
+    assert.equal(await call(provider, h, key, 'x = 3\nraise SystemExit(4)'), `exit code: 4\n\n${STATE_LINES.unchanged}`);
+    const before = provider.active.get(key)!.id;
+
+    const back = "print(x, open(home + '/f.txt').read())";
+    assert.equal(
+      await call(provider, h, key, back, [], 1),
+      `stdout:\n1 one\n\nState: went back 1 kept call before this call, in a new sandbox, by re-running this chat's 1 earlier kept run in order (<s> s). ${DIFFER}\n\n${KEPT}`,
+    );
+    assert.notEqual(provider.active.get(key)!.id, before);
+    // The chain is now the first call and the one that went back.
+    await assert.rejects(call(provider, h, key, 'print(x)', [], 3), {
+      code: 'invalid_input',
+      message: "This chat's state holds 2 kept calls, so `rewind` can be at most 2. Call again with a smaller `rewind`, or with `reset`: true for an empty state.",
+    });
+    assert.equal(await call(provider, h, key, "print('x' in globals())", [], 2), `stdout:\nFalse\n\nState: went back 2 kept calls before this call, in a new sandbox, to an empty state.\n\n${KEPT}`);
   });
 });

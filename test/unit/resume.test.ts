@@ -52,7 +52,7 @@ describe('resume: the chain of kept runs (unit)', () => {
         'Values computed from time, randomness, the network or workspace files that changed since may differ from before; files those runs wrote were written again.',
     );
     assert.equal(
-      resumeSentence({ kind: 'partial', replayed: 1, of: 3, failure: "exit code 1: ValueError: invalid literal for int() with base 10: 'five'", ms: 10, now: 'x', recorded: 'a' }),
+      resumeSentence({ kind: 'partial', cause: 'removed', replayed: 1, of: 3, failure: "exit code 1: ValueError: invalid literal for int() with base 10: 'five'", ms: 10, now: 'x', recorded: 'a' }),
       "State: partly restored. This chat's sandbox had been removed; re-running its kept run 2 of 3 failed (exit code 1: ValueError: invalid literal for int() with base 10: 'five'), " +
         'so this call started from the state after run 1. Re-create what is missing, or start over with reset.',
     );
@@ -175,6 +175,26 @@ describe('resume: in the pipeline (unit)', () => {
       const report = await executeCode({ acquire: async () => sandbox }, silentLogger, { code: 'y = 2', sessionKey: 'chat', state: { reset, states: new SessionStates(), resume: source } }, limits);
       assert.deepEqual(ran, ['y = 2']);
       assert.equal(report.text, `stdout:\nout\n\n${STATE_LINES.kept}`);
+    }
+  });
+
+  it('going back is refused before anything runs: no records, a broken chain, or further back than the chain', async () => {
+    const cases: [ResumeSource | undefined, number, string][] = [
+      [undefined, 1, "This host keeps no record of the chat's runs, so it cannot go back. Call execute_code without `rewind`."],
+      [
+        { runs: async () => [recorded[1]!], files: async () => [] },
+        1,
+        'This chat cannot go back, because the record of one of them is missing (deleted, or removed to keep within the storage budget). Call execute_code without `rewind`, or with `reset`: true.',
+      ],
+      [source, 3, "This chat's state holds 2 kept calls, so `rewind` can be at most 2. Call again with a smaller `rewind`, or with `reset`: true for an empty state."],
+    ];
+    for (const [resume, rewind, message] of cases) {
+      const { sandbox, ran } = fakeSandbox({ empty: false });
+      let renewed = 0;
+      sandbox.renew = async () => void renewed++;
+      const request = { code: 'print(x)', sessionKey: 'chat', state: { reset: false, states: new SessionStates(), rewind, ...(resume ? { resume } : {}) } };
+      await assert.rejects(executeCode({ acquire: async () => sandbox }, silentLogger, request, limits), { code: 'invalid_input', message });
+      assert.deepEqual([ran, renewed], [[], 0]);
     }
   });
 });

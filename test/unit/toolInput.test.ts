@@ -25,10 +25,15 @@ describe('tool input (unit)', () => {
     assert.deepEqual(tools[0].inputSchema, toolInputJsonSchema());
   });
 
-  it('the generated schema requires a non-empty code string; files and outputs are optional lists, reset an optional boolean', () => {
+  it('the generated schema requires a non-empty code string; files and outputs are optional lists, reset an optional boolean, rewind a count', () => {
     const schema = toolInputJsonSchema() as { properties: Record<string, Record<string, unknown>>; required: string[]; additionalProperties: boolean };
-    assert.deepEqual(Object.keys(schema.properties), ['code', 'files', 'outputs', 'reset']);
+    assert.deepEqual(Object.keys(schema.properties), ['code', 'files', 'outputs', 'reset', 'rewind']);
     assert.deepEqual({ ...schema.properties.reset, description: undefined }, { type: 'boolean', description: undefined });
+    assert.deepEqual({ ...schema.properties.rewind, description: undefined }, { type: 'integer', minimum: 1, maximum: 10_000, description: undefined });
+    assert.throws(() => parseToolInput({ code: 'x', rewind: 0 }), {
+      message:
+        'Invalid execute_code input: `rewind` must be a whole number of kept calls to go back, 1 or more. Call execute_code with {"code": "<a complete Python program that prints its results>"}.',
+    });
     assert.deepEqual(schema.required, ['code']);
     assert.equal(schema.additionalProperties, false);
     assert.deepEqual(

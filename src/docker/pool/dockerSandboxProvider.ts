@@ -300,8 +300,9 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
    * @internal A lease's sandbox vanished under it (docker rm -f, engine restart): drop it and give
    * the session a new one, which the lease then holds instead.
    */
-  async replaceGone(sessionKey: string, gone: Entry, signal: AbortSignal): Promise<Entry> {
-    this.options.log.warn(`sandbox ${gone.sandbox.name} is gone; creating a new one`);
+  async replaceGone(sessionKey: string, gone: Entry, signal: AbortSignal, why?: string): Promise<Entry> {
+    if (why) this.options.log.info(`sandbox ${gone.sandbox.name} is replaced: ${why}`);
+    else this.options.log.warn(`sandbox ${gone.sandbox.name} is gone; creating a new one`);
     if (this.entries.get(sessionKey) === gone) this.entries.delete(sessionKey);
     gone.leases = Math.max(0, gone.leases - 1);
     this.retiring.delete(gone);

@@ -18,7 +18,7 @@ export interface LeaseHolder {
   /** The call is over. */
   releaseLease(entry: Entry): Promise<void>;
   /** The sandbox vanished under the call: the session's new entry, held by this lease instead. */
-  replaceGone(sessionKey: string, gone: Entry, signal: AbortSignal): Promise<Entry>;
+  replaceGone(sessionKey: string, gone: Entry, signal: AbortSignal, why?: string): Promise<Entry>;
 }
 
 /**
@@ -72,6 +72,10 @@ export class Lease implements Sandbox {
     // Told with the program's result unless the state is rebuilt: then the call says what came back.
     this.gone = true;
     return this.entry.sandbox.knownEmpty();
+  }
+
+  async renew(signal: AbortSignal): Promise<void> {
+    this.entry = await this.provider.replaceGone(this.sessionKey, this.entry, signal, 'the chat goes back to an earlier state');
   }
 
   async run(run: ProgramRun): Promise<ProgramExit> {
