@@ -9,7 +9,7 @@ import type { Logger } from './logger';
 import { missingModuleHint, missingModuleName } from './missingModule';
 import type { CollectedFile, CollectOutcome, OutputSink, Sandbox, SandboxProvider, StagedFile } from './sandbox';
 import type { SessionStates, StateOutcome } from './sessionState';
-import { resumeSentence, resumeState, rewindState, type ResumeOutcome, type ResumeSource } from './resume';
+import { resumeSentence, resumeState, rewindState, type ResumeOutcome, type ResumeSource, type RewindTarget } from './resume';
 import { blockedNote, type NetworkActivity } from './network';
 
 /** How produced files are named for collection: declared up front, or listed by the program. */
@@ -41,7 +41,7 @@ export interface ExecuteRequest {
   filesOut?: FilesOutRequest;
   /** Session mode: the call runs on the chat's kept state (an empty one with `reset`); `states` is the host's record of them. */
   /** `rewind`: go back this many kept calls first (the model's input), in a new sandbox. */
-  state?: { reset: boolean; states: SessionStates; resume?: ResumeSource; rewind?: number };
+  state?: { reset: boolean; states: SessionStates; resume?: ResumeSource; rewind?: RewindTarget };
   /** How this user adds a name to the network allow-list, for the sentence about a blocked one. */
   networkAllowSetting?: string;
 }

@@ -93,7 +93,7 @@ export type ResumeOutcome =
   /** `now`: the state's id in this sandbox; `recorded`: the id the records know it by. */
   | { kind: 'restored'; runs: number; ms: number; now: string; recorded: string }
   /** The model's `rewind`: `back` kept calls undone, `runs` earlier ones re-run in a new sandbox. */
-  | { kind: 'rewound'; back: number; runs: number; ms: number; now: string; recorded: string }
+  | { kind: 'rewound'; back: number; byUser: boolean; runs: number; ms: number; now: string; recorded: string }
   /** `cause`: the sandbox had been removed, or the call went back. */
   | { kind: 'partial'; cause: 'removed' | 'rewind'; replayed: number; of: number; failure: string; ms: number; now: string; recorded: string }
   | { kind: 'refused'; why: 'missing' | 'changed' | 'unrecorded' | 'unreadable' };
@@ -117,7 +117,7 @@ export function resumeSentence(outcome: ResumeOutcome): string | undefined {
       );
     case 'rewound':
       return (
-        `State: went back ${plural(outcome.back, 'kept call')} before this call, in a new sandbox` +
+        `State: went back ${plural(outcome.back, 'kept call')} before this call${outcome.byUser ? ', as the user asked in the CodeAct Sandbox view' : ''}, in a new sandbox` +
         (outcome.runs === 0
           ? ', to an empty state.'
           : `, by re-running this chat's ${plural(outcome.runs, 'earlier kept run')} in order (${seconds(outcome.ms)}). ` +
@@ -161,10 +161,21 @@ export async function resumeState(sandbox: Sandbox, source: ResumeSource, timeou
  * (a call that cannot go back is refused before anything runs), then the session's sandbox is
  * replaced by a new one and the earlier runs are re-run in it.
  */
+/** How far back: `back` kept calls (the model's `rewind`), or to the state after a run the user chose in the view. */
+export type RewindTarget = { back: number } | { afterRun: string };
+
+/** Where `afterRun` is in the chat's chain: the number of kept calls after it, or why it cannot be gone back to. */
+export function callsAfter(chain: Chain, runId: string): { back: number } | { why: string } {
+  if (chain.kind === 'broken') return { why: WHY[chain.why] };
+  const i = chain.kind === 'ok' ? chain.runs.findIndex((r) => r.runId === runId) : -1;
+  if (i < 0) return { why: "that run's state is no longer the one this chat's state grew from (it was not kept, or a reset or going back came after it)" };
+  return { back: (chain as Extract<Chain, { kind: 'ok' }>).runs.length - 1 - i };
+}
+
 export async function rewindState(
   sandbox: Sandbox,
   source: ResumeSource | undefined,
-  back: number,
+  target: RewindTarget,
   timeoutMs: number,
   signal: AbortSignal,
   log: Logger,
@@ -178,6 +189,14 @@ export async function rewindState(
   }
   if (chain.kind === 'broken') throw new ToolError('invalid_input', `This chat cannot go back, because ${WHY[chain.why]}. Call execute_code without \`rewind\`, or with \`reset\`: true.`);
   const kept = chain.kind === 'ok' ? chain.runs : [];
+  let back: number;
+  if ('afterRun' in target) {
+    const after = callsAfter(chain, target.afterRun);
+    if ('why' in after) {
+      throw new ToolError('invalid_input', `The user asked to go back to the state after an earlier run, but ${after.why}. Call again: the call runs on the chat's current state.`);
+    }
+    back = after.back;
+  } else back = target.back;
   if (back > kept.length) {
     throw new ToolError(
       'invalid_input',
@@ -188,7 +207,7 @@ export async function rewindState(
   await sandbox.renew(signal);
   const replay = await replayChain(sandbox, source, runs, timeoutMs, signal, log);
   if (replay.kind === 'partial') return { ...replay, cause: 'rewind' };
-  return { kind: 'rewound', back, runs: runs.length, ms: replay.ms, now: replay.now, recorded: runs.at(-1)?.state.now ?? '' };
+  return { kind: 'rewound', back, byUser: 'afterRun' in target, runs: runs.length, ms: replay.ms, now: replay.now, recorded: runs.at(-1)?.state.now ?? '' };
 }
 
 type Replay =

@@ -8,7 +8,7 @@ import type { Logger } from './logger';
 import type { NetworkActivity } from './network';
 import type { CollectedFile, SandboxProvider, StagedFile } from './sandbox';
 import type { SessionStates } from './sessionState';
-import type { ResumeSource, StateRun } from './resume';
+import type { ResumeSource, RewindTarget, StateRun } from './resume';
 import type { FilesInCaps } from './settings';
 import type { ToolInput } from './toolInput';
 
@@ -65,6 +65,8 @@ export interface ToolCallOptions {
   states?: SessionStates;
   /** Session mode: the chat's recorded runs, from which a removed sandbox's state is rebuilt (resume). Unset: never rebuilt. */
   stateRuns?: () => Promise<StateRun[]>;
+  /** Session mode: the user chose, in the view, to go back to the state after this run of the chat. */
+  rewindTo?: string;
   /** How this host's user adds a domain to the allow-list ("the codeactSandbox.network.allow setting", "--allow-domain"). */
   networkAllowSetting?: string;
 }
@@ -110,7 +112,7 @@ export async function executeToolCall(
         ...(recorder ? { spillDir: recorder.dir } : {}),
         ...(files.length ? { files } : {}),
         ...(filesOut && recorder ? { filesOut: { ...filesOut, sink: (name, size, body) => recorder.addFile(name, body, size) } } : {}),
-        ...(options.states ? { state: { reset: input.reset === true, states: options.states, ...resumeFrom(options), ...(input.rewind ? { rewind: input.rewind } : {}) } } : {}),
+        ...(options.states ? { state: { reset: input.reset === true, states: options.states, ...resumeFrom(options), ...rewindOf(input, options) } } : {}),
         ...(options.networkAllowSetting ? { networkAllowSetting: options.networkAllowSetting } : {}),
       },
       options.limits,
@@ -122,6 +124,13 @@ export async function executeToolCall(
   }
   recorder?.finish(outcomeRecord(input, options, report, files));
   return { report, files: report.files };
+}
+
+/** Going back: the model's `rewind`, else a run the user chose in the view (which the model's `reset` or `rewind` overrides). */
+function rewindOf(input: ToolInput, options: ToolCallOptions): { rewind?: RewindTarget } {
+  if (input.rewind) return { rewind: { back: input.rewind } };
+  if (options.rewindTo && !input.reset) return { rewind: { afterRun: options.rewindTo } };
+  return {};
 }
 
 /** A resume's source: the chat's records, and its replayed runs' files shared again under the same rules as a call's. */

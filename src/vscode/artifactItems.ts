@@ -61,7 +61,8 @@ export function artifactItem(node: ArtifactNode, context: ItemContext): Artifact
       tooltip: { python: r.program.slice(0, 2000) },
       icon: ok ? { id: 'pass', color: 'testing.iconPassed' } : { id: 'error', color: 'testing.iconFailed' },
       collapsible: files ? 'expanded' : 'none',
-      contextValue: 'codeactRun',
+      // A kept session run can be gone back to ("Go Back to This Run's State").
+      contextValue: r.state?.kept ? 'codeactRunKept' : 'codeactRun',
       command: { command: COMMAND.showRun, title: 'Show Program and Output' },
     };
   }
@@ -118,6 +119,15 @@ export function formatSize(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
   return `${(n / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+/**
+ * The view's description: what the stored runs take of the storage budget (the oldest runs go
+ * past it, and with them what a chat's state is rebuilt from), nothing while the store is empty.
+ */
+export function storageUse(totalBytes: number, budgetBytes: number): string | undefined {
+  if (totalBytes <= 0) return undefined;
+  return `${formatSize(totalBytes)} of ${Math.round(budgetBytes / (1024 * 1024))} MB`;
 }
 
 /** The view's badge: files that arrived while the view was not visible, until it is seen. */

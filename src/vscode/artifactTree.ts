@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ArtifactStore } from '../storage/artifactStore';
-import { FileBadge, artifactItem, fileNodes, runDocument, type ArtifactNode } from './artifactItems';
+import { FileBadge, artifactItem, fileNodes, runDocument, storageUse, type ArtifactNode } from './artifactItems';
 import type { CommandTable } from './commands';
 import { COMMAND, VIEW } from './ids';
 import type { Ui } from './ui';
@@ -67,6 +67,8 @@ export function registerArtifactView(
   store: ArtifactStore,
   ui: Ui,
   subscriptions: vscode.Disposable[],
+  /** The storage budget (artifactsBudgetMb), shown beside the view's title with what is used. */
+  budgetBytes: () => number,
 ): { provider: ArtifactTreeProvider; commands: CommandTable<(typeof COMMAND)[ViewCommand]> } {
   const provider = new ArtifactTreeProvider(store);
   const view = vscode.window.createTreeView(VIEW.artifacts, { treeDataProvider: provider, showCollapseAll: true });
@@ -75,9 +77,19 @@ export function registerArtifactView(
   const badge = new FileBadge((count) => {
     view.badge = count > 0 ? { value: count, tooltip: `${count} new file${count === 1 ? '' : 's'} from the sandbox` } : undefined;
   });
+  const showUse = () =>
+    void store.totalBytes().then(
+      (total) => {
+        view.description = storageUse(total, budgetBytes());
+      },
+      () => undefined,
+    );
+  showUse();
   subscriptions.push(
     store.onDidAddFiles((n) => badge.add(n, view.visible)),
     view.onDidChangeVisibility((e) => e.visible && badge.clear()),
+    store.onDidChange(showUse),
+    vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('codeactSandbox.artifactsBudgetMb') && showUse()),
   );
   const fileNode = (n: ArtifactNode | undefined): (ArtifactNode & { kind: 'file' }) | undefined => (n?.kind === 'file' ? n : undefined);
 

@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import { ToolError, describeError, isToolError } from '../core/errors';
 import type { Logger } from '../core/logger';
 import type { CollectedFile, SandboxProvider } from '../core/sandbox';
-import { sessionDisplayName, sessionKeyFromToken } from '../core/session';
+import { sessionDigest, sessionDisplayName, sessionKeyFromToken } from '../core/session';
 import { filesInCapsOf, filesOutCapsOf, networkOf, runLimitsOf } from '../core/settings';
 import { SessionStates } from '../core/sessionState';
 import { executeToolCall } from '../core/toolCall';
@@ -24,6 +24,8 @@ import { workspaceSource } from './workspaceFiles';
 export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
   /** The state each chat's last call left (state setting `session`): a lost one is reported. */
   private readonly states = new SessionStates();
+  /** Runs the person chose to go back to (the view), by chat digest: taken by the chat's next call. */
+  private readonly goingBack = new Map<string, string>();
 
   constructor(
     private readonly provider: SandboxProvider,
@@ -37,6 +39,11 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     /** Whether the sandbox image is being built now (the call will wait for it). */
     private readonly building: () => boolean = () => false,
   ) {}
+
+  /** The view's "Go Back to This Run's State": the chat's next call starts from the state after `runId`. */
+  goBackTo(sessionDigest: string, runId: string): void {
+    this.goingBack.set(sessionDigest, runId);
+  }
 
   sessionKeyOf(token: unknown): string {
     return sessionKeyFromToken(token) ?? this.windowKey;
@@ -85,6 +92,8 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     const subscription = token.onCancellationRequested(() => abort.abort());
     if (token.isCancellationRequested) abort.abort();
     const recording = new RunRecording(this.store, sessionKey);
+    const digest = sessionDigest(sessionKey);
+    const rewindTo = settings.state === 'session' ? this.goingBack.get(digest) : undefined;
     try {
       const { report, files } = await executeToolCall(
         this.provider,
@@ -97,7 +106,7 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
           filesIn: { source: workspaceSource(), caps: filesInCapsOf(settings) },
           filesOut: { mode: settings.outputsMode, caps: filesOutCapsOf(settings), savedWhere: 'in the CodeAct Sandbox view' },
           record: recording.record,
-          ...(settings.state === 'session' ? { states: this.states, stateRuns: recording.stateRuns } : {}),
+          ...(settings.state === 'session' ? { states: this.states, stateRuns: recording.stateRuns, ...(rewindTo ? { rewindTo } : {}) } : {}),
         },
         abort.signal,
       );
@@ -113,6 +122,8 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
       throw this.toModelError(e);
     } finally {
       subscription.dispose();
+      // Taken by this call, done or refused (a retry runs on the current state); a newer choice stays.
+      if (rewindTo && this.goingBack.get(digest) === rewindTo) this.goingBack.delete(digest);
     }
   }
 

@@ -8,6 +8,7 @@ import { ArtifactStore } from '../storage/artifactStore';
 import { VERSION } from '../version';
 import { codeactApi, type CodeactApi } from './api';
 import { registerArtifactView } from './artifactTree';
+import { goBackCommands } from './goBackCommand';
 import { SettingsReader } from './config';
 import { ExecuteCodeTool } from './executeCodeTool';
 import { COMMAND, TOOL_NAME } from './ids';
@@ -52,7 +53,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
     const store = new ArtifactStore(path.join((context.storageUri ?? context.globalStorageUri).fsPath, 'runs'));
     // The first use walks the store: in the background, never blocking activation.
     void store.prune(initial.artifactsBudgetMb * 1024 * 1024).catch((e: unknown) => logger.warn(`could not prune the stored runs: ${describeError(e)}`));
-    const { provider: tree, commands: viewCommands } = registerArtifactView(store, ui, context.subscriptions);
+    const { provider: tree, commands: viewCommands } = registerArtifactView(store, ui, context.subscriptions, () => settings.read().artifactsBudgetMb * 1024 * 1024);
     if (initial.outputsMode === 'manifest') {
       try {
         checkManifestCaps(initial.filesOutMaxFiles);
@@ -69,6 +70,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
       {
         ...viewCommands,
         ...notebookCommands(store, ui, logger, context.extension.id),
+        ...goBackCommands(store, tool, ui, () => settings.read().state),
         ...sandboxCommands(sandboxes, ui, logger),
         [COMMAND.showLog]: () => channel.show(),
         [COMMAND.checkEngine]: () => sandboxes.checkEngine(true),

@@ -24,4 +24,5 @@ export const COMMAND = {
   rebuildDevcontainer: 'codeactSandbox.rebuildDevcontainer',
   checkEngine: 'codeactSandbox.checkEngine',
   openTroubleshooting: 'codeactSandbox.openTroubleshooting',
+  goBackToRun: 'codeactSandbox.goBackToRun',
 } as const;

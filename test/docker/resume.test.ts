@@ -28,9 +28,16 @@ function host(root: string) {
 }
 
 /** One session-mode tool call as the extension makes it: recorded, with the chat's runs to resume from. */
-async function call(provider: DockerSandboxProvider, h: ReturnType<typeof host>, sessionKey: string, code: string, files: string[] = [], rewind?: number): Promise<string> {
+async function call(
+  provider: DockerSandboxProvider,
+  h: ReturnType<typeof host>,
+  sessionKey: string,
+  code: string,
+  { files = [], rewind, rewindTo }: { files?: string[]; rewind?: number; rewindTo?: string } = {},
+): Promise<string> {
   const recording = new RunRecording(h.store, sessionKey);
   const { report } = await executeToolCall(provider, log, { code, ...(files.length ? { files } : {}), ...(rewind ? { rewind } : {}) }, {
+    ...(rewindTo ? { rewindTo } : {}),
     sessionKey,
     limits: runLimits(),
     memoryMb: TEST_LIMITS.memoryMb,
@@ -81,7 +88,7 @@ describe('session state survives its sandbox: resume by replay (integration)', f
     const h = host(root);
     const key = uniqueSessionKey('resume-fails');
     fs.writeFileSync(path.join(h.workspace, 'n.txt'), '5');
-    assert.equal(await call(provider, h, key, "n = int(open('n.txt').read())", ['n.txt']), QUIET_KEPT);
+    assert.equal(await call(provider, h, key, "n = int(open('n.txt').read())", { files: ['n.txt'] }), QUIET_KEPT);
     assert.equal(await call(provider, h, key, 'm = n * 2'), QUIET_KEPT);
     fs.writeFileSync(path.join(h.workspace, 'n.txt'), 'five');
     await removeSandbox(provider, key);
@@ -126,7 +133,7 @@ describe('session state survives its sandbox: resume by replay (integration)', f
     );
   });
 
-  it("goes back kept calls on the model's word, in a new sandbox, and never further than the chat's kept calls", async function () {
+  it("goes back kept calls on the model's word or to a run the person chose, in a new sandbox, never further than the chat's kept calls", async function () {
     const provider = sandboxes.makeProvider();
     const h = host(root);
     const key = uniqueSessionKey('rewind');
@@ -137,15 +144,29 @@ describe('session state survives its sandbox: resume by replay (integration)', f
 
     const back = "print(x, open(home + '/f.txt').read())";
     assert.equal(
-      await call(provider, h, key, back, [], 1),
+      await call(provider, h, key, back, { rewind: 1 }),
       `stdout:\n1 one\n\nState: went back 1 kept call before this call, in a new sandbox, by re-running this chat's 1 earlier kept run in order (<s> s). ${DIFFER}\n\n${KEPT}`,
     );
     assert.notEqual(provider.active.get(key)!.id, before);
     // The chain is now the first call and the one that went back.
-    await assert.rejects(call(provider, h, key, 'print(x)', [], 3), {
+    await assert.rejects(call(provider, h, key, 'print(x)', { rewind: 3 }), {
       code: 'invalid_input',
       message: "This chat's state holds 2 kept calls, so `rewind` can be at most 2. Call again with a smaller `rewind`, or with `reset`: true for an empty state.",
     });
-    assert.equal(await call(provider, h, key, "print('x' in globals())", [], 2), `stdout:\nFalse\n\nState: went back 2 kept calls before this call, in a new sandbox, to an empty state.\n\n${KEPT}`);
+    assert.equal(await call(provider, h, key, "print('x' in globals())", { rewind: 2 }), `stdout:\nFalse\n\nState: went back 2 kept calls before this call, in a new sandbox, to an empty state.\n\n${KEPT}`);
+
+    // The person's choice in the view. The chat's first call is no longer what its state grew from.
+    assert.equal(await call(provider, h, key, 'x = 7'), QUIET_KEPT);
+    const runs = await h.store.stateRuns(new RunRecording(h.store, key).writer.sessionDigest);
+    await assert.rejects(call(provider, h, key, 'print(x)', { rewindTo: runs[0]!.runId }), {
+      code: 'invalid_input',
+      message:
+        "The user asked to go back to the state after an earlier run, but that run's state is no longer the one this chat's state grew from (it was not kept, or a reset or going back came after it). Call again: the call runs on the chat's current state.",
+    });
+    // The call that went back to an empty state is.
+    assert.equal(
+      await call(provider, h, key, "print('x' in globals())", { rewindTo: runs.at(-2)!.runId }),
+      `stdout:\nFalse\n\nState: went back 1 kept call before this call, as the user asked in the CodeAct Sandbox view, in a new sandbox, by re-running this chat's 1 earlier kept run in order (<s> s). ${DIFFER}\n\n${KEPT}`,
+    );
   });
 });

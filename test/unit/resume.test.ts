@@ -192,7 +192,7 @@ describe('resume: in the pipeline (unit)', () => {
       const { sandbox, ran } = fakeSandbox({ empty: false });
       let renewed = 0;
       sandbox.renew = async () => void renewed++;
-      const request = { code: 'print(x)', sessionKey: 'chat', state: { reset: false, states: new SessionStates(), rewind, ...(resume ? { resume } : {}) } };
+      const request = { code: 'print(x)', sessionKey: 'chat', state: { reset: false, states: new SessionStates(), rewind: { back: rewind }, ...(resume ? { resume } : {}) } };
       await assert.rejects(executeCode({ acquire: async () => sandbox }, silentLogger, request, limits), { code: 'invalid_input', message });
       assert.deepEqual([ran, renewed], [[], 0]);
     }

@@ -166,8 +166,13 @@ describe('agent mode calls execute_code (host)', function () {
       // The tree gives the size one decimal finer than the model's sentence.
       assert.deepEqual(run.children.map((f) => f.label), ['revenue.png']);
       assert.equal(Math.round(parseFloat(run.children[0].description)), parseFloat(m[1]), run.children[0].description);
+      // The first chart as a person sees it: the chat's answer, the run in the view, the chart open.
+      await vscode.commands.executeCommand('vscode.open', vscode.Uri.parse(run.children[0].resourceUri));
       await vscode.commands.executeCommand('codeactSandbox.artifacts.focus');
+      // For the screenshot only: the image preview and the tree draw in their own time, which no API reports.
+      await h.sleep(5000);
       await h.snapshot('agent-revenue-chart');
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
 
       // The chat as a notebook: the program as a cell, its stdout as a stream, the chart inline.
       const sessionNodes = await api.treeNodes();
@@ -309,6 +314,37 @@ describe('agent mode calls execute_code (host)', function () {
           `stdout:\nFalse\n\n${kept}`,
         ],
       );
+    } finally {
+      await h.setting('state', undefined);
+    }
+  });
+
+  // Also last, for the same reason.
+  it("the person goes back to a chat's earlier run in the view; the chat's next call starts from its state and says so", async function () {
+    await h.setting('state', 'session');
+    try {
+      await newChat();
+      const before = toolResults().length;
+      await ask(program('went_back = 1'));
+      await ask(program('went_back = 2'));
+      let first;
+      for (const session of await api.treeNodes()) {
+        const runs = await api.treeNodes(session);
+        if (runs.some((r) => r.record.program === 'went_back = 2')) first = runs.find((r) => r.record.program === 'went_back = 1');
+      }
+      assert.ok(first, "the chat's first run in the view");
+      assert.deepEqual(await vscode.commands.executeCommand('codeactSandbox.goBackToRun', first), { back: 1 });
+      await ask(program('print(went_back)'));
+      const texts = toolResults().slice(before).map((r) => r.text);
+      assert.equal(texts.length, 3);
+      const [, , back] = texts;
+      assert.equal(
+        back.replace(/in order \(\d+\.\d s\)/, 'in order (<s> s)'),
+        "stdout:\n1\n\nState: went back 1 kept call before this call, as the user asked in the CodeAct Sandbox view, in a new sandbox, by re-running this chat's 1 earlier kept run in order (<s> s). " +
+          'Values computed from time, randomness, the network or workspace files that changed since may differ from before.\n\nState: kept for the next call.',
+      );
+      await vscode.commands.executeCommand('codeactSandbox.artifacts.focus');
+      await h.snapshot('went-back');
     } finally {
       await h.setting('state', undefined);
     }

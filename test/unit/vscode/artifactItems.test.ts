@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import type { RunRecord } from '../../../src/storage/artifactStore';
-import { FileBadge, artifactItem, fileNodes, firstLine, formatSize, runDocument, type ArtifactNode } from '../../../src/vscode/artifactItems';
+import { FileBadge, artifactItem, fileNodes, firstLine, formatSize, runDocument, storageUse, type ArtifactNode } from '../../../src/vscode/artifactItems';
 
 const RUN_ID = '20250102T030405678Z-abcdef';
 const record: RunRecord = {
@@ -109,6 +109,8 @@ describe('artifact tree items (unit)', () => {
 
   it('sizes and first lines as the tree shows them', () => {
     assert.deepEqual([0, 1023, 1024, 1536, 1024 * 1024, 5.25 * 1024 * 1024].map(formatSize), ['0 B', '1023 B', '1.0 KB', '1.5 KB', '1.0 MB', '5.3 MB']);
+    // The view's description: the store's use of its budget, nothing while it is empty.
+    assert.deepEqual([0, 1536, 5.25 * 1024 * 1024].map((n) => storageUse(n, 500 * 1024 * 1024)), [undefined, '1.5 KB of 500 MB', '5.3 MB of 500 MB']);
     assert.equal(firstLine('#!/usr/bin/env python\n# comment\n   \n  x = 1\n'), 'x = 1');
     assert.equal(firstLine('# only a comment'), '# only a comment');
     assert.equal(firstLine(`print("${'a'.repeat(80)}")`), `print("${'a'.repeat(50)}...`);

@@ -1,0 +1,58 @@
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { StateMode } from '../../../src/core/sessionState';
+import { ArtifactStore } from '../../../src/storage/artifactStore';
+import type { RunRecord } from '../../../src/storage/runRecord';
+import type { ArtifactNode } from '../../../src/vscode/artifactItems';
+import { goBackCommands } from '../../../src/vscode/goBackCommand';
+import { COMMAND } from '../../../src/vscode/ids';
+import { FakeUi } from './fakes';
+
+describe("the view's Go Back to This Run's State (unit)", () => {
+  let root: string;
+  let store: ArtifactStore;
+  let ui: FakeUi;
+  let chosen: string[];
+  let mode: StateMode;
+  let goBack: (node: ArtifactNode) => unknown;
+
+  beforeEach(() => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-goback-'));
+    store = new ArtifactStore(root);
+    ui = new FakeUi();
+    chosen = [];
+    mode = 'session';
+    goBack = goBackCommands(store, { goBackTo: (digest, runId) => void chosen.push(`${digest}/${runId}`) }, ui, () => mode)[COMMAND.goBackToRun];
+  });
+  afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  /** A session run of chat "c" in the store, as the pipeline records it. */
+  function record(program: string, state: NonNullable<RunRecord['state']>): ArtifactNode & { kind: 'run' } {
+    const w = store.beginRun('c', 'chat');
+    const r = w.finish({ startedAt: new Date(0).toISOString(), durationMs: 1, image: 'i', exitCode: 0, timedOut: false, cancelled: false, program, resultText: '', filesIn: [], stdoutTruncated: false, stderrTruncated: false, state });
+    return { kind: 'run', sessionDigest: 'c', record: r };
+  }
+
+  it('takes a run the state grew from, and says how many kept calls after it are undone', async () => {
+    const first = record('x = 1', { reset: false, kept: true, from: '', now: 'a' });
+    record('x = 2', { reset: false, kept: true, from: 'a', now: 'b' });
+    assert.deepEqual(await goBack(first), { back: 1 });
+    assert.deepEqual(chosen, [`c/${first.record.runId}`]);
+    assert.deepEqual(ui.shown, ["info: The chat's next call starts from the state after this run, without the 1 kept call after it: rebuilt in a new sandbox."]);
+  });
+
+  it('refuses a run the state no longer grew from, and any run while the state setting is fresh', async () => {
+    const first = record('x = 1', { reset: false, kept: true, from: '', now: 'a' });
+    record('y = 1', { reset: true, kept: true, from: '', now: 'b' });
+    await goBack(first);
+    mode = 'fresh';
+    await goBack(first);
+    assert.deepEqual(chosen, []);
+    assert.deepEqual(ui.shown, [
+      "warning: CodeAct Sandbox: this run's state cannot be gone back to: that run's state is no longer the one this chat's state grew from (it was not kept, or a reset or going back came after it). [Show Log -> codeactSandbox.showLog]",
+      'warning: CodeAct Sandbox: Going back needs session state, and the state setting is fresh. [Open Setting -> workbench.action.openSettings codeactSandbox.state]',
+    ]);
+  });
+});
