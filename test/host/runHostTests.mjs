@@ -43,7 +43,17 @@ const args = electron
       '--artifacts', artifacts,
       '--timeout', '600',
     ];
-const result = spawnSync(process.execPath, args, { stdio: 'inherit', env: { ...process.env, CODEACT_TEST_IMAGE: image, CODEACT_SANDBOX_TEST_INTERNET: internetFile } });
+// As root, the window runs without the capability to override file permissions, as a person's
+// window runs: a socket that refuses its user then refuses it too (the engine suite's "permission
+// denied" state). Everything it uses is root's own, so nothing else changes.
+const dropDac = process.getuid?.() === 0 && commandExists('setpriv');
+const [command, commandArgs] = dropDac
+  ? ['setpriv', ['--inh-caps=-dac_override,-dac_read_search', '--bounding-set=-dac_override,-dac_read_search', '--', process.execPath, ...args]]
+  : [process.execPath, args];
+const result = spawnSync(command, commandArgs, {
+  stdio: 'inherit',
+  env: { ...process.env, CODEACT_TEST_IMAGE: image, CODEACT_SANDBOX_TEST_INTERNET: internetFile, ...(dropDac ? { CODEACT_HOST_NO_DAC_OVERRIDE: '1' } : {}) },
+});
 let code = result.status ?? 3;
 execFileSync(tsx, [path.join(root, 'test/host/internet.ts'), 'stop', internetFile], { stdio: 'inherit' });
 
@@ -78,3 +88,7 @@ if (left.length > 0) {
   console.log('no sandbox container left behind by the closed window');
 }
 process.exit(code);
+
+function commandExists(name) {
+  return spawnSync('sh', ['-c', 'command -v "$1"', 'sh', name], { stdio: 'ignore' }).status === 0;
+}

@@ -2,6 +2,10 @@
 // content, the status item and the notification, before any chat fails. First of the suites,
 // while the view has no runs (the welcome content shows only in an empty view).
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
 const vscode = require('vscode');
 const h = require('./helpers');
 
@@ -47,6 +51,34 @@ describe('the container engine, as the person sees it (host)', function () {
     assert.equal(await vscode.commands.executeCommand('codeactSandbox.checkEngine'), 'ok');
     assert.equal(api.engineState(), 'ok');
     await h.snapshot('engine-ok');
+  });
+
+  it('shows a socket that refuses this user as permission denied, with its own sentence', async function () {
+    // The runner drops root's permission override for the window (test/host/runHostTests.mjs).
+    if (process.env.CODEACT_HOST_NO_DAC_OVERRIDE !== '1') this.skip();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-denied-'));
+    const socket = path.join(dir, 'engine.sock');
+    const server = net.createServer((c) => c.destroy());
+    await new Promise((resolve) => server.listen(socket, resolve));
+    try {
+      // Another user's socket, as /var/run/docker.sock is to a user outside the docker group.
+      fs.chownSync(socket, 65534, 65534);
+      fs.chmodSync(socket, 0o600);
+      await h.setting('dockerHost', `unix://${socket}`);
+      assert.equal(await vscode.commands.executeCommand('codeactSandbox.checkEngine'), 'denied');
+      // The model is told the same in its own words.
+      await assert.rejects(h.run('print(1)'), {
+        message:
+          "The Docker engine refused this user (permission denied on its socket), so the program was not run. Ask the user to add their account to the docker group (sudo usermod -aG docker $USER, then log out and in again), or to point the engine connection (DOCKER_HOST, a Docker context, or this tool's engine settings) at an engine this user may use, such as rootless Docker or Podman.",
+      });
+      await vscode.commands.executeCommand('codeactSandbox.artifacts.focus');
+      await h.snapshot('engine-denied');
+    } finally {
+      await h.setting('dockerHost', undefined);
+      server.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+    assert.equal(await vscode.commands.executeCommand('codeactSandbox.checkEngine'), 'ok');
   });
 
   it('shows an image the engine lacks in the view, with its buttons', async function () {
