@@ -10,7 +10,7 @@ const names = execFileSync('python3', ['-c', 'import sys, zipfile; print("\\n".j
   .trim()
   .split('\n');
 const files = names.filter((n) => n.startsWith('extension/')).map((n) => n.slice('extension/'.length));
-for (const required of ['package.json', 'dist/extension.js', 'dist/cli.js', 'dist/cli-commands.mjs', 'dist/devcontainers-cli/dist/spec-node/devContainersSpecCLI.js', 'media/icon.png', 'readme.md', 'changelog.md', 'LICENSE.txt']) {
+for (const required of ['package.json', 'package.nls.json', 'dist/extension.js', 'dist/cli.js', 'dist/cli-commands.mjs', 'dist/devcontainers-cli/dist/spec-node/devContainersSpecCLI.js', 'media/icon.png', 'readme.md', 'changelog.md', 'LICENSE.txt']) {
   assert.ok(files.some((f) => f.toLowerCase() === required.toLowerCase()), `${vsix} lacks ${required}: ${files.join(', ')}`);
 }
 // The chunks the commands load are there, each of them.

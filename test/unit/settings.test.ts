@@ -1,17 +1,22 @@
 import * as assert from 'node:assert/strict';
-import * as fs from 'node:fs';
 import { DEFAULTS } from '../../src/core/limits';
 import { SETTING_KEYS, readSettings, settingsShape } from '../../src/core/settings';
 import { RESTRICTED_SETTINGS } from '../../src/core/trust';
 import { COMMAND, CONFIG_SECTION, TOOL_NAME } from '../../src/vscode/ids';
+import { manifest, manifestKeys, manifestStrings } from './manifest';
 
-const manifest = JSON.parse(fs.readFileSync('package.json', 'utf8'));
 type Property = { default: unknown; minimum?: number; maximum?: number; type: string; order?: number; scope?: string };
 /** The settings are grouped (a category per concern, as the Settings editor shows them): all of them, merged. */
 const categories: { title: string; order: number; properties: Record<string, Property> }[] = manifest.contributes.configuration;
 const properties: Record<string, Property> = Object.assign({}, ...categories.map((c) => c.properties));
 
 describe('settings (unit)', () => {
+  it("the manifest's words for people are in package.nls.json: each key named there, and none left over", () => {
+    const keys = manifestKeys();
+    assert.deepEqual([...new Set(keys)].sort(), Object.keys(manifestStrings).sort());
+    assert.deepEqual(keys.filter((k) => typeof manifestStrings[k] !== 'string'), []);
+  });
+
   it('package.json declares every setting, with the zod defaults and bounds', () => {
     assert.deepEqual(Object.keys(properties).sort(), SETTING_KEYS.map((k) => `${CONFIG_SECTION}.${k}`).sort());
     for (const key of SETTING_KEYS) {
