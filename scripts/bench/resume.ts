@@ -16,11 +16,10 @@ import { silentLogger } from '../../src/core/logger';
 import { SessionStates } from '../../src/core/sessionState';
 import { executeToolCall } from '../../src/core/toolCall';
 import { createDockerClient } from '../../src/docker/engine/connection';
-import { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
-import { currentOwner } from '../../src/docker/container/labels';
 import { ArtifactStore } from '../../src/storage/artifactStore';
 import { RunRecording } from '../../src/storage/runRecorder';
-import { printTable, stat, type Stat } from './stats';
+import { stateBenchProvider } from './session';
+import { STANDALONE, printRatios, printTable, runStandalone, stat, type Stat } from './stats';
 
 const execFileP = promisify(execFile);
 const RUN_LIMITS = { timeoutMs: 120_000, outputBudgetBytes: DEFAULTS.outputBudgetBytes, maxOutputBytes: DEFAULTS.maxOutputMb * 1024 * 1024 };
@@ -39,14 +38,7 @@ export interface ResumeBench {
 
 export async function benchResume(dockerClient: Dockerode, image: string, n: number, version: string, limits: SandboxLimits): Promise<ResumeBench> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-bench-resume-'));
-  const provider = new DockerSandboxProvider({
-    docker: dockerClient,
-    owner: currentOwner('cli', version),
-    spec: () => ({ image, limits, warmRunner: true, preloadModules: [...DEFAULTS.preloadModules] }),
-    imageSettingHint: 'BENCH_IMAGE',
-    log: silentLogger,
-    idleMs: 0,
-  });
+  const provider = stateBenchProvider(dockerClient, image, version, limits);
   const store = new ArtifactStore(root);
   const states = new SessionStates();
   const call = async (key: string, code: string): Promise<string> => {
@@ -120,22 +112,9 @@ export async function benchResume(dockerClient: Dockerode, image: string, n: num
 export function printResume(b: ResumeBench): void {
   printTable('resume after the sandbox was removed', Object.entries(b.results));
   console.log(`kept for a replay: ${b.recordBytesPerStateMb.toFixed(1)} bytes of run record per MB of state (the program, not the state)\n`);
-  const rw = Math.max(...Object.keys(b.ratios).map((k) => k.length));
-  for (const [k, v] of Object.entries(b.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
-  console.log('');
+  printRatios(b.ratios);
 }
 
 if (require.main === module) {
-  const image = process.env.BENCH_IMAGE ?? 'codeact-sandbox/python-bench:bookworm';
-  const n = Number(process.env.BENCH_N ?? 5);
-  benchResume(createDockerClient(), image, n, `0.0.0-bench.${process.pid}`, { memoryMb: 2048, cpus: 2, pidsLimit: 256, workAreaMb: 1024 }).then(
-    (b) => {
-      printResume(b);
-      process.exit(0);
-    },
-    (e: unknown) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
+  runStandalone(benchResume(createDockerClient(), STANDALONE.image, STANDALONE.n(5), STANDALONE.version, STANDALONE.limits), printResume);
 }

@@ -15,7 +15,7 @@ import { createDockerClient } from '../../src/docker/engine/connection';
 import { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { SANDBOX_GID, SANDBOX_UID } from '../../src/docker/container/guest';
 import { currentOwner } from '../../src/docker/container/labels';
-import { printTable, stat, type Stat } from './stats';
+import { STANDALONE, printRatios, printTable, runStandalone, stat, type Stat } from './stats';
 import { describeFaults, faultsPerCall, type CallFaults } from './faults';
 import { warmPhases, type Phases } from './phases';
 
@@ -65,8 +65,9 @@ km.shutdown_kernel(now=True)
 print(json.dumps(print1))
 `;
 
-export async function benchSession(dockerClient: Dockerode, image: string, n: number, version: string, limits: SandboxLimits, gapMs = 25): Promise<SessionBench> {
-  const provider = new DockerSandboxProvider({
+/** The provider of the state benches: warm runner, default preloads, never removed for idleness. */
+export function stateBenchProvider(dockerClient: Dockerode, image: string, version: string, limits: SandboxLimits): DockerSandboxProvider {
+  return new DockerSandboxProvider({
     docker: dockerClient,
     owner: currentOwner('cli', version),
     spec: () => ({ image, limits, warmRunner: true, preloadModules: [...DEFAULTS.preloadModules] }),
@@ -74,6 +75,10 @@ export async function benchSession(dockerClient: Dockerode, image: string, n: nu
     log: silentLogger,
     idleMs: 0,
   });
+}
+
+export async function benchSession(dockerClient: Dockerode, image: string, n: number, version: string, limits: SandboxLimits, gapMs = 25): Promise<SessionBench> {
+  const provider = stateBenchProvider(dockerClient, image, version, limits);
   const states = new SessionStates();
   const results: Record<string, Stat> = {};
   const call = (key: string, code: string, session: boolean) =>
@@ -155,22 +160,9 @@ export function printSession(b: SessionBench): void {
   );
   console.log(`page faults of a session call (print(x + 1)): ${describeFaults(b.faults)}\n`);
   printTable('a session call on the runner channel, by phase', Object.entries(b.phases));
-  const rw = Math.max(...Object.keys(b.ratios).map((k) => k.length));
-  for (const [k, v] of Object.entries(b.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(3)}`);
-  console.log('');
+  printRatios(b.ratios);
 }
 
 if (require.main === module) {
-  const image = process.env.BENCH_IMAGE ?? 'codeact-sandbox/python-bench:bookworm';
-  const n = Number(process.env.BENCH_N ?? 30);
-  benchSession(createDockerClient(), image, n, `0.0.0-bench.${process.pid}`, { memoryMb: 2048, cpus: 2, pidsLimit: 256, workAreaMb: 1024 }).then(
-    (b) => {
-      printSession(b);
-      process.exit(0);
-    },
-    (e: unknown) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
+  runStandalone(benchSession(createDockerClient(), STANDALONE.image, STANDALONE.n(30), STANDALONE.version, STANDALONE.limits), printSession);
 }

@@ -76,20 +76,25 @@ describe('sandbox service (unit)', () => {
         return { image: TAG, built: true, configFile: CONFIG };
       },
     };
-    service = new SandboxService({
+    service = makeService((options) => {
+      providers.push(options);
+      return new DockerSandboxProvider(options);
+    }, devcontainer);
+  });
+
+  /** A service on this test's fakes, with the provider `createProvider` makes. */
+  function makeService(createProvider: (options: ProviderOptions) => DockerSandboxProvider, devcontainer?: DevcontainerImages): SandboxService {
+    return new SandboxService({
       settings: new SettingsReader(log, workspace, ui),
       log,
       owner: currentOwner('vscode', 'unit'),
       ui,
       workspace,
       state,
-      devcontainer,
-      createProvider: (options) => {
-        providers.push(options);
-        return new DockerSandboxProvider(options);
-      },
+      ...(devcontainer ? { devcontainer } : {}),
+      createProvider,
     });
-  });
+  }
 
   afterEach(async () => {
     await service.dispose();
@@ -250,21 +255,15 @@ describe('sandbox service (unit)', () => {
     it('puts the view in its image-missing state with one error and its buttons, and a call that gets a sandbox clears it', async () => {
       let missing = true;
       const ok = { id: 'fake', image: CHOSEN, run: async () => assert.fail('not run'), collect: async () => assert.fail('not collected') };
-      const lacking = new SandboxService({
-        settings: new SettingsReader(log, workspace, ui),
-        log,
-        owner: currentOwner('vscode', 'unit'),
-        ui,
-        workspace,
-        state,
-        createProvider: (options) =>
+      const lacking = makeService(
+        (options) =>
           new (class extends DockerSandboxProvider {
             override async acquire() {
               if (missing) throw new ToolError('image_unavailable', `The sandbox image "${CHOSEN}" is not on this machine and could not be pulled.`);
               return ok as never;
             }
           })(options),
-      });
+      );
       try {
         for (let i = 0; i < 2; i++) await assert.rejects(lacking.acquire('chat:1', new AbortController().signal), { code: 'image_unavailable' });
         assert.equal(ui.context.get('codeactSandbox.imageState'), 'missing');
