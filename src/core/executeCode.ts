@@ -166,31 +166,63 @@ export async function executeCode(
 }
 
 /**
- * Session mode, in a sandbox that holds no state (new, or restarted): the chat's recorded state is
+ * Session mode, in a sandbox that holds no state (new, or replaced): the chat's recorded state is
  * rebuilt first, once per sandbox. The replay has its own time limits; the program's starts after.
  */
 async function resumeIfGone(sandbox: Sandbox, request: ExecuteRequest, limits: RunLimits, stopper: Stopper, log: Logger): Promise<ResumeOutcome> {
   const state = request.state;
-  if (!state?.resume || state.reset || !(await sandbox.holdsNoState?.(stopper.signal))) return { kind: 'none' };
+  if (!state?.resume || state.reset) return { kind: 'none' };
+  // Another call of the chat rebuilding now: this one runs after, on what it rebuilt.
+  await state.states.quiet(request.sessionKey);
+  if (!(await sandbox.holdsNoState?.(stopper.signal))) return { kind: 'none' };
   return resumeIn(sandbox, request, limits, stopper, log);
 }
 
 async function rewindIn(sandbox: Sandbox, request: ExecuteRequest, limits: RunLimits, stopper: Stopper, log: Logger): Promise<ResumeOutcome> {
   const state = request.state!;
-  const outcome = await rewindState(sandbox, state.resume, state.rewind!, limits.timeoutMs, stopper.signal, log);
-  // The new sandbox's state is this one: nothing more is rebuilt in it.
-  state.states.firstTryIn(request.sessionKey, sandbox.id);
-  state.states.adopt(request.sessionKey, outcome.now);
-  return outcome;
+  await state.states.quiet(request.sessionKey);
+  return state.states.rebuilding(request.sessionKey, async () =>
+    settleRebuild(sandbox, request, await rewindState(sandbox, state.resume, state.rewind!, limits.timeoutMs, stopper.signal, log), log),
+  );
 }
 
 async function resumeIn(sandbox: Sandbox, request: ExecuteRequest, limits: RunLimits, stopper: Stopper, log: Logger): Promise<ResumeOutcome> {
   const state = request.state;
   if (!state?.resume || state.reset || !state.states.firstTryIn(request.sessionKey, sandbox.id)) return { kind: 'none' };
-  const outcome = await resumeState(sandbox, state.resume, limits.timeoutMs, stopper.signal, log);
-  // The call's sentence tells what became of the earlier state: the state line adds no loss of its own.
-  if (outcome.kind !== 'none') state.states.adopt(request.sessionKey, outcome.kind === 'refused' ? '' : outcome.now);
-  return outcome;
+  const resume = state.resume;
+  return state.states.rebuilding(request.sessionKey, async () =>
+    settleRebuild(sandbox, request, await resumeState(sandbox, resume, state.states.expectedOf(request.sessionKey), limits.timeoutMs, stopper.signal, log), log),
+  );
+}
+
+/**
+ * What the host keeps of a rebuild: the state it reached (and its recorded id), or, when the
+ * sandbox's state became unknown, no state at all: that sandbox goes, the next call rebuilds in a
+ * new one, and this call's program does not run.
+ */
+async function settleRebuild(sandbox: Sandbox, request: ExecuteRequest, outcome: ResumeOutcome, log: Logger): Promise<ResumeOutcome> {
+  const states = request.state!.states;
+  const key = request.sessionKey;
+  switch (outcome.kind) {
+    case 'none':
+      return outcome;
+    case 'refused':
+      // The call's sentence tells what became of the earlier state: the state line adds no loss of its own.
+      states.adopt(key, '');
+      return outcome;
+    case 'interrupted': {
+      states.forgetRebuild(key);
+      await sandbox.renew?.(new AbortController().signal, 'its state was rebuilt only in part').catch((e: unknown) => log.warn(`could not replace a half-rebuilt sandbox: ${describeError(e)}`));
+      if (outcome.why === 'the call was cancelled') throw new ToolError('cancelled', 'The run was cancelled before it started.');
+      throw new ToolError(
+        'sandbox_failed',
+        `Rebuilding this chat's state stopped because ${outcome.why}, so the program was not run; the next call rebuilds it in a new sandbox. Call again.`,
+      );
+    }
+    default:
+      states.rebuilt(key, sandbox.id, outcome.now, outcome.recorded);
+      return outcome;
+  }
 }
 
 /** Runs the program with its timeout (from when it started) and output ceiling, capturing both streams. */
@@ -280,6 +312,7 @@ async function afterRun(
   }
   const blocked = run.network && blockedNote(run.network.connections, request.networkAllowSetting ?? 'the codeactSandbox.network.allow setting');
   if (blocked) notes.push(blocked);
+  if ('notes' in resumed) notes.push(...resumed.notes);
   const rebuilt = resumeSentence(resumed);
   if (rebuilt) notes.push(rebuilt);
   // Last, so that every session-mode result ends with it.
@@ -333,7 +366,7 @@ function report(
     stderr: facts.stderr,
     shown: shownStreams(facts, limits.outputBudgetBytes),
     oomKilled: run.oomKilled,
-    ...(request.state ? { state: stateFacts(request.state.reset, run.stateOutcome, resumed) } : {}),
+    ...(request.state ? { state: stateFacts(request.state.reset, run.stateOutcome, request.state.states, request.sessionKey) } : {}),
     ...(resumed.kind !== 'none' ? { resumed } : {}),
     ...(stdout.spillFile ? { stdoutFile: stdout.spillFile } : {}),
     ...(stderr.spillFile ? { stderrFile: stderr.spillFile } : {}),
@@ -344,10 +377,9 @@ function report(
 }
 
 /** The call's state for its record: a state rebuilt here is named by the id its records know. */
-function stateFacts(reset: boolean, outcome: StateOutcome | undefined, resumed: ResumeOutcome): NonNullable<ExecuteReport['state']> {
+function stateFacts(reset: boolean, outcome: StateOutcome | undefined, states: SessionStates, sessionKey: string): NonNullable<ExecuteReport['state']> {
   if (!outcome) return { reset, kept: false };
-  const rebuilt = (resumed.kind === 'restored' || resumed.kind === 'rewound' || resumed.kind === 'partial') && outcome.from === resumed.now && outcome.from !== '';
-  const recorded = (id: string) => (rebuilt && id === outcome.from ? (resumed as { recorded: string }).recorded : id);
+  const recorded = (id: string) => states.recorded(sessionKey, id);
   return {
     reset,
     kept: outcome.kept,

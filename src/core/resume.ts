@@ -11,7 +11,8 @@
  */
 import { ToolError, describeError } from './errors';
 import type { Logger } from './logger';
-import type { Sandbox, StagedFile } from './sandbox';
+import { replayChain, seconds, type ReplayFiles } from './replay';
+import type { Sandbox } from './sandbox';
 
 /** One recorded session-mode run, as the chain needs it. */
 export interface StateRun {
@@ -30,6 +31,8 @@ export interface StateRun {
     /** The sandbox stopped while it ran. */
     ended?: boolean;
   };
+  /** What the call took (the replay's time budget is counted from these). */
+  durationMs?: number;
   /** The store checked the record's seal: it was written by this store for this chat, unchanged. */
   sealed: boolean;
 }
@@ -38,7 +41,7 @@ export type Chain =
   /** Nothing to restore: no session run, or the last state is empty. */
   | { kind: 'none' }
   | { kind: 'ok'; runs: StateRun[]; target: string }
-  | { kind: 'broken'; why: 'missing' | 'changed' | 'unrecorded' };
+  | { kind: 'broken'; why: 'missing' | 'changed' | 'unrecorded' | 'long' };
 
 /**
  * The kept runs that rebuild the chat's last state, oldest first, from the chat's readable
@@ -54,6 +57,8 @@ export function stateChain(runs: readonly StateRun[]): Chain {
     // Ended under a stopped sandbox, or run without the warm interpreter: it left no state of its own.
     if (s.ended || (!s.kept && s.now === undefined)) continue;
     if (s.now === undefined) return { kind: 'broken', why: 'unrecorded' };
+    // An unsealed record must not choose which state comes back (an older one, say).
+    if (!runs[i]!.sealed) return { kind: 'broken', why: 'changed' };
     target = s.now;
   }
   if (!target) return { kind: 'none' };
@@ -77,32 +82,40 @@ export function stateChain(runs: readonly StateRun[]): Chain {
     want = run.state.reset ? '' : run.state.from;
     end = found;
   }
+  if (chain.length > MAX_REPLAYED_RUNS) return { kind: 'broken', why: 'long' };
   return { kind: 'ok', runs: chain.reverse(), target };
 }
 
+/** Past this many kept runs, a chat's state is not rebuilt by replay (it would hold its call for too long). */
+export const MAX_REPLAYED_RUNS = 200;
+
 /** Where a host's records of a chat's runs come from, and how a replayed run's files are shared again. */
-export interface ResumeSource {
+export interface ResumeSource extends ReplayFiles {
   /** The chat's session-mode runs, oldest first. */
   runs(): Promise<StateRun[]>;
-  /** The workspace files a replayed run was given, checked again as a new call's would be. */
-  files(names: readonly string[]): Promise<StagedFile[]>;
 }
 
 export type ResumeOutcome =
   | { kind: 'none' }
-  /** `now`: the state's id in this sandbox; `recorded`: the id the records know it by. */
-  | { kind: 'restored'; runs: number; ms: number; now: string; recorded: string }
+  /**
+   * `now`: the state's id in this sandbox; `recorded`: the id the records know it by; `older`:
+   * the records end before the state this host last knew (the latest kept calls' records are gone).
+   */
+  | { kind: 'restored'; runs: number; ms: number; now: string; recorded: string; older: boolean; notes: string[] }
   /** The model's `rewind`: `back` kept calls undone, `runs` earlier ones re-run in a new sandbox. */
-  | { kind: 'rewound'; back: number; byUser: boolean; runs: number; ms: number; now: string; recorded: string }
+  | { kind: 'rewound'; back: number; byUser: boolean; runs: number; ms: number; now: string; recorded: string; notes: string[] }
   /** `cause`: the sandbox had been removed, or the call went back. */
-  | { kind: 'partial'; cause: 'removed' | 'rewind'; replayed: number; of: number; failure: string; ms: number; now: string; recorded: string }
-  | { kind: 'refused'; why: 'missing' | 'changed' | 'unrecorded' | 'unreadable' };
+  | { kind: 'partial'; cause: 'removed' | 'rewind'; replayed: number; of: number; failure: string; ms: number; now: string; recorded: string; notes: string[] }
+  /** The sandbox's state became unknown during the replay (cancel, the sandbox stopped): no program may run on it. */
+  | { kind: 'interrupted'; why: string }
+  | { kind: 'refused'; why: 'missing' | 'changed' | 'unrecorded' | 'unreadable' | 'long' };
 
 const WHY: Record<Extract<ResumeOutcome, { kind: 'refused' }>['why'], string> = {
   missing: 'the record of one of them is missing (deleted, or removed to keep within the storage budget)',
   changed: 'the record of one of them was changed, or was not written for this chat',
   unrecorded: 'they ran before this version recorded how each state follows from the one before',
   unreadable: "this chat's records could not be read",
+  long: `there are more than ${MAX_REPLAYED_RUNS} of them`,
 };
 
 /** The sentence the model is told, before the call's own state line. */
@@ -112,7 +125,8 @@ export function resumeSentence(outcome: ResumeOutcome): string | undefined {
       return undefined;
     case 'restored':
       return (
-        `State: restored before this call by re-running this chat's ${plural(outcome.runs, 'kept run')} in order (${seconds(outcome.ms)}), because its sandbox had been removed. ` +
+        `State: restored before this call by re-running this chat's ${plural(outcome.runs, 'kept run')} in order (${seconds(outcome.ms)}), because its sandbox had been removed` +
+        (outcome.older ? "; it is an earlier state than the chat's last one, whose latest kept calls' records are gone. " : '. ') +
         'Values computed from time, randomness, the network or workspace files that changed since may differ from before; files those runs wrote were written again.'
       );
     case 'rewound':
@@ -128,20 +142,18 @@ export function resumeSentence(outcome: ResumeOutcome): string | undefined {
         `State: partly restored. ${outcome.cause === 'removed' ? "This chat's sandbox had been removed; re-running" : 'Going back, re-running'} its kept run ${outcome.replayed + 1} of ${outcome.of} failed (${outcome.failure}), ` +
         `so this call started from ${outcome.replayed === 0 ? 'an empty state' : `the state after run ${outcome.replayed}`}. Re-create what is missing, or start over with reset.`
       );
+    case 'interrupted':
+      return undefined;
     case 'refused':
       return `State: not restored. This chat's sandbox had been removed, and its kept runs were not re-run because ${WHY[outcome.why]}; this call started from an empty state.`;
   }
 }
 
-/** Longest stderr tail quoted in a failed replay's sentence. */
-const FAILURE_TAIL = 300;
-
 /**
- * Rebuilds the chat's state in a sandbox that holds none, by re-running the chain. Each replayed
- * run has the call's time limit; the caller's cancel stops it. The model's program runs after,
- * on whatever state the replay reached, and is told which.
+ * Rebuilds the chat's state in a sandbox that holds none, by re-running the chain. `expected`: the
+ * state this host last knew the chat to have (by its recorded id), when it knows one.
  */
-export async function resumeState(sandbox: Sandbox, source: ResumeSource, timeoutMs: number, signal: AbortSignal, log: Logger): Promise<ResumeOutcome> {
+export async function resumeState(sandbox: Sandbox, source: ResumeSource, expected: string | undefined, timeoutMs: number, signal: AbortSignal, log: Logger): Promise<ResumeOutcome> {
   let chain: Chain;
   try {
     chain = stateChain(await source.runs());
@@ -152,15 +164,11 @@ export async function resumeState(sandbox: Sandbox, source: ResumeSource, timeou
   if (chain.kind === 'none') return chain;
   if (chain.kind === 'broken') return { kind: 'refused', why: chain.why };
   const replay = await replayChain(sandbox, source, chain.runs, timeoutMs, signal, log);
-  if (replay.kind === 'partial') return { ...replay, cause: 'removed' };
-  return { kind: 'restored', runs: chain.runs.length, ms: replay.ms, now: replay.now, recorded: chain.target };
+  if (replay.kind !== 'done') return replay.kind === 'partial' ? { ...replay, cause: 'removed' } : replay;
+  const older = expected !== undefined && expected !== '' && expected !== chain.target;
+  return { kind: 'restored', runs: chain.runs.length, ms: replay.ms, now: replay.now, recorded: chain.target, older, notes: replay.notes };
 }
 
-/**
- * Goes back `back` kept calls (the model's `rewind`): the chain up to that point is checked first
- * (a call that cannot go back is refused before anything runs), then the session's sandbox is
- * replaced by a new one and the earlier runs are re-run in it.
- */
 /** How far back: `back` kept calls (the model's `rewind`), or to the state after a run the user chose in the view. */
 export type RewindTarget = { back: number } | { afterRun: string };
 
@@ -172,6 +180,11 @@ export function callsAfter(chain: Chain, runId: string): { back: number } | { wh
   return { back: (chain as Extract<Chain, { kind: 'ok' }>).runs.length - 1 - i };
 }
 
+/**
+ * Goes back to an earlier state of the chat: the chain up to that point is checked first (a call
+ * that cannot go back is refused before anything runs), then the session's sandbox is replaced by
+ * a new one and the earlier runs are re-run in it.
+ */
 export async function rewindState(
   sandbox: Sandbox,
   source: ResumeSource | undefined,
@@ -179,8 +192,8 @@ export async function rewindState(
   timeoutMs: number,
   signal: AbortSignal,
   log: Logger,
-): Promise<Extract<ResumeOutcome, { kind: 'rewound' | 'partial' }>> {
-  if (!source || !sandbox.renew) throw new ToolError('invalid_input', 'This host keeps no record of the chat\'s runs, so it cannot go back. Call execute_code without `rewind`.');
+): Promise<Extract<ResumeOutcome, { kind: 'rewound' | 'partial' | 'interrupted' }>> {
+  if (!source || !sandbox.renew) throw new ToolError('invalid_input', "This host keeps no record of the chat's runs, so it cannot go back. Call execute_code without `rewind`.");
   let chain: Chain;
   try {
     chain = stateChain(await source.runs());
@@ -197,6 +210,7 @@ export async function rewindState(
     }
     back = after.back;
   } else back = target.back;
+  if (kept.length === 0) throw new ToolError('invalid_input', "This chat's state holds no kept calls to go back over. Call execute_code without `rewind`.");
   if (back > kept.length) {
     throw new ToolError(
       'invalid_input',
@@ -204,96 +218,12 @@ export async function rewindState(
     );
   }
   const runs = kept.slice(0, kept.length - back);
-  await sandbox.renew(signal);
+  await sandbox.renew(signal, 'the chat goes back to an earlier state');
   const replay = await replayChain(sandbox, source, runs, timeoutMs, signal, log);
-  if (replay.kind === 'partial') return { ...replay, cause: 'rewind' };
-  return { kind: 'rewound', back, byUser: 'afterRun' in target, runs: runs.length, ms: replay.ms, now: replay.now, recorded: runs.at(-1)?.state.now ?? '' };
-}
-
-type Replay =
-  | { kind: 'done'; ms: number; now: string }
-  | { kind: 'partial'; replayed: number; of: number; failure: string; ms: number; now: string; recorded: string };
-
-/** Re-runs `runs` in order in a sandbox holding no state; stops at the first that fails now. */
-async function replayChain(sandbox: Sandbox, source: ResumeSource, runs: readonly StateRun[], timeoutMs: number, signal: AbortSignal, log: Logger): Promise<Replay> {
-  const started = Date.now();
-  let now = '';
-  for (const [i, run] of runs.entries()) {
-    const result = await replayOne(sandbox, source, run, timeoutMs, signal);
-    if (result.failure !== undefined) {
-      log.info(`resume: run ${run.runId} failed on replay: ${result.failure}`);
-      const recorded = i === 0 ? '' : runs[i - 1]!.state.now!;
-      return { kind: 'partial', replayed: i, of: runs.length, failure: result.failure, ms: Date.now() - started, now, recorded };
-    }
-    now = result.now;
-  }
-  log.info(`resume: ${runs.length} run(s) replayed in ${Date.now() - started} ms`);
-  return { kind: 'done', ms: Date.now() - started, now };
-}
-
-async function replayOne(sandbox: Sandbox, source: ResumeSource, run: StateRun, timeoutMs: number, signal: AbortSignal): Promise<{ now: string; failure?: undefined } | { failure: string }> {
-  let files: StagedFile[] = [];
-  if (run.filesIn.length > 0) {
-    try {
-      files = await source.files(run.filesIn);
-    } catch (e) {
-      return { failure: `its workspace files could not be shared again: ${describeError(e)}` };
-    }
-  }
-  const stop = new AbortController();
-  const onAbort = () => stop.abort();
-  signal.addEventListener('abort', onAbort, { once: true });
-  let timer: NodeJS.Timeout | undefined;
-  let timedOut = false;
-  const stderr: Buffer[] = [];
-  let stderrBytes = 0;
-  try {
-    const exit = await sandbox.run({
-      code: run.program,
-      ...(files.length ? { files } : {}),
-      ...(run.workDir ? { workDir: run.workDir } : {}),
-      state: { reset: false },
-      signal: stop.signal,
-      onStart: () => {
-        clearTimeout(timer);
-        timer = setTimeout(() => {
-          timedOut = true;
-          stop.abort();
-        }, timeoutMs);
-      },
-      onStdout: () => undefined,
-      onStderr: (chunk) => {
-        // Only the end is quoted: keep what covers it.
-        stderr.push(chunk);
-        stderrBytes += chunk.length;
-        while (stderrBytes - stderr[0]!.length > FAILURE_TAIL * 4) stderrBytes -= stderr.shift()!.length;
-      },
-    });
-    if (signal.aborted) return { failure: 'the call was cancelled' };
-    if (timedOut) return { failure: `it ran past the time limit of ${seconds(timeoutMs)}` };
-    if (exit.oomKilled) return { failure: 'it ran out of memory' };
-    if (exit.exitCode !== 0 || !exit.state?.kept) {
-      const tail = lastLine(Buffer.concat(stderr).toString('utf8'));
-      const how = exit.exitCode === null ? 'it was stopped' : exit.exitCode !== 0 ? `exit code ${exit.exitCode}` : 'its state could not be kept';
-      return { failure: tail ? `${how}: ${tail}` : how };
-    }
-    return { now: exit.state.now };
-  } finally {
-    clearTimeout(timer);
-    signal.removeEventListener('abort', onAbort);
-  }
-}
-
-/** The last non-empty line of a traceback (the exception), cut to a sentence's length. */
-function lastLine(text: string): string {
-  const line = text.split('\n').map((l) => l.trim()).filter(Boolean).at(-1) ?? '';
-  return line.length > FAILURE_TAIL ? `${line.slice(0, FAILURE_TAIL)}…` : line;
+  if (replay.kind !== 'done') return replay.kind === 'partial' ? { ...replay, cause: 'rewind' } : replay;
+  return { kind: 'rewound', back, byUser: 'afterRun' in target, runs: runs.length, ms: replay.ms, now: replay.now, recorded: runs.at(-1)?.state.now ?? '', notes: replay.notes };
 }
 
 function plural(n: number, what: string): string {
   return `${n} ${what}${n === 1 ? '' : 's'}`;
-}
-
-function seconds(ms: number): string {
-  return `${(ms / 1000).toFixed(1)} s`;
 }

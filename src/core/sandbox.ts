@@ -101,8 +101,8 @@ export interface Sandbox {
    * rebuilt in it before the next call. False: it holds one, or cannot tell; nothing is rebuilt.
    */
   holdsNoState?(signal: AbortSignal): Promise<boolean>;
-  /** Replaces the session's sandbox with a new one holding nothing (going back to an earlier state). */
-  renew?(signal: AbortSignal): Promise<void>;
+  /** Replaces the session's sandbox with a new one holding nothing; `why` is for the log. */
+  renew?(signal: AbortSignal, why: string): Promise<void>;
   /**
    * Collects files a finished call wrote, by literal path relative to its directory. Whatever
    * the program left running is stopped first, so nothing changes the files while they are read.

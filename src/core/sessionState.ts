@@ -60,6 +60,51 @@ export class SessionStates {
   private readonly expected = new Map<string, string>();
   /** The sandbox each chat's state was last rebuilt in (or tried): one try per sandbox. */
   private readonly rebuiltIn = new Map<string, string>();
+  /** A rebuilt state's id in its sandbox, and the id the records know it by (a resume's or a rewind's). */
+  private readonly aliases = new Map<string, { here: string; recorded: string }>();
+  /** A rebuild under way, which the chat's other calls wait for (their programs must not run between its runs). */
+  private readonly inFlight = new Map<string, Promise<unknown>>();
+
+  /** The id the records know a state by: a rebuilt state's own id is mapped back, for as long as its sandbox holds it. */
+  recorded(sessionKey: string, id: string): string {
+    const alias = this.aliases.get(sessionKey);
+    return alias && id === alias.here && id !== '' ? alias.recorded : id;
+  }
+
+  /** The state this host last knew the chat to have, by its recorded id; undefined when it knows none. */
+  expectedOf(sessionKey: string): string | undefined {
+    const id = this.expected.get(sessionKey);
+    return id === undefined ? undefined : this.recorded(sessionKey, id);
+  }
+
+  /** A state rebuilt in a new sandbox: `here` is its id there, `recorded` the records' id for it. */
+  rebuilt(sessionKey: string, sandboxId: string, here: string, recorded: string): void {
+    this.rebuiltIn.set(sessionKey, sandboxId);
+    this.adopt(sessionKey, here);
+    if (here) this.aliases.set(sessionKey, { here, recorded });
+  }
+
+  /** Rebuilding stopped half way: the next sandbox of the chat tries again, from what the records say. */
+  forgetRebuild(sessionKey: string): void {
+    this.rebuiltIn.delete(sessionKey);
+    this.expected.delete(sessionKey);
+  }
+
+  /** Runs `rebuild` as the chat's one rebuild under way. */
+  async rebuilding<T>(sessionKey: string, rebuild: () => Promise<T>): Promise<T> {
+    const running = rebuild();
+    this.inFlight.set(sessionKey, running.catch(() => undefined));
+    try {
+      return await running;
+    } finally {
+      if (this.inFlight.get(sessionKey) !== undefined) this.inFlight.delete(sessionKey);
+    }
+  }
+
+  /** Resolves once no rebuild of the chat is under way. */
+  async quiet(sessionKey: string): Promise<void> {
+    for (let running = this.inFlight.get(sessionKey); running; running = this.inFlight.get(sessionKey)) await running;
+  }
 
   /** True the first time it is asked for this chat and sandbox: a state is rebuilt (resume) at most once in each. */
   firstTryIn(sessionKey: string, sandboxId: string): boolean {

@@ -140,7 +140,7 @@ function resumeFrom(options: ToolCallOptions): { resume?: ResumeSource } {
   return {
     resume: {
       runs,
-      files: (names) => filesInFor({ code: '', files: [...names] }, options),
+      files: (names, program) => filesInFor({ code: program, files: [...names] }, options),
     },
   };
 }

@@ -159,7 +159,9 @@ export class ArtifactStore {
   async stateRuns(sessionDigest: string): Promise<StateRun[]> {
     const runs = (await this.listRuns(sessionDigest)).reverse();
     return runs.flatMap((r) =>
-      r.state ? [{ runId: r.runId, program: r.program, ...(r.workDir ? { workDir: r.workDir } : {}), filesIn: r.filesIn, state: r.state, sealed: this.stateSeal.check(r) }] : [],
+      r.state
+        ? [{ runId: r.runId, program: r.program, ...(r.workDir ? { workDir: r.workDir } : {}), filesIn: r.filesIn, durationMs: r.durationMs, state: r.state, sealed: this.stateSeal.check(r) }]
+        : [],
     );
   }
 

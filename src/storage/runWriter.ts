@@ -123,7 +123,14 @@ export class RunWriter {
       sessionLabel: this.sessionLabel,
       files: this.stored,
     });
-    if (record.state && this.stateSeal) record = { ...record, stateSeal: this.stateSeal.seal(record) };
+    if (record.state && this.stateSeal) {
+      // Unsealed, the record is kept and shown as any other; a resume refuses it, and says so.
+      try {
+        record = { ...record, stateSeal: this.stateSeal.seal(record) };
+      } catch {
+        // (the store's key is unusable: see stateSeal.ts)
+      }
+    }
     // Not flushed to the disk: the record is written on the way to the call's result, where a flush
     // took 0.3 ms at the median and up to 17 ms (40 writes on an idle ext4 disk of a 2-vCPU
     // virtual machine), more on a busy one. The run's files are not flushed either, so a flushed

@@ -34,32 +34,51 @@ export class StateSeal {
     return timingSafeEqual(want, Buffer.from(record.stateSeal, 'hex'));
   }
 
-  /** Read, or made on first use (`create`); two processes making it at once agree on the first. */
+  /**
+   * Read, or made on first use (`create`); two processes making it at once agree on the first. Only
+   * a regular file of the key's size is a key: a link, a FIFO or anything else there is refused
+   * (not followed, not waited on), and a few tries are all a race gets.
+   */
   private secret(create = true): Buffer {
     if (this.key) return this.key;
     const file = path.join(this.root, KEY_FILE);
-    for (;;) {
-      try {
-        const key = fs.readFileSync(file);
-        if (key.length !== KEY_BYTES) throw new Error(`${file} is not a key of this store`);
-        return (this.key = key);
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || !create) throw e;
-      }
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const key = readKey(file);
+      if (key) return (this.key = key);
+      if (!create) break;
       fs.mkdirSync(this.root, { recursive: true });
+      // Written whole before it is linked in under its name: a reader never sees half a key.
+      const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+      fs.writeFileSync(tmp, randomBytes(KEY_BYTES), { mode: 0o600, flag: 'wx' });
       try {
-        // Written whole before it is linked in under its name: a reader never sees half a key.
-        const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
-        fs.writeFileSync(tmp, randomBytes(KEY_BYTES), { mode: 0o600, flag: 'wx' });
-        try {
-          fs.linkSync(tmp, file);
-        } finally {
-          fs.rmSync(tmp, { force: true });
-        }
+        fs.linkSync(tmp, file);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      } finally {
+        fs.rmSync(tmp, { force: true });
       }
     }
+    throw new Error(`${file} is not a key of this store`);
+  }
+}
+
+/** The key at `file`; undefined when there is nothing there. Anything but a regular file of its size throws. */
+function readKey(file: string): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+  try {
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile() || stat.size !== KEY_BYTES) throw new Error(`${file} is not a key of this store`);
+    const key = Buffer.alloc(KEY_BYTES);
+    if (fs.readSync(fd, key, 0, KEY_BYTES, 0) !== KEY_BYTES) throw new Error(`${file} is not a key of this store`);
+    return key;
+  } finally {
+    fs.closeSync(fd);
   }
 }
 

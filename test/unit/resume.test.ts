@@ -1,4 +1,5 @@
 import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -47,12 +48,12 @@ describe('resume: the chain of kept runs (unit)', () => {
 
   it('tells the model which way its state came back and what may differ', () => {
     assert.equal(
-      resumeSentence({ kind: 'restored', runs: 2, ms: 1234, now: 'x', recorded: 'b' }),
+      resumeSentence({ kind: 'restored', runs: 2, ms: 1234, now: 'x', recorded: 'b', older: false, notes: [] }),
       "State: restored before this call by re-running this chat's 2 kept runs in order (1.2 s), because its sandbox had been removed. " +
         'Values computed from time, randomness, the network or workspace files that changed since may differ from before; files those runs wrote were written again.',
     );
     assert.equal(
-      resumeSentence({ kind: 'partial', cause: 'removed', replayed: 1, of: 3, failure: "exit code 1: ValueError: invalid literal for int() with base 10: 'five'", ms: 10, now: 'x', recorded: 'a' }),
+      resumeSentence({ kind: 'partial', cause: 'removed', replayed: 1, of: 3, failure: "exit code 1: ValueError: invalid literal for int() with base 10: 'five'", ms: 10, now: 'x', recorded: 'a', notes: [] }),
       "State: partly restored. This chat's sandbox had been removed; re-running its kept run 2 of 3 failed (exit code 1: ValueError: invalid literal for int() with base 10: 'five'), " +
         'so this call started from the state after run 1. Re-create what is missing, or start over with reset.',
     );
@@ -116,9 +117,34 @@ describe('resume: sealed records in the store (unit)', () => {
   });
 });
 
+describe('resume: a store key that is not a key (unit)', () => {
+  it('is refused at once, never followed or waited on, and the record is kept unsealed', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-key-'));
+    try {
+      for (const [what, make] of [
+        ['a dangling link', (key: string) => fs.symlinkSync(path.join(root, 'nowhere'), key)],
+        ['a link to a file', (key: string) => (fs.writeFileSync(path.join(root, 'elsewhere'), Buffer.alloc(32)), fs.symlinkSync(path.join(root, 'elsewhere'), key))],
+        ['a FIFO', (key: string) => execFileSync('mkfifo', [key])],
+        ['a short file', (key: string) => fs.writeFileSync(key, 'short')],
+      ] as const) {
+        const dir = path.join(root, what.replace(/ /g, '-'));
+        fs.mkdirSync(dir);
+        make(path.join(dir, '.state-key'));
+        const store = new ArtifactStore(dir);
+        const w = store.beginRun('c', 'chat');
+        const record = w.finish({ startedAt: new Date(0).toISOString(), durationMs: 1, image: 'i', exitCode: 0, timedOut: false, cancelled: false, program: 'x = 1', resultText: '', filesIn: [], stdoutTruncated: false, stderrTruncated: false, state: { reset: false, kept: true, from: '', now: 'a' } });
+        assert.equal(record.stateSeal, undefined, what);
+        assert.deepEqual((await store.stateRuns('c')).map((r) => r.sealed), [false], what);
+      }
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('resume: in the pipeline (unit)', () => {
   /** A sandbox that runs programs as strings it remembers; its state id follows each kept run. */
-  function fakeSandbox(opts: { empty: boolean; goneAtStart?: boolean }) {
+  function fakeSandbox(opts: { empty: boolean; goneAtStart?: boolean; failOn?: string; exitOf?: Record<string, number> }) {
     const ran: string[] = [];
     let state = '';
     let n = 0;
@@ -132,12 +158,14 @@ describe('resume: in the pipeline (unit)', () => {
           opts.goneAtStart = false;
           await run.rebuildState();
         }
+        if (run.code === opts.failOn) throw new Error('the engine went away');
         run.onStart();
         ran.push(run.workDir ? `${run.code} @ ${run.workDir}` : run.code);
         const from = state;
-        state = `s${++n}`;
+        const exitCode = opts.exitOf?.[run.code] ?? 0;
+        if (exitCode === 0) state = `s${++n}`;
         run.onStdout(Buffer.from('out\n'));
-        return { exitCode: 0, workDir: run.workDir ?? `/sandbox/runs/${n}`, state: { from, now: state, kept: true } };
+        return { exitCode, workDir: run.workDir ?? `/sandbox/runs/${n}`, state: { from, now: state, kept: exitCode === 0 } };
       },
       async collect() {
         return { saved: [], missing: [], refused: [] };
@@ -196,5 +224,33 @@ describe('resume: in the pipeline (unit)', () => {
       await assert.rejects(executeCode({ acquire: async () => sandbox }, silentLogger, request, limits), { code: 'invalid_input', message });
       assert.deepEqual([ran, renewed], [[], 0]);
     }
+  });
+
+  it('a rebuild the sandbox fails under runs no program: the half-rebuilt sandbox is replaced, and the next call rebuilds again', async () => {
+    const { sandbox, ran } = fakeSandbox({ empty: true, failOn: 'x += 1' });
+    let renewed = 0;
+    sandbox.renew = async () => void renewed++;
+    const states = new SessionStates();
+    const request = { code: 'print(x)', sessionKey: 'chat', state: { reset: false, states, resume: source } };
+    await assert.rejects(executeCode({ acquire: async () => sandbox }, silentLogger, request, limits), {
+      code: 'sandbox_failed',
+      message:
+        "Rebuilding this chat's state stopped because the sandbox stopped while a run was re-run, so the program was not run; the next call rebuilds it in a new sandbox. Call again.",
+    });
+    assert.deepEqual([ran, renewed], [['x = 1 @ /sandbox/runs/0001-aaaaaa'], 1]);
+    // The same sandbox (the fake keeps its id): it is tried again, as a new one would be.
+    assert.equal(states.firstTryIn('chat', 'fake'), true);
+  });
+
+  it("a rebuilt state keeps its recorded id past a call that was not kept, and an older one than the host knew is said to be older", async () => {
+    const { sandbox } = fakeSandbox({ empty: true, exitOf: { 'raise SystemExit(1)': 1 } });
+    const states = new SessionStates();
+    // The host last knew a state after "b" (its latest kept call's record is gone).
+    states.settle('chat', { reset: false, succeeded: true, outcome: { from: 'b', now: 'c', kept: true } });
+    const call = (code: string) => executeCode({ acquire: async () => sandbox }, silentLogger, { code, sessionKey: 'chat', state: { reset: false, states, resume: source } }, limits);
+    const first = await call('raise SystemExit(1)');
+    assert.match(first.text, /; it is an earlier state than the chat's last one, whose latest kept calls' records are gone\. Values computed/);
+    assert.deepEqual(first.state, { reset: false, kept: false, from: 'b', now: 'b' });
+    assert.deepEqual((await call('y = 1')).state, { reset: false, kept: true, from: 'b', now: 's3' });
   });
 });

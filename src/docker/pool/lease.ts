@@ -74,8 +74,8 @@ export class Lease implements Sandbox {
     return this.entry.sandbox.knownEmpty();
   }
 
-  async renew(signal: AbortSignal): Promise<void> {
-    this.entry = await this.provider.replaceGone(this.sessionKey, this.entry, signal, 'the chat goes back to an earlier state');
+  async renew(signal: AbortSignal, why: string): Promise<void> {
+    this.entry = await this.provider.replaceGone(this.sessionKey, this.entry, signal, why);
   }
 
   async run(run: ProgramRun): Promise<ProgramExit> {
@@ -90,7 +90,8 @@ export class Lease implements Sandbox {
     try {
       return await this.entry.sandbox.run(run);
     } catch (e) {
-      if (!(e instanceof SandboxGoneError)) throw e;
+      // A replayed run is one link of a state being rebuilt: it is not run alone in a new sandbox.
+      if (!(e instanceof SandboxGoneError) || run.workDir !== undefined) throw e;
       this.entry = await this.provider.replaceGone(this.sessionKey, this.entry, run.signal);
       const rebuilt = (await run.rebuildState?.()) === true;
       // Once: the new sandbox's own failure is the call's failure (a program that kills its

@@ -26,7 +26,7 @@ const SHARED_START_WAIT_MS = ENGINE_DEADLINE_MS;
  * Calls on one sandbox are serialized; across processes (CLI sessions) by the sandbox's lock.
  */
 /** The directories runProgram names (a replayed run is given one back from its record). */
-const REPLAY_DIR = new RegExp(`^${RUNS_DIR}/((\\d{4})-[0-9a-f]{6})$`);
+const REPLAY_DIR = new RegExp(`^${RUNS_DIR}/((\\d{4,9})-[0-9a-f]{6})$`);
 
 export class DockerSandbox implements Sandbox, WarmOps {
   private queue: Promise<unknown> = Promise.resolve();
