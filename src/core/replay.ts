@@ -11,6 +11,7 @@
 import { describeError } from './errors';
 import type { Logger } from './logger';
 import type { Sandbox, StagedFile } from './sandbox';
+import { unkeptClause } from './sessionState';
 
 /** One kept run, as a replay needs it. */
 export interface ReplayRun {
@@ -110,7 +111,12 @@ async function replayOne(sandbox: Sandbox, source: ReplayFiles, run: ReplayRun, 
     if (exit.oomKilled) return { failure: 'it ran out of memory', notes };
     if (exit.exitCode !== 0 || !exit.state?.kept) {
       const tail = lastLine(Buffer.concat(stderr).toString('utf8'));
-      const how = exit.exitCode === null ? 'it was stopped' : exit.exitCode !== 0 ? `exit code ${exit.exitCode}` : 'its state could not be kept';
+      const how =
+        exit.exitCode === null
+          ? 'it was stopped'
+          : exit.exitCode !== 0
+            ? `exit code ${exit.exitCode}`
+            : `its state could not be kept${exit.state?.reason ? `, because ${unkeptClause(exit.state.reason)}` : ''}`;
       return { failure: tail ? `${how}: ${tail}` : how, notes };
     }
     return { now: exit.state.now, notes };

@@ -31,6 +31,11 @@ const UNKEPT: Record<string, string> = {
   link: 'it closed its link to the sandbox',
 };
 
+/** Why a successful call's state was not kept, as a clause ("it left threads running"). */
+export function unkeptClause(reason: string): string {
+  return UNKEPT[reason] ?? `of ${reason}`;
+}
+
 export const STATE_LINES = {
   kept: 'State: kept for the next call.',
   unchanged: 'State: unchanged, because this call did not succeed; the next call starts from the state the last successful call left.',
@@ -134,7 +139,7 @@ export class SessionStates {
     const verdict = outcome.kept
       ? STATE_LINES.kept
       : call.succeeded && outcome.reason
-        ? STATE_LINES.unkept(UNKEPT[outcome.reason] ?? `of ${outcome.reason}`)
+        ? STATE_LINES.unkept(unkeptClause(outcome.reason))
         : outcome.now
           ? STATE_LINES.unchanged
           : STATE_LINES.unchangedEmpty;

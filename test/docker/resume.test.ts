@@ -174,8 +174,23 @@ describe('session state survives its sandbox: resume by replay (integration)', f
     const provider = sandboxes.makeProvider();
     const h = host(root);
     const key = uniqueSessionKey('resume-gone-midway');
-    // A kept run that waits at a gate, in its first run and in each replay of it.
+    // A kept run that waits at a gate, in its first run and in each replay of it. It goes on only
+    // once the process that opened the gate has gone too: a session program must end alone.
     const held = gate();
+    held.wait += [
+      '',
+      'def _openers():',
+      '    n = 0',
+      "    for p in _os.listdir('/proc'):",
+      '        if p.isdigit() and p != str(_os.getpid()):',
+      '            try:',
+      "                n += b'gate-' in open(f'/proc/{p}/cmdline', 'rb').read()",
+      '            except OSError:',
+      '                pass',
+      '    return n',
+      'while _openers():',
+      '    _time.sleep(0.05)',
+    ].join('\n');
     /** Starts a call whose replay waits at the gate, in a sandbox other than `gone`; resolves once it waits there. */
     const gated = async (gone: string) => {
       const pending = call(provider, h, key, 'print(x)');
