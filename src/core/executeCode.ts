@@ -10,7 +10,7 @@ import { missingModuleHint, missingModuleName } from './missingModule';
 import type { CollectedFile, CollectOutcome, OutputSink, Sandbox, SandboxProvider, StagedFile } from './sandbox';
 import type { SessionStates, StateOutcome } from './sessionState';
 import { resumeSentence, resumeState, rewindState, type ResumeOutcome, type ResumeSource, type RewindTarget } from './resume';
-import { blockedNote, type NetworkActivity } from './network';
+import { blockedNote, connectionLine, joinActivity, type NetworkActivity } from './network';
 
 /** How produced files are named for collection: declared up front, or listed by the program. */
 export type OutputsRequest = { mode: 'declared'; names: readonly string[] } | { mode: 'manifest' };
@@ -211,6 +211,8 @@ async function settleRebuild(sandbox: Sandbox, request: ExecuteRequest, outcome:
       states.adopt(key, '');
       return outcome;
     case 'interrupted': {
+      // No record is written for a call that does not run: what the replay reached is logged.
+      for (const c of outcome.network?.connections ?? []) log.warn(`resume: the interrupted replay's connection: ${connectionLine(c)}`);
       states.forgetRebuild(key);
       await sandbox.renew?.(new AbortController().signal, 'its state was rebuilt only in part').catch((e: unknown) => log.warn(`could not replace a half-rebuilt sandbox: ${describeError(e)}`));
       if (outcome.why === 'the call was cancelled') throw new ToolError('cancelled', 'The run was cancelled before it started.');
@@ -310,7 +312,8 @@ async function afterRun(
     const hint = await moduleHint(sandbox, run.stderr.snapshot(), log);
     if (hint) notes.push(hint);
   }
-  const blocked = run.network && blockedNote(run.network.connections, request.networkAllowSetting ?? 'the codeactSandbox.network.allow setting');
+  const network = callNetwork(run, resumed);
+  const blocked = network && blockedNote(network.connections, request.networkAllowSetting ?? 'the codeactSandbox.network.allow setting');
   if (blocked) notes.push(blocked);
   if ('notes' in resumed) notes.push(...resumed.notes);
   const rebuilt = resumeSentence(resumed);
@@ -336,6 +339,7 @@ function report(
   resumed: ResumeOutcome,
 ): ExecuteReport {
   const { stdout, stderr } = run;
+  const network = callNetwork(run, resumed);
   const facts = {
     stdout: stdout.snapshot(),
     stderr: stderr.snapshot(),
@@ -367,13 +371,26 @@ function report(
     shown: shownStreams(facts, limits.outputBudgetBytes),
     oomKilled: run.oomKilled,
     ...(request.state ? { state: stateFacts(request.state.reset, run.stateOutcome, request.state.states, request.sessionKey) } : {}),
-    ...(resumed.kind !== 'none' ? { resumed } : {}),
+    ...(resumed.kind !== 'none' ? { resumed: withoutNetwork(resumed) } : {}),
     ...(stdout.spillFile ? { stdoutFile: stdout.spillFile } : {}),
     ...(stderr.spillFile ? { stderrFile: stderr.spillFile } : {}),
     files: saved,
     startedAt: new Date(started),
-    ...(run.network ? { network: run.network } : {}),
+    ...(network ? { network } : {}),
   };
+}
+
+/** The call's connections: those of the runs re-run to rebuild its state first, then its program's. */
+function callNetwork(run: RunOutcome, resumed: ResumeOutcome): NetworkActivity | undefined {
+  return joinActivity(['network' in resumed ? resumed.network : undefined, run.network]);
+}
+
+/** The rebuild as the report keeps it: its connections are in the call's own record. */
+function withoutNetwork(resumed: Exclude<ResumeOutcome, { kind: 'none' }>): Exclude<ResumeOutcome, { kind: 'none' }> {
+  if (!('network' in resumed)) return resumed;
+  const rest = { ...resumed };
+  delete rest.network;
+  return rest;
 }
 
 /** The call's state for its record: a state rebuilt here is named by the id its records know. */

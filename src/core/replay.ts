@@ -10,6 +10,7 @@
  */
 import { describeError } from './errors';
 import type { Logger } from './logger';
+import { joinActivity, type NetworkActivity } from './network';
 import type { Sandbox, StagedFile } from './sandbox';
 import { unkeptClause } from './sessionState';
 
@@ -29,11 +30,14 @@ export interface ReplayFiles {
   files(names: readonly string[], program: string): Promise<StagedFile[]>;
 }
 
+/**
+ * `network`: the connections the re-run runs made (each marked with its run), for the call's
+ * record: a replay reaches the network as the runs did, and none of it may go unrecorded.
+ */
 export type Replay =
-  | { kind: 'done'; ms: number; now: string; notes: string[] }
-  | { kind: 'partial'; replayed: number; of: number; failure: string; ms: number; now: string; recorded: string; notes: string[] }
-  /** `why` is for the model; `detail` (an error's own words) for the log only. */
-  | { kind: 'interrupted'; why: string };
+  | { kind: 'done'; ms: number; now: string; notes: string[]; network?: NetworkActivity }
+  | { kind: 'partial'; replayed: number; of: number; failure: string; ms: number; now: string; recorded: string; notes: string[]; network?: NetworkActivity }
+  | { kind: 'interrupted'; why: string; network?: NetworkActivity };
 
 /** Longest stderr tail quoted in a failed replay's sentence. */
 const FAILURE_TAIL = 300;
@@ -44,27 +48,34 @@ export async function replayChain(sandbox: Sandbox, source: ReplayFiles, runs: r
   const started = Date.now();
   const budgetMs = Math.max(timeoutMs, BUDGET_FACTOR * runs.reduce((sum, r) => sum + (r.durationMs ?? timeoutMs), 0));
   const notes: string[] = [];
+  const made: NetworkActivity[] = [];
+  const network = () => {
+    const joined = joinActivity(made);
+    return joined ? { network: joined } : {};
+  };
   let now = '';
   for (const [i, run] of runs.entries()) {
     const left = budgetMs - (Date.now() - started);
     const result = left <= 0 ? { failure: `the replay ran past its time budget of ${seconds(budgetMs)}` } : await replayOne(sandbox, source, run, Math.min(timeoutMs, left), signal);
+    if (result.network) made.push({ ...result.network, connections: result.network.connections.map((c) => ({ ...c, replayOf: run.runId })) });
     if ('interrupted' in result) {
       log.warn(`resume: the replay stopped at run ${run.runId}: ${result.interrupted}${result.detail ? ` (${result.detail})` : ''}`);
-      return { kind: 'interrupted', why: result.interrupted };
+      return { kind: 'interrupted', why: result.interrupted, ...network() };
     }
     notes.push(...(result.notes ?? []));
     if ('failure' in result) {
       log.info(`resume: run ${run.runId} failed on replay: ${result.failure}`);
       const recorded = i === 0 ? '' : runs[i - 1]!.state.now!;
-      return { kind: 'partial', replayed: i, of: runs.length, failure: result.failure, ms: Date.now() - started, now, recorded, notes };
+      return { kind: 'partial', replayed: i, of: runs.length, failure: result.failure, ms: Date.now() - started, now, recorded, notes, ...network() };
     }
     now = result.now;
   }
   log.info(`resume: ${runs.length} run(s) replayed in ${Date.now() - started} ms`);
-  return { kind: 'done', ms: Date.now() - started, now, notes };
+  return { kind: 'done', ms: Date.now() - started, now, notes, ...network() };
 }
 
-type OneResult = { now: string; notes?: string[] } | { failure: string; notes?: string[] } | { interrupted: string; detail?: string };
+/** `network`: what the run did on the network, as far as it ran. */
+type OneResult = ({ now: string; notes?: string[] } | { failure: string; notes?: string[] } | { interrupted: string; detail?: string }) & { network?: NetworkActivity };
 
 async function replayOne(sandbox: Sandbox, source: ReplayFiles, run: ReplayRun, timeoutMs: number, signal: AbortSignal): Promise<OneResult> {
   let files: StagedFile[] = [];
@@ -104,11 +115,12 @@ async function replayOne(sandbox: Sandbox, source: ReplayFiles, run: ReplayRun, 
         while (stderrBytes - stderr[0]!.length > FAILURE_TAIL * 4) stderrBytes -= stderr.shift()!.length;
       },
     });
-    if (signal.aborted) return { interrupted: 'the call was cancelled' };
-    if (exit.replaced || exit.state?.ended) return { interrupted: 'the sandbox stopped while a run was re-run' };
+    const network = exit.network ? { network: exit.network } : {};
+    if (signal.aborted) return { interrupted: 'the call was cancelled', ...network };
+    if (exit.replaced || exit.state?.ended) return { interrupted: 'the sandbox stopped while a run was re-run', ...network };
     const notes = exit.notes ?? [];
-    if (timedOut) return { failure: `it ran past the time limit of ${seconds(timeoutMs)}`, notes };
-    if (exit.oomKilled) return { failure: 'it ran out of memory', notes };
+    if (timedOut) return { failure: `it ran past the time limit of ${seconds(timeoutMs)}`, notes, ...network };
+    if (exit.oomKilled) return { failure: 'it ran out of memory', notes, ...network };
     if (exit.exitCode !== 0 || !exit.state?.kept) {
       const tail = lastLine(Buffer.concat(stderr).toString('utf8'));
       const how =
@@ -117,9 +129,9 @@ async function replayOne(sandbox: Sandbox, source: ReplayFiles, run: ReplayRun, 
           : exit.exitCode !== 0
             ? `exit code ${exit.exitCode}`
             : `its state could not be kept${exit.state?.reason ? `, because ${unkeptClause(exit.state.reason)}` : ''}`;
-      return { failure: tail ? `${how}: ${tail}` : how, notes };
+      return { failure: tail ? `${how}: ${tail}` : how, notes, ...network };
     }
-    return { now: exit.state.now, notes };
+    return { now: exit.state.now, notes, ...network };
   } catch (e) {
     return signal.aborted ? { interrupted: 'the call was cancelled' } : { interrupted: 'the sandbox stopped while a run was re-run', detail: describeError(e) };
   } finally {

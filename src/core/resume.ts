@@ -11,7 +11,8 @@
  */
 import { ToolError, describeError } from './errors';
 import type { Logger } from './logger';
-import { replayChain, seconds, type ReplayFiles } from './replay';
+import type { NetworkActivity } from './network';
+import { replayChain, seconds, type Replay, type ReplayFiles } from './replay';
 import type { Sandbox } from './sandbox';
 
 /** One recorded session-mode run, as the chain needs it. */
@@ -95,19 +96,22 @@ export interface ResumeSource extends ReplayFiles {
   runs(): Promise<StateRun[]>;
 }
 
+/** What the re-run runs did on the network (replay.ts): the call's record holds it with the call's own. */
+type Replayed = { network?: NetworkActivity };
+
 export type ResumeOutcome =
   | { kind: 'none' }
   /**
    * `now`: the state's id in this sandbox; `recorded`: the id the records know it by; `older`:
    * the records end before the state this host last knew (the latest kept calls' records are gone).
    */
-  | { kind: 'restored'; runs: number; ms: number; now: string; recorded: string; older: boolean; notes: string[] }
+  | ({ kind: 'restored'; runs: number; ms: number; now: string; recorded: string; older: boolean; notes: string[] } & Replayed)
   /** The model's `rewind`: `back` kept calls undone, `runs` earlier ones re-run in a new sandbox. */
-  | { kind: 'rewound'; back: number; byUser: boolean; runs: number; ms: number; now: string; recorded: string; notes: string[] }
+  | ({ kind: 'rewound'; back: number; byUser: boolean; runs: number; ms: number; now: string; recorded: string; notes: string[] } & Replayed)
   /** `cause`: the sandbox had been removed, or the call went back. */
-  | { kind: 'partial'; cause: 'removed' | 'rewind'; replayed: number; of: number; failure: string; ms: number; now: string; recorded: string; notes: string[] }
+  | ({ kind: 'partial'; cause: 'removed' | 'rewind'; replayed: number; of: number; failure: string; ms: number; now: string; recorded: string; notes: string[] } & Replayed)
   /** The sandbox's state became unknown during the replay (cancel, the sandbox stopped): no program may run on it. */
-  | { kind: 'interrupted'; why: string }
+  | ({ kind: 'interrupted'; why: string } & Replayed)
   | { kind: 'refused'; why: 'missing' | 'changed' | 'unrecorded' | 'unreadable' | 'long' };
 
 const WHY: Record<Extract<ResumeOutcome, { kind: 'refused' }>['why'], string> = {
@@ -166,7 +170,7 @@ export async function resumeState(sandbox: Sandbox, source: ResumeSource, expect
   const replay = await replayChain(sandbox, source, chain.runs, timeoutMs, signal, log);
   if (replay.kind !== 'done') return replay.kind === 'partial' ? { ...replay, cause: 'removed' } : replay;
   const older = expected !== undefined && expected !== '' && expected !== chain.target;
-  return { kind: 'restored', runs: chain.runs.length, ms: replay.ms, now: replay.now, recorded: chain.target, older, notes: replay.notes };
+  return { kind: 'restored', runs: chain.runs.length, ms: replay.ms, now: replay.now, recorded: chain.target, older, notes: replay.notes, ...replayedOn(replay) };
 }
 
 /** How far back: `back` kept calls (the model's `rewind`), or to the state after a run the user chose in the view. */
@@ -221,7 +225,11 @@ export async function rewindState(
   await sandbox.renew(signal, 'the chat goes back to an earlier state');
   const replay = await replayChain(sandbox, source, runs, timeoutMs, signal, log);
   if (replay.kind !== 'done') return replay.kind === 'partial' ? { ...replay, cause: 'rewind' } : replay;
-  return { kind: 'rewound', back, byUser: 'afterRun' in target, runs: runs.length, ms: replay.ms, now: replay.now, recorded: runs.at(-1)?.state.now ?? '', notes: replay.notes };
+  return { kind: 'rewound', back, byUser: 'afterRun' in target, runs: runs.length, ms: replay.ms, now: replay.now, recorded: runs.at(-1)?.state.now ?? '', notes: replay.notes, ...replayedOn(replay) };
+}
+
+function replayedOn(replay: Replay): Replayed {
+  return replay.network ? { network: replay.network } : {};
 }
 
 function plural(n: number, what: string): string {

@@ -88,6 +88,7 @@ export const RunRecord = z.object({
             bytesIn: z.number().nonnegative(),
             serverAddress: z.string().max(64).optional(),
             open: z.boolean().optional(),
+            replayOf: z.string().max(64).optional(),
           }),
         )
         .max(MAX_RECORDED_CONNECTIONS),

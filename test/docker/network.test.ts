@@ -6,6 +6,9 @@
  * an internal network; on Podman, each sandbox joins its own proxy's namespace, behind a firewall.
  */
 import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { networkPolicy, type Connection } from '../../src/core/network';
 import type { SandboxNetwork, SandboxSpec } from '../../src/docker/container/spec';
 import { egressNames, releaseIdleEgress } from '../../src/docker/network/egress';
@@ -13,6 +16,8 @@ import { removeQuietly } from '../../src/docker/container/spec';
 import { makeWheel } from './fixtures/simpleIndex';
 import { NAMES, startTestInternet, type TestInternet } from './fixtures/testInternet';
 import { LABEL } from '../../src/docker/container/labels';
+import { RunRecording } from '../../src/storage/runRecorder';
+import { sessionCall, sessionHost } from './fixtures/sessionHost';
 import { FORGE_EXIT_REPORT, TEST_ENGINE, docker, dockerCli, exists, log, recentLog, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
 /** Python the tests' programs start with: the test CA trusted, and get(url) saying what came back. */
@@ -181,6 +186,36 @@ describe('network allow-list (integration)', function () {
     const next = await run(provider, session, `${prelude(internet.caPem)}\nshow('http://${NAMES.web}/d')`);
     assert.equal(next.text, `stdout:\nhttp://${NAMES.web}/d -> ${NAMES.web} /d http`);
     assert.deepEqual(next.network?.connections.map(brief), [['GET', `${NAMES.web}:80`, 'allowed']]);
+  });
+
+  it("a kept run re-run to rebuild a removed sandbox's state reaches the network only on the record: its connections are in the call's", async function () {
+    const provider = providerFor(() => testSpec({ network: LISTS() }));
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-net-replay-'));
+    try {
+      const h = sessionHost(root);
+      const key = uniqueSessionKey('net-replay');
+      const first = await sessionCall(provider, h, key, `${prelude(internet.caPem)}\npage = get('http://${NAMES.web}/kept')`);
+      assert.deepEqual(first.network?.connections.map(brief), [['GET', `${NAMES.web}:80`, 'allowed']]);
+      await dockerCli('rm', '-f', provider.active.get(key)!.id);
+
+      const since = Date.now();
+      const rebuilt = await sessionCall(provider, h, key, `print(page)\nprint(get('http://${NAMES.web}/own'))`);
+      assert.match(rebuilt.text, new RegExp(`^stdout:\n${NAMES.web} /kept http\n${NAMES.web} /own http\n\n`));
+      const [, firstRecord] = await h.store.listRuns(new RunRecording(h.store, key).writer.sessionDigest);
+      const seen = (c: Connection) => [...brief(c), c.replayOf ?? 'the call'];
+      const expected = [
+        ['GET', `${NAMES.web}:80`, 'allowed', firstRecord!.runId],
+        ['GET', `${NAMES.web}:80`, 'allowed', 'the call'],
+      ];
+      assert.deepEqual(rebuilt.network?.connections.map(seen), expected);
+      assert.equal(rebuilt.network?.complete, true);
+      assert.ok(rebuilt.network!.connections.every((c) => c.time >= since));
+      // As the store keeps it (the view's "Show Program and Output" reads this record).
+      const [latest] = await h.store.listRuns(new RunRecording(h.store, key).writer.sessionDigest);
+      assert.deepEqual(latest!.network?.connections.map(seen), expected);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it('refuses denied, unlisted, address, private and loopback names and other ports, and tells the model which', async function () {

@@ -4,12 +4,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { NOTHING_PRINTED } from '../../src/core/format';
 import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
-import { executeToolCall } from '../../src/core/toolCall';
 import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { ArtifactStore } from '../../src/storage/artifactStore';
 import { RunRecording } from '../../src/storage/runRecorder';
-import { folderSource } from '../../src/storage/workspaceFolder';
-import { TEST_LIMITS, dockerCli, log, runLimits, uniqueSessionKey, useDocker } from './helpers';
+import { sessionCall, sessionHost as host, type SessionHost } from './fixtures/sessionHost';
+import { dockerCli, uniqueSessionKey, useDocker } from './helpers';
 
 const KEPT = STATE_LINES.kept;
 const QUIET_KEPT = `${NOTHING_PRINTED}\n\n${KEPT}`;
@@ -20,34 +19,9 @@ const RESTORED = (runs: number) =>
 const seconds = (text: string) => text.replace(/in order \(\d+\.\d s\)/, 'in order (<s> s)');
 const DIFFER = 'Values computed from time, randomness, the network or workspace files that changed since may differ from before.';
 
-/** A host: its store of runs, its workspace folder and its record of the chats' states (a VS Code window). */
-function host(root: string) {
-  const workspace = path.join(root, 'workspace');
-  fs.mkdirSync(workspace, { recursive: true });
-  return { store: new ArtifactStore(path.join(root, 'store')), states: new SessionStates(), workspace };
-}
-
-/** One session-mode tool call as the extension makes it: recorded, with the chat's runs to resume from. */
-async function call(
-  provider: DockerSandboxProvider,
-  h: ReturnType<typeof host>,
-  sessionKey: string,
-  code: string,
-  { files = [], rewind, rewindTo }: { files?: string[]; rewind?: number; rewindTo?: string } = {},
-): Promise<string> {
-  const recording = new RunRecording(h.store, sessionKey);
-  const { report } = await executeToolCall(provider, log, { code, ...(files.length ? { files } : {}), ...(rewind ? { rewind } : {}) }, {
-    ...(rewindTo ? { rewindTo } : {}),
-    sessionKey,
-    limits: runLimits(),
-    memoryMb: TEST_LIMITS.memoryMb,
-    filesIn: { source: folderSource(h.workspace), caps: { denyGlobs: [], maxFiles: 5, maxFileBytes: 1024, maxTotalBytes: 4096 } },
-    filesOut: { mode: 'declared', caps: { maxFiles: 5, maxFileBytes: 1024, maxTotalBytes: 4096 }, savedWhere: 'in the test' },
-    record: recording.record,
-    states: h.states,
-    stateRuns: recording.stateRuns,
-  });
-  return seconds(report.text);
+/** One session-mode call's text, its replay's duration made constant. */
+async function call(provider: DockerSandboxProvider, h: SessionHost, sessionKey: string, code: string, options: Parameters<typeof sessionCall>[4] = {}): Promise<string> {
+  return seconds((await sessionCall(provider, h, sessionKey, code, options)).text);
 }
 
 describe('session state survives its sandbox: resume by replay (integration)', function () {

@@ -8,6 +8,8 @@ import { silentLogger } from '../../src/core/logger';
 import { resumeSentence, stateChain, type ResumeSource, type StateRun } from '../../src/core/resume';
 import type { Sandbox, SandboxProvider } from '../../src/core/sandbox';
 import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
+import { MAX_RECORDED_BLOCKED, connectionLine, joinActivity, type Connection } from '../../src/core/network';
+import { RunRecord } from '../../src/storage/runRecord';
 import { ArtifactStore } from '../../src/storage/artifactStore';
 
 /** A session run's record as the chain reads it. */
@@ -144,7 +146,7 @@ describe('resume: a store key that is not a key (unit)', () => {
 
 describe('resume: in the pipeline (unit)', () => {
   /** A sandbox that runs programs as strings it remembers; its state id follows each kept run. */
-  function fakeSandbox(opts: { empty: boolean; goneAtStart?: boolean; failOn?: string; exitOf?: Record<string, number> }) {
+  function fakeSandbox(opts: { empty: boolean; goneAtStart?: boolean; failOn?: string; exitOf?: Record<string, number>; networkOf?: Record<string, Connection[]> }) {
     const ran: string[] = [];
     let state = '';
     let n = 0;
@@ -165,7 +167,8 @@ describe('resume: in the pipeline (unit)', () => {
         const exitCode = opts.exitOf?.[run.code] ?? 0;
         if (exitCode === 0) state = `s${++n}`;
         run.onStdout(Buffer.from('out\n'));
-        return { exitCode, workDir: run.workDir ?? `/sandbox/runs/${n}`, state: { from, now: state, kept: exitCode === 0 } };
+        const connections = opts.networkOf?.[run.code];
+        return { exitCode, workDir: run.workDir ?? `/sandbox/runs/${n}`, state: { from, now: state, kept: exitCode === 0 }, ...(connections ? { network: { connections, complete: true } } : {}) };
       },
       async collect() {
         return { saved: [], missing: [], refused: [] };
@@ -193,6 +196,48 @@ describe('resume: in the pipeline (unit)', () => {
       assert.deepEqual(report.state, { reset: false, kept: true, from: 'b', now: 's3' });
     });
   }
+
+  it("the replayed runs' connections are in the call's record, each marked with its run, and a name refused then is told", async () => {
+    const connection = (host: string, time: number, allowed = true): Connection => ({
+      time,
+      host,
+      port: 443,
+      method: 'CONNECT',
+      allowed,
+      ...(allowed ? {} : { reason: 'not listed' as const }),
+      bytesOut: 10,
+      bytesIn: 20,
+    });
+    const { sandbox } = fakeSandbox({
+      empty: true,
+      networkOf: { 'x = 1': [connection('data.example.test', 1)], 'x += 1': [connection('gone.example.test', 2, false)], 'print(x)': [connection('data.example.test', 3)] },
+    });
+    const report = await executeCode({ acquire: async () => sandbox }, silentLogger, { code: 'print(x)', sessionKey: 'chat', state: { reset: false, states: new SessionStates(), resume: source } }, limits);
+    assert.deepEqual(report.network, {
+      connections: [
+        { ...connection('data.example.test', 1), replayOf: '1' },
+        { ...connection('gone.example.test', 2, false), replayOf: '2' },
+        connection('data.example.test', 3),
+      ],
+      complete: true,
+    });
+    assert.equal(report.resumed && 'network' in report.resumed, false);
+    assert.match(report.text, /\nThe sandbox's network proxy blocked: gone\.example\.test \(not on the allow-list\)\./);
+    assert.equal(
+      connectionLine(report.network!.connections[0]!),
+      '00:00:00.001 CONNECT data.example.test:443 allowed, 10 bytes out, 20 bytes in, by kept run 1 re-run to rebuild the state',
+    );
+    // The mark is kept by the store's schema, not dropped as an unknown field.
+    assert.equal(RunRecord.shape.network.unwrap().shape.connections.element.parse(report.network!.connections[0]).replayOf, '1');
+  });
+
+  it('joined records keep the caps of one: refused connections past the cap are counted, and a part that was not whole makes the join not whole', () => {
+    const refused = (i: number): Connection => ({ time: i, host: `h${i}.test`, port: 443, method: 'CONNECT', allowed: false, reason: 'not listed', bytesOut: 0, bytesIn: 0 });
+    const many = Array.from({ length: MAX_RECORDED_BLOCKED }, (_, i) => refused(i));
+    const joined = joinActivity([{ connections: many, complete: true }, { connections: [refused(-1)], complete: false, omitted: { allowed: 2, blocked: 0 } }]);
+    assert.deepEqual([joined!.connections.length, joined!.omitted, joined!.complete], [MAX_RECORDED_BLOCKED, { allowed: 2, blocked: 1 }, false]);
+    assert.equal(joinActivity([undefined, undefined]), undefined);
+  });
 
   it('rebuilds nothing when the sandbox holds a state, or the call resets', async () => {
     for (const [empty, reset] of [

@@ -43,6 +43,8 @@ export interface Connection {
   serverAddress?: string;
   /** A tunnel still open when the call ended: its bytes are not known yet. */
   open?: boolean;
+  /** Made by a kept run re-run to rebuild the chat's state before the call (its run id), not by the call's program. */
+  replayOf?: string;
 }
 
 /** Connections kept per run; a program that makes more has the rest counted, not kept. */
@@ -52,6 +54,52 @@ export const MAX_RECORDED_CONNECTIONS = 2000;
  * is counted past this, so it cannot push the allowed ones out of the record.
  */
 export const MAX_RECORDED_BLOCKED = 200;
+
+/**
+ * Connections kept within the caps, in the order given: refused ones past MAX_RECORDED_BLOCKED,
+ * and any past MAX_RECORDED_CONNECTIONS, are counted instead. One rule for a call's own record
+ * and for a call's record joined with the replay that rebuilt its state.
+ */
+export class CappedConnections {
+  private readonly connections: Connection[] = [];
+  private readonly omitted = { allowed: 0, blocked: 0 };
+  private blocked = 0;
+
+  keep(c: Connection): void {
+    if (this.connections.length < MAX_RECORDED_CONNECTIONS && (c.allowed || this.blocked < MAX_RECORDED_BLOCKED)) {
+      this.connections.push(c);
+      if (!c.allowed) this.blocked++;
+    } else {
+      this.omitted[c.allowed ? 'allowed' : 'blocked']++;
+    }
+  }
+
+  count(omitted: { allowed: number; blocked: number }): void {
+    this.omitted.allowed += omitted.allowed;
+    this.omitted.blocked += omitted.blocked;
+  }
+
+  activity(complete: boolean): NetworkActivity {
+    const omitted = this.omitted.allowed + this.omitted.blocked > 0 ? { omitted: { ...this.omitted } } : {};
+    return { connections: [...this.connections], complete, ...omitted };
+  }
+}
+
+/**
+ * Records joined in order (a replay's runs, then the call's own), under the same caps; undefined
+ * when none was made (a sandbox without a network). Whole only when every part was.
+ */
+export function joinActivity(parts: readonly (NetworkActivity | undefined)[]): NetworkActivity | undefined {
+  const given = parts.filter((p): p is NetworkActivity => p !== undefined);
+  if (given.length === 0) return undefined;
+  if (given.length === 1) return given[0];
+  const kept = new CappedConnections();
+  for (const part of given) {
+    part.connections.forEach((c) => kept.keep(c));
+    if (part.omitted) kept.count(part.omitted);
+  }
+  return kept.activity(given.every((p) => p.complete));
+}
 
 /** A run's connections, and whether the record is whole. */
 export interface NetworkActivity {
@@ -83,7 +131,8 @@ export function networkSummary(activity: NetworkActivity): string {
 export function connectionLine(c: Connection): string {
   const when = new Date(c.time).toISOString().slice(11, 23);
   const verdict = c.allowed ? `allowed${c.serverAddress ? ` (to ${c.serverAddress})` : ''}` : `blocked (${reasonText(c)})`;
-  return `${when} ${c.method} ${c.host}:${c.port} ${verdict}, ${c.open ? 'still open when the call ended' : `${c.bytesOut} bytes out, ${c.bytesIn} bytes in`}`;
+  const by = c.replayOf ? `, by kept run ${c.replayOf} re-run to rebuild the state` : '';
+  return `${when} ${c.method} ${c.host}:${c.port} ${verdict}, ${c.open ? 'still open when the call ended' : `${c.bytesOut} bytes out, ${c.bytesIn} bytes in`}${by}`;
 }
 
 function reasonText(c: Connection): string {
