@@ -9,8 +9,9 @@ import type { Logger } from './logger';
 import { missingModuleHint, missingModuleName } from './missingModule';
 import type { CollectedFile, CollectOutcome, OutputSink, Sandbox, SandboxProvider, StagedFile } from './sandbox';
 import type { SessionStates, StateOutcome } from './sessionState';
-import { resumeSentence, resumeState, rewindState, type ResumeOutcome, type ResumeSource, type RewindTarget } from './resume';
-import { blockedNote, connectionLine, joinActivity, type NetworkActivity } from './network';
+import { resumeSentence, setAsideSentence, type ResumeOutcome } from './resume';
+import { rebuildFirst, rebuildNow, replayNetwork, withoutNetwork, type SessionRequest } from './rebuild';
+import { blockedNote, joinActivity, type NetworkActivity } from './network';
 
 /** How produced files are named for collection: declared up front, or listed by the program. */
 export type OutputsRequest = { mode: 'declared'; names: readonly string[] } | { mode: 'manifest' };
@@ -40,8 +41,7 @@ export interface ExecuteRequest {
   /** Produced files to collect after the run. */
   filesOut?: FilesOutRequest;
   /** Session mode: the call runs on the chat's kept state (an empty one with `reset`); `states` is the host's record of them. */
-  /** `rewind`: go back this many kept calls first (the model's input), in a new sandbox. */
-  state?: { reset: boolean; states: SessionStates; resume?: ResumeSource; rewind?: RewindTarget };
+  state?: SessionRequest;
   /** How this user adds a name to the network allow-list, for the sentence about a blocked one. */
   networkAllowSetting?: string;
 }
@@ -138,11 +138,12 @@ export async function executeCode(
       throw e;
     });
     const held = sandbox;
-    let resumed = request.state?.rewind ? await rewindIn(held, request, limits, stopper, log) : await resumeIfGone(held, request, limits, stopper, log);
+    const rebuild = { sessionKey: request.sessionKey, timeoutMs: limits.timeoutMs, signal: stopper.signal, log };
+    let resumed = request.state ? await rebuildFirst(held, request.state, rebuild) : ({ kind: 'none' } as const);
     // Found gone only as the program was to start (its link had not yet broken): rebuilt there.
     const rebuildState = async (): Promise<boolean> => {
-      if (resumed.kind !== 'none') return false;
-      resumed = await resumeIn(held, request, limits, stopper, log);
+      if (resumed.kind !== 'none' || !request.state) return false;
+      resumed = await rebuildNow(held, request.state, rebuild);
       return resumed.kind !== 'none';
     };
     const run = await runProgram(held, request, limits, stopper, log, resumed.kind === 'none' ? rebuildState : undefined);
@@ -162,68 +163,6 @@ export async function executeCode(
   } finally {
     signal?.removeEventListener('abort', onCallerAbort);
     await sandbox?.release?.().catch((e: unknown) => log.warn(`releasing the sandbox failed: ${describeError(e)}`));
-  }
-}
-
-/**
- * Session mode, in a sandbox that holds no state (new, or replaced): the chat's recorded state is
- * rebuilt first, once per sandbox. The replay has its own time limits; the program's starts after.
- */
-async function resumeIfGone(sandbox: Sandbox, request: ExecuteRequest, limits: RunLimits, stopper: Stopper, log: Logger): Promise<ResumeOutcome> {
-  const state = request.state;
-  if (!state?.resume || state.reset) return { kind: 'none' };
-  // Another call of the chat rebuilding now: this one runs after, on what it rebuilt.
-  await state.states.quiet(request.sessionKey);
-  if (!(await sandbox.holdsNoState?.(stopper.signal))) return { kind: 'none' };
-  return resumeIn(sandbox, request, limits, stopper, log);
-}
-
-async function rewindIn(sandbox: Sandbox, request: ExecuteRequest, limits: RunLimits, stopper: Stopper, log: Logger): Promise<ResumeOutcome> {
-  const state = request.state!;
-  await state.states.quiet(request.sessionKey);
-  return state.states.rebuilding(request.sessionKey, async () =>
-    settleRebuild(sandbox, request, await rewindState(sandbox, state.resume, state.rewind!, limits.timeoutMs, stopper.signal, log), log),
-  );
-}
-
-async function resumeIn(sandbox: Sandbox, request: ExecuteRequest, limits: RunLimits, stopper: Stopper, log: Logger): Promise<ResumeOutcome> {
-  const state = request.state;
-  if (!state?.resume || state.reset || !state.states.firstTryIn(request.sessionKey, sandbox.id)) return { kind: 'none' };
-  const resume = state.resume;
-  return state.states.rebuilding(request.sessionKey, async () =>
-    settleRebuild(sandbox, request, await resumeState(sandbox, resume, state.states.expectedOf(request.sessionKey), limits.timeoutMs, stopper.signal, log), log),
-  );
-}
-
-/**
- * What the host keeps of a rebuild: the state it reached (and its recorded id), or, when the
- * sandbox's state became unknown, no state at all: that sandbox goes, the next call rebuilds in a
- * new one, and this call's program does not run.
- */
-async function settleRebuild(sandbox: Sandbox, request: ExecuteRequest, outcome: ResumeOutcome, log: Logger): Promise<ResumeOutcome> {
-  const states = request.state!.states;
-  const key = request.sessionKey;
-  switch (outcome.kind) {
-    case 'none':
-      return outcome;
-    case 'refused':
-      // The call's sentence tells what became of the earlier state: the state line adds no loss of its own.
-      states.adopt(key, '');
-      return outcome;
-    case 'interrupted': {
-      // No record is written for a call that does not run: what the replay reached is logged.
-      for (const c of outcome.network?.connections ?? []) log.warn(`resume: the interrupted replay's connection: ${connectionLine(c)}`);
-      states.forgetRebuild(key);
-      await sandbox.renew?.(new AbortController().signal, 'its state was rebuilt only in part').catch((e: unknown) => log.warn(`could not replace a half-rebuilt sandbox: ${describeError(e)}`));
-      if (outcome.why === 'the call was cancelled') throw new ToolError('cancelled', 'The run was cancelled before it started.');
-      throw new ToolError(
-        'sandbox_failed',
-        `Rebuilding this chat's state stopped because ${outcome.why}, so the program was not run; the next call rebuilds it in a new sandbox. Call again.`,
-      );
-    }
-    default:
-      states.rebuilt(key, sandbox.id, outcome.now, outcome.recorded);
-      return outcome;
   }
 }
 
@@ -312,12 +251,14 @@ async function afterRun(
     const hint = await moduleHint(sandbox, run.stderr.snapshot(), log);
     if (hint) notes.push(hint);
   }
-  const network = callNetwork(run, resumed);
+  const network = joinActivity([replayNetwork(resumed), run.network]);
   const blocked = network && blockedNote(network.connections, request.networkAllowSetting ?? 'the codeactSandbox.network.allow setting');
   if (blocked) notes.push(blocked);
   if ('notes' in resumed) notes.push(...resumed.notes);
   const rebuilt = resumeSentence(resumed);
   if (rebuilt) notes.push(rebuilt);
+  const setAside = request.state?.userChoiceSetAside;
+  if (setAside) notes.push(setAsideSentence(setAside));
   // Last, so that every session-mode result ends with it.
   if (request.state) {
     const succeeded = !reason && run.exitCode === 0 && !run.oomKilled && !run.replaced;
@@ -339,7 +280,7 @@ function report(
   resumed: ResumeOutcome,
 ): ExecuteReport {
   const { stdout, stderr } = run;
-  const network = callNetwork(run, resumed);
+  const network = joinActivity([replayNetwork(resumed), run.network]);
   const facts = {
     stdout: stdout.snapshot(),
     stderr: stderr.snapshot(),
@@ -378,19 +319,6 @@ function report(
     startedAt: new Date(started),
     ...(network ? { network } : {}),
   };
-}
-
-/** The call's connections: those of the runs re-run to rebuild its state first, then its program's. */
-function callNetwork(run: RunOutcome, resumed: ResumeOutcome): NetworkActivity | undefined {
-  return joinActivity(['network' in resumed ? resumed.network : undefined, run.network]);
-}
-
-/** The rebuild as the report keeps it: its connections are in the call's own record. */
-function withoutNetwork(resumed: Exclude<ResumeOutcome, { kind: 'none' }>): Exclude<ResumeOutcome, { kind: 'none' }> {
-  if (!('network' in resumed)) return resumed;
-  const rest = { ...resumed };
-  delete rest.network;
-  return rest;
 }
 
 /** The call's state for its record: a state rebuilt here is named by the id its records know. */

@@ -153,6 +153,11 @@ export function resumeSentence(outcome: ResumeOutcome): string | undefined {
   }
 }
 
+/** Told when the model's `reset` or `rewind` overrode the run the user chose to go back to (it could not know of it). */
+export function setAsideSentence(by: 'reset' | 'rewind'): string {
+  return `The user had chosen, in the CodeAct Sandbox view, to go back to the state after an earlier run; this call's \`${by}\` came first, so that was not done. Tell the user, who can choose it again.`;
+}
+
 /**
  * Rebuilds the chat's state in a sandbox that holds none, by re-running the chain. `expected`: the
  * state this host last knew the chat to have (by its recorded id), when it knows one.

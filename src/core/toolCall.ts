@@ -126,10 +126,15 @@ export async function executeToolCall(
   return { report, files: report.files };
 }
 
-/** Going back: the model's `rewind`, else a run the user chose in the view (which the model's `reset` or `rewind` overrides). */
-function rewindOf(input: ToolInput, options: ToolCallOptions): { rewind?: RewindTarget } {
-  if (input.rewind) return { rewind: { back: input.rewind } };
-  if (options.rewindTo && !input.reset) return { rewind: { afterRun: options.rewindTo } };
+/**
+ * Going back: the model's `rewind`, else a run the user chose in the view. The model's `reset` or
+ * `rewind` overrides the user's choice, which the model did not know of: the result says so.
+ */
+function rewindOf(input: ToolInput, options: ToolCallOptions): { rewind?: RewindTarget; userChoiceSetAside?: 'reset' | 'rewind' } {
+  const setAside = options.rewindTo ? { userChoiceSetAside: input.reset ? ('reset' as const) : ('rewind' as const) } : {};
+  if (input.rewind) return { rewind: { back: input.rewind }, ...setAside };
+  if (input.reset) return setAside;
+  if (options.rewindTo) return { rewind: { afterRun: options.rewindTo } };
   return {};
 }
 

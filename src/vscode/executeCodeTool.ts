@@ -13,7 +13,7 @@ import { RunRecording } from '../storage/runRecorder';
 import { parseToolInput, type ToolInput } from '../core/toolInput';
 import type { SettingsReader } from './config';
 import { CONFIG_SECTION } from './ids';
-import { confirmationText, invocationMessage, type InvocationFacts } from './invocationText';
+import { confirmationText, goingBackOf, invocationMessage, type InvocationFacts } from './invocationText';
 import { workspaceSource } from './workspaceFiles';
 
 /**
@@ -68,6 +68,7 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
       where: `sandbox \`${this.currentImage() ?? s.image}\`, ${sessionDisplayName(key)}`,
       allowed: networkOf(s, CONFIG_SECTION).policy?.allow ?? [],
       building: this.building(),
+      ...goingBackOf(input, s.state === 'session', this.goingBack.has(sessionDigest(key))),
     };
     const prepared: vscode.PreparedToolInvocation = { invocationMessage: invocationMessage(facts) };
     if (s.confirmBeforeRun) {

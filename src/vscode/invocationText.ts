@@ -15,6 +15,26 @@ export interface InvocationFacts {
   allowed: readonly string[];
   /** The sandbox image is being built now: the first call waits for it. */
   building: boolean;
+  /** Session mode: the call first goes back to an earlier state (a new sandbox, earlier kept calls run again), or sets aside the person's choice to. */
+  goingBack?: GoingBack;
+}
+
+/**
+ * The model's `rewind`; the run the person chose in the view; or that choice set aside by the
+ * model's `reset` or `rewind` in this very call (the model did not know of it).
+ */
+export type GoingBack = { by: 'model'; calls: number } | { by: 'person' } | { by: 'person'; setAsideBy: 'reset' | 'rewind' };
+
+/**
+ * Whether the call goes back first, from its input as given (not yet checked) and whether the
+ * person chose a run to go back to in this chat (session mode only).
+ */
+export function goingBackOf(input: { reset?: unknown; rewind?: unknown }, sessionMode: boolean, personChose: boolean): { goingBack?: GoingBack } {
+  if (!sessionMode) return {};
+  const rewind = typeof input.rewind === 'number' && Number.isInteger(input.rewind) && input.rewind > 0 ? input.rewind : undefined;
+  const setAsideBy = input.reset === true ? 'reset' : rewind !== undefined ? 'rewind' : undefined;
+  if (personChose) return { goingBack: setAsideBy ? { by: 'person', setAsideBy } : { by: 'person' } };
+  return rewind !== undefined && input.reset !== true ? { goingBack: { by: 'model', calls: rewind } } : {};
 }
 
 /** Longest a program's preview in the question: past it, the rest is counted. */
@@ -38,7 +58,20 @@ export function invocationMessage(f: InvocationFacts): string {
   if (f.files.length) parts.push(`with ${names(f.files)}`);
   if (f.outputs.length) parts.push(`saving ${names(f.outputs)}`);
   const building = f.building ? ' (first, the sandbox image is built: a few minutes, once)' : '';
-  return `${parts.join(', ')}${building}`;
+  const back = f.goingBack && !('setAsideBy' in f.goingBack) ? `, after going back ${f.goingBack.by === 'model' ? plural(f.goingBack.calls, 'kept call') : 'to the run you chose'}` : '';
+  return `${parts.join(', ')}${back}${building}`;
+}
+
+function plural(n: number, what: string): string {
+  return `${n} ${what}${n === 1 ? '' : 's'}`;
+}
+
+/** What the question says of going back: a replay runs earlier programs again, with their files and domains. */
+function goingBackText(g: GoingBack | undefined): string {
+  if (!g) return '';
+  if ('setAsideBy' in g) return ` The model's \`${g.setAsideBy}\` comes first, so the chat does not go back to the run you chose in the CodeAct Sandbox view (the model is told).`;
+  const to = g.by === 'model' ? `back ${plural(g.calls, 'kept call')}` : 'back to the run you chose in the CodeAct Sandbox view';
+  return ` First the chat's state goes ${to}: in a new sandbox, its earlier kept calls run again, with the files and domains they had.`;
 }
 
 /** The question's text (Markdown), when each run is confirmed. */
@@ -47,5 +80,5 @@ export function confirmationText(f: InvocationFacts): string {
   const saved = f.outputs.length ? ` It declares ${names(f.outputs)} as outputs, saved in the CodeAct Sandbox view.` : '';
   const network = f.allowed.length ? ` It may reach ${names(f.allowed)} through the recording proxy, and nothing else on the network.` : ' It has no network.';
   const preview = f.code.length > PREVIEW_CHARS ? `${f.code.slice(0, PREVIEW_CHARS)}\n# ... (${f.code.length - PREVIEW_CHARS} more characters)` : f.code;
-  return `The program (${lines(f.code)}) runs in the ${f.where}. ${shared}${saved}${network}\n\n\`\`\`python\n${preview}\n\`\`\``;
+  return `The program (${lines(f.code)}) runs in the ${f.where}. ${shared}${saved}${network}${goingBackText(f.goingBack)}\n\n\`\`\`python\n${preview}\n\`\`\``;
 }

@@ -142,5 +142,13 @@ describe('session state survives its sandbox: resume by replay (integration)', f
       await call(provider, h, key, "print('x' in globals())", { rewindTo: runs.at(-2)!.runId }),
       `stdout:\nFalse\n\nState: went back 1 kept call before this call, as the user asked in the CodeAct Sandbox view, in a new sandbox, by re-running this chat's 1 earlier kept run in order (<s> s). ${DIFFER}\n\n${KEPT}`,
     );
+
+    // The model's `reset`, made without knowing of the person's choice, comes first: both are told.
+    assert.equal(await call(provider, h, key, 'x = 8'), QUIET_KEPT);
+    assert.equal(
+      await call(provider, h, key, "print('x' in globals())", { reset: true, rewindTo: runs.at(-2)!.runId }),
+      "stdout:\nFalse\n\nThe user had chosen, in the CodeAct Sandbox view, to go back to the state after an earlier run; this call's `reset` came first, so that was not done. " +
+        `Tell the user, who can choose it again.\n\n${KEPT}`,
+    );
   });
 });

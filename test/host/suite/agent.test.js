@@ -334,7 +334,15 @@ describe('agent mode calls execute_code (host)', function () {
       }
       assert.ok(first, "the chat's first run in the view");
       assert.deepEqual(await vscode.commands.executeCommand('codeactSandbox.goBackToRun', first), { back: 1 });
-      await ask(program('print(went_back)'));
+      // Asked first: the question says the chat goes back before the program runs.
+      await h.setting('confirmBeforeRun', true);
+      const asked = await ask(program('print(went_back)'));
+      assert.deepEqual({ type: asked.type, toolId: asked.toolId }, { type: 'confirmation', toolId: 'execute_code' });
+      await h.snapshot('going-back-confirmation');
+      await vscode.commands.executeCommand('workbench.action.chat.acceptTool');
+      await h.waitFor(() => toolResults().length === before + 3, 60000, 'the result after accepting');
+      await vscode.commands.executeCommand('workbench.action.chat.resetTrustedTools');
+      await h.setting('confirmBeforeRun', undefined);
       const texts = toolResults().slice(before).map((r) => r.text);
       assert.equal(texts.length, 3);
       const [, , back] = texts;
@@ -346,6 +354,7 @@ describe('agent mode calls execute_code (host)', function () {
       await vscode.commands.executeCommand('codeactSandbox.artifacts.focus');
       await h.snapshot('went-back');
     } finally {
+      await h.setting('confirmBeforeRun', undefined);
       await h.setting('state', undefined);
     }
   });

@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { confirmationText, invocationMessage, type InvocationFacts } from '../../../src/vscode/invocationText';
+import { confirmationText, goingBackOf, invocationMessage, type InvocationFacts } from '../../../src/vscode/invocationText';
 
 const base: InvocationFacts = { code: 'import csv\nprint(1)\n', files: [], outputs: [], where: 'sandbox `img`, chat 3f2a', allowed: [], building: false };
 
@@ -24,5 +24,34 @@ describe('what chat shows before a call (unit)', function () {
     );
     // A backtick in a name cannot end its code span early.
     assert.match(confirmationText({ ...base, files: ['a`b.csv'] }), /a copy of `a'b\.csv`/);
+  });
+
+  it('says when the chat goes back first (a replay runs earlier programs again), and when the model sets the person\'s choice aside', function () {
+    const question = (goingBack: InvocationFacts['goingBack']) => confirmationText({ ...base, code: 'x', ...(goingBack ? { goingBack } : {}) }).split('\n')[0];
+    const asked = 'The program (1 line) runs in the sandbox `img`, chat 3f2a. It gets none of your files. It has no network.';
+    assert.equal(
+      question({ by: 'model', calls: 2 }),
+      `${asked} First the chat's state goes back 2 kept calls: in a new sandbox, its earlier kept calls run again, with the files and domains they had.`,
+    );
+    assert.equal(
+      question({ by: 'person' }),
+      `${asked} First the chat's state goes back to the run you chose in the CodeAct Sandbox view: in a new sandbox, its earlier kept calls run again, with the files and domains they had.`,
+    );
+    assert.equal(
+      question({ by: 'person', setAsideBy: 'reset' }),
+      `${asked} The model's \`reset\` comes first, so the chat does not go back to the run you chose in the CodeAct Sandbox view (the model is told).`,
+    );
+    assert.equal(invocationMessage({ ...base, goingBack: { by: 'model', calls: 1 } }), 'Running 2 lines of Python in the sandbox `img`, chat 3f2a, after going back 1 kept call');
+    assert.equal(invocationMessage({ ...base, goingBack: { by: 'person' } }), 'Running 2 lines of Python in the sandbox `img`, chat 3f2a, after going back to the run you chose');
+    assert.equal(invocationMessage({ ...base, goingBack: { by: 'person', setAsideBy: 'rewind' } }), invocationMessage(base));
+
+    // From the input as the model gave it, before it is checked.
+    assert.deepEqual(goingBackOf({ rewind: 3 }, true, false), { goingBack: { by: 'model', calls: 3 } });
+    assert.deepEqual(goingBackOf({ rewind: 3 }, false, false), {});
+    assert.deepEqual(goingBackOf({ rewind: '3' }, true, false), {});
+    assert.deepEqual(goingBackOf({ rewind: 3, reset: true }, true, false), {});
+    assert.deepEqual(goingBackOf({}, true, true), { goingBack: { by: 'person' } });
+    assert.deepEqual(goingBackOf({ reset: true }, true, true), { goingBack: { by: 'person', setAsideBy: 'reset' } });
+    assert.deepEqual(goingBackOf({ rewind: 1 }, true, true), { goingBack: { by: 'person', setAsideBy: 'rewind' } });
   });
 });
