@@ -5,7 +5,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { sessionDigest } from '../../src/core/session';
 import { LABEL } from '../../src/docker/container/labels';
-import { IMAGE, SENTENCES, TEST_LABEL, bundleCli, containersWith, spawnCli, useDocker, volumesWith, type CliResult } from './helpers';
+import { sharedSandboxName } from '../../src/docker/container';
+import { IMAGE, SENTENCES, TEST_LABEL, bundleCli, containersWith, dockerCli, spawnCli, useDocker, volumesWith, type CliResult } from './helpers';
 
 
 describe('the CLI (integration)', function () {
@@ -198,6 +199,23 @@ describe('the CLI (integration)', function () {
     assert.equal(second.stdout, `stdout:\n42\n\n${kept}\n`);
     const reset = await runCli([...session, '--reset', program('empty.py', "print('x' in globals())\n")]);
     assert.equal(reset.stdout, `stdout:\nFalse\n\n${kept}\n`);
+    assert.equal((await runCli(['cleanup', '--session', key])).code, 0);
+  });
+
+  it('--state session with --artifacts: a kept session whose sandbox was stopped (an engine restart) gets its state rebuilt by the next run', async function () {
+    const key = `resume-${randomBytes(4).toString('hex')}`;
+    const session = ['run', '--image', IMAGE, '--session', key, '--state', 'session', '--artifacts', path.join(dir, 'runs')];
+    const kept = 'State: kept for the next call.';
+    assert.equal((await runCli([...session, program('set.py', "x = 41\nopen('f.txt', 'w').write('hi')\nimport os\nhome = os.getcwd()\n")])).code, 0);
+    // As an engine restart leaves it: stopped, its memory and work area gone. Found by its name: a
+    // spare claimed by the session keeps the spare's labels.
+    await dockerCli('stop', '-t', '1', sharedSandboxName('cli', sessionDigest(`cli:${key}`)));
+    const next = await runCli([...session, program('get.py', "print(x + 1, open(home + '/f.txt').read())\n")]);
+    assert.equal(
+      next.stdout.replace(/in order \(\d+\.\d s\)/, 'in order (<s> s)'),
+      "stdout:\n42 hi\n\nState: restored before this call by re-running this chat's 1 kept run in order (<s> s), because its sandbox had been removed. " +
+        `Values computed from time, randomness, the network or workspace files that changed since may differ from before; files those runs wrote were written again.\n\n${kept}\n`,
+    );
     assert.equal((await runCli(['cleanup', '--session', key])).code, 0);
   });
 

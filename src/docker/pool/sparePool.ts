@@ -216,6 +216,9 @@ export class SharedSparePool {
         throw e;
       }
       this.log.info(`session sandbox ${sessionName} taken from the spares (it was ${nameOf(c)})`);
+      // Ours by its name now, and no session ever ran in a spare: its state is known empty, so a
+      // session that lost its sandbox has its state rebuilt in this one.
+      sandbox.knownFresh();
       return sandbox;
     }
     return undefined;

@@ -41,7 +41,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
   private readonly warmStrategy: WarmStrategy | undefined;
   /** The pid of the process holding the session state, as the runner last said (0: none); kills spare it. */
   private holderPid = 0;
-  /** This object started the container (made it, or restarted it): what it holds since is known. */
+  /** This process started the container (made it, restarted it, started it from stopped) or took it as a spare: what it holds since is known. */
   private startedHere = false;
   lastUsed = Date.now();
   /** Made by this process (not found again): its first result tells the model about its network. */
@@ -113,6 +113,9 @@ export class DockerSandbox implements Sandbox, WarmOps {
     if (!now) return;
     try {
       await withDeadline(this.container.start(), ENGINE_DEADLINE_MS, 'start container');
+      // Started by this process from stopped (an engine restart, a crash): it holds no state, so a
+      // kept session's state is rebuilt (resume) instead of being found lost by its next program.
+      this.startedFresh();
     } catch (e) {
       if (statusCode(e) !== 304) throw e; // 304: started by someone else meanwhile
     }
@@ -154,15 +157,25 @@ export class DockerSandbox implements Sandbox, WarmOps {
       // 304: a process sharing the sandbox started it first (it waited for us, then gave up).
       if (statusCode(e) !== 304) throw e;
     }
-    // A new cgroup: its counters start at zero again.
-    this.oomSeen = 0;
-    this.holderPid = 0;
-    this.startedHere = true;
+    this.startedFresh();
     // The runner preloads while the work area is laid out and the first program is copied in.
     if (options.greet) this.channel?.greet();
     await this.layOutWorkArea();
   }
 
+
+  /** Started by this process: no state, and a new cgroup whose counters start at zero again. */
+  private startedFresh(): void {
+    this.oomSeen = 0;
+    this.holderPid = 0;
+    this.startedHere = true;
+  }
+
+  /** A spare this process took for a session (sparePool.ts): no session program has run in it, so it holds no state. */
+  knownFresh(): void {
+    this.holderPid = 0;
+    this.startedHere = true;
+  }
 
   /** Lays out the work area's folders (idempotent: whoever starts the container does it too). */
   layOutWorkArea(): Promise<void> {
