@@ -7,7 +7,7 @@
  */
 import { ToolError, describeError } from './errors';
 import type { Logger } from './logger';
-import { connectionLine, type NetworkActivity } from './network';
+import { connectionLine, networkSummary, type NetworkActivity } from './network';
 import { resumeState, rewindState, type ResumeOutcome, type ResumeSource, type RewindTarget } from './resume';
 import type { Sandbox } from './sandbox';
 import type { SessionStates } from './sessionState';
@@ -79,6 +79,7 @@ async function settleRebuild(sandbox: Sandbox, state: SessionRequest, { sessionK
       return outcome;
     case 'interrupted': {
       // No record is written for a call that does not run: what the replay reached is logged.
+      if (outcome.network) log.warn(`resume: the interrupted replay's ${networkSummary(outcome.network)}`);
       for (const c of outcome.network?.connections ?? []) log.warn(`resume: the interrupted replay's connection: ${connectionLine(c)}`);
       states.forgetRebuild(key);
       await sandbox.renew?.(new AbortController().signal, 'its state was rebuilt only in part').catch((e: unknown) => log.warn(`could not replace a half-rebuilt sandbox: ${describeError(e)}`));

@@ -71,7 +71,7 @@ function goingBackText(g: GoingBack | undefined): string {
   if (!g) return '';
   if ('setAsideBy' in g) return ` The model's \`${g.setAsideBy}\` comes first, so the chat does not go back to the run you chose in the CodeAct Sandbox view (the model is told).`;
   const to = g.by === 'model' ? `back ${plural(g.calls, 'kept call')}` : 'back to the run you chose in the CodeAct Sandbox view';
-  return ` First the chat's state goes ${to}: in a new sandbox, its earlier kept calls run again, with the files and domains they had.`;
+  return ` First the chat's state goes ${to}: in a new sandbox, its earlier kept calls run again, with the workspace files as they are now and the allow-list of today.`;
 }
 
 /** The question's text (Markdown), when each run is confirmed. */

@@ -222,7 +222,7 @@ describe('resume: in the pipeline (unit)', () => {
       complete: true,
     });
     assert.equal(report.resumed && 'network' in report.resumed, false);
-    assert.match(report.text, /\nThe sandbox's network proxy blocked: gone\.example\.test \(not on the allow-list\)\./);
+    assert.match(report.text, /\nThe sandbox's network proxy blocked: gone\.example\.test \(not on the allow-list, while an earlier kept call was re-run\)\./);
     assert.equal(
       connectionLine(report.network!.connections[0]!),
       '00:00:00.001 CONNECT data.example.test:443 allowed, 10 bytes out, 20 bytes in, by kept run 1 re-run to rebuild the state',

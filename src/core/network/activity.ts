@@ -165,10 +165,12 @@ export function blockedNote(connections: readonly Connection[], allowSetting: st
   const clauses: string[] = [];
   let unlisted = false;
   for (const c of connections) {
-    if (c.allowed || seen.has(`${c.host}\0${c.reason}`)) continue;
-    seen.add(`${c.host}\0${c.reason}`);
+    const key = `${c.host}\0${c.reason}\0${c.replayOf === undefined}`;
+    if (c.allowed || seen.has(key)) continue;
+    seen.add(key);
     if (c.reason === 'not listed' || c.reason === undefined) unlisted = true;
-    clauses.push(`${c.host} (${reasonText(c)})`);
+    // A name refused while an earlier kept call was re-run is said so: the program did not ask for it.
+    clauses.push(`${c.host} (${reasonText(c)}${c.replayOf === undefined ? '' : ', while an earlier kept call was re-run'})`);
   }
   if (clauses.length === 0) return undefined;
   const ask = unlisted ? ` If the program needs a name that is not on the allow-list, ask the user to add it to ${allowSetting}.` : '';

@@ -31,11 +31,11 @@ describe('what chat shows before a call (unit)', function () {
     const asked = 'The program (1 line) runs in the sandbox `img`, chat 3f2a. It gets none of your files. It has no network.';
     assert.equal(
       question({ by: 'model', calls: 2 }),
-      `${asked} First the chat's state goes back 2 kept calls: in a new sandbox, its earlier kept calls run again, with the files and domains they had.`,
+      `${asked} First the chat's state goes back 2 kept calls: in a new sandbox, its earlier kept calls run again, with the workspace files as they are now and the allow-list of today.`,
     );
     assert.equal(
       question({ by: 'person' }),
-      `${asked} First the chat's state goes back to the run you chose in the CodeAct Sandbox view: in a new sandbox, its earlier kept calls run again, with the files and domains they had.`,
+      `${asked} First the chat's state goes back to the run you chose in the CodeAct Sandbox view: in a new sandbox, its earlier kept calls run again, with the workspace files as they are now and the allow-list of today.`,
     );
     assert.equal(
       question({ by: 'person', setAsideBy: 'reset' }),
