@@ -92,11 +92,14 @@ describe('session state (integration)', function () {
       'import os, signal',
       "def tick(*_):\n    open('/sandbox/tmp/ticks', 'a').write('x')",
       'signal.signal(signal.SIGALRM, tick)',
-      'signal.setitimer(signal.ITIMER_REAL, 0.02, 0.02)',
+      // First due half a second after it is set: well after this call has ended, so a tick can only
+      // come between the calls. (Due at once, a tick could land in the call's own wrap-up, before
+      // the timers are cancelled: still inside the call, yet a file the next call finds.)
+      'signal.setitimer(signal.ITIMER_REAL, 0.5, 0.05)',
     ].join('\n');
     assert.equal((await call(provider, states, key, setup)).text, QUIET_KEPT);
-    // Time on purpose: fifteen of the timer's periods between the calls.
-    await delay(300);
+    // Time on purpose: a running timer would have fired about fifteen times by the next call.
+    await delay(1200);
     assert.equal((await call(provider, states, key, "import os\nprint(os.path.exists('/sandbox/tmp/ticks'))")).text, `stdout:\nFalse\n\n${KEPT}`);
   });
 
