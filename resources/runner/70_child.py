@@ -78,6 +78,34 @@ def _module_clear(d):
             d[key] = None
 
 
+# Where a chat's prepared image holds the packages its programs installed
+# (src/docker/images/chatImage.ts, CHAT_SITE).
+_CHAT_SITE = '/opt/codeact-sandbox/chat-site'
+
+
+def _late_sites():
+    """Site folders a program sees and the runner never reads: the user site once pip has made
+    it (a fresh interpreter adds it when the folder exists as it starts; the runner started before
+    any program ran), and a chat's prepared packages. Each goes where a fresh interpreter puts the
+    user site: before the image's site directories. Their .pth files run here, in the program's
+    process, as they would in `python3 program.py`."""
+    site = sys.modules.get('site')
+    if site is None:  # python3 -S: no site directories at all
+        return
+    user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    want = [d for d in (user, _CHAT_SITE) if d and d not in sys.path and os.path.isdir(d)]
+    if not want:
+        return
+    n = len(sys.path)
+    for d in want:
+        site.addsitedir(d)
+    added = sys.path[n:]
+    del sys.path[n:]
+    dirs = site.getsitepackages()
+    k = next((i for i, p in enumerate(sys.path) if p in dirs), len(sys.path))
+    sys.path[k:k] = added
+
+
 class Program:
     """In a forked child: what it takes from the runner to become the program, and its end."""
 
@@ -158,6 +186,7 @@ class Program:
         except AttributeError:
             pass
         sys.path[:] = [self.dir] + self.path_tail
+        _late_sites()
         # A fresh __main__, as the interpreter makes it before running a file.
         import builtins
 
@@ -382,6 +411,7 @@ class Program:
         except AttributeError:
             pass
         sys.path[:] = [d if p == prev else p for p in sys.path]
+        _late_sites()
         # The program's own streams, whatever the last call left in sys.stdout (as a kernel does).
         for name in ('stdin', 'stdout', 'stderr'):
             orig = getattr(sys, '__%s__' % name, None)

@@ -72,5 +72,8 @@ export function sandboxEnv(): string[] {
     // No display in a sandbox; plots must go to files.
     'MPLBACKEND=Agg',
     `MPLCONFIGDIR=${TMP_DIR}/matplotlib`,
+    // pip as the sandbox user installs into the user site in the work area (the image is
+    // read-only); Debian's Python marks its own site as managed, and pip would refuse even that.
+    'PIP_BREAK_SYSTEM_PACKAGES=1',
   ];
 }
