@@ -17,6 +17,8 @@ import { makeWheel } from './fixtures/simpleIndex';
 import { NAMES, startTestInternet, type TestInternet } from './fixtures/testInternet';
 import { LABEL } from '../../src/docker/container/labels';
 import { RunRecording } from '../../src/storage/runRecorder';
+import { sessionDigest } from '../../src/core/session';
+import { STATE_LINES } from '../../src/core/sessionState';
 import { sessionCall, sessionHost } from './fixtures/sessionHost';
 import { FORGE_EXIT_REPORT, TEST_ENGINE, docker, dockerCli, exists, log, recentLog, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
@@ -214,6 +216,52 @@ describe('network allow-list (integration)', function () {
       const [latest] = await h.store.listRuns(new RunRecording(h.store, key).writer.sessionDigest);
       assert.deepEqual(latest!.network?.connections.map(seen), expected);
     } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it("a package a chat installed through the allow-list is importable at its next call, and its next sandbox has it without reaching the index again", async function () {
+    const provider = sandboxes.makeProvider({ spec: () => testSpec({ image: PIP_IMAGE, network: LISTS() }), options: { keepChatImages: true } });
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-net-chat-image-'));
+    const key = uniqueSessionKey('net-chat-image');
+    const digest = sessionDigest(key);
+    try {
+      const h = sessionHost(root);
+      // pip as the model would write it: no --target, no --user; it installs into the user site.
+      const install = [
+        prelude(internet.caPem),
+        'import subprocess, sys',
+        `p = subprocess.run([sys.executable, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-input', '--cert', 'ca.pem', '--index-url', 'https://${NAMES.index}/simple', 'codeact-demo-net'], capture_output=True, text=True)`,
+        "print('pip exit', p.returncode, p.stderr[-300:])",
+      ].join('\n');
+      const first = await sessionCall(provider, h, key, install);
+      assert.equal(first.text, `stdout:\npip exit 0 \n\n${TOLD_LISTS}\n\n${STATE_LINES.kept}`);
+      assert.deepEqual(first.network?.connections.map(brief), [['CONNECT', `${NAMES.index}:443`, 'allowed']]);
+      // The user site pip made after the sandbox started is on the next program's path.
+      assert.equal((await sessionCall(provider, h, key, 'import codeact_demo_net\nprint(codeact_demo_net.answer())')).text, `stdout:\n42\n\n${STATE_LINES.kept}`);
+      await provider.chatImages!.settled(digest);
+      await dockerCli('rm', '-f', provider.active.get(key)!.id);
+
+      const rebuilt = await sessionCall(provider, h, key, 'print(codeact_demo_net.answer(), codeact_demo_net.__file__)');
+      assert.equal(
+        rebuilt.text.replace(/in order \(\d+\.\d s\)/, 'in order (<s> s)'),
+        [
+          'stdout:',
+          '42 /opt/codeact-sandbox/chat-site/codeact_demo_net/__init__.py',
+          '',
+          "This chat's sandbox was made again from its prepared image, which has the Python packages installed earlier in this chat (codeact_demo_net 1.0.0): they were not installed again, and pip finds them installed.",
+          '',
+          TOLD_LISTS,
+          '',
+          "State: restored before this call by re-running this chat's 2 kept runs in order (<s> s), because its sandbox had been removed. Values computed from time, randomness, the network or workspace files that changed since may differ from before; files those runs wrote were written again.",
+          '',
+          STATE_LINES.kept,
+        ].join('\n'),
+      );
+      // The re-run pip found the package installed: nothing reached the index.
+      assert.deepEqual(rebuilt.network?.connections, []);
+    } finally {
+      await provider.forgetChat(digest);
       fs.rmSync(root, { recursive: true, force: true });
     }
   });

@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { NOTHING_PRINTED } from '../../src/core/format';
+import { sessionDigest } from '../../src/core/session';
 import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
 import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { ArtifactStore } from '../../src/storage/artifactStore';
@@ -13,7 +14,7 @@ import { dockerCli, uniqueSessionKey, useDocker } from './helpers';
 const KEPT = STATE_LINES.kept;
 const QUIET_KEPT = `${NOTHING_PRINTED}\n\n${KEPT}`;
 const RESTORED = (runs: number) =>
-  `State: restored before this call by re-running this chat's ${runs} kept runs in order (<s> s), because its sandbox had been removed. ` +
+  `State: restored before this call by re-running this chat's ${runs} kept run${runs === 1 ? '' : 's'} in order (<s> s), because its sandbox had been removed. ` +
   'Values computed from time, randomness, the network or workspace files that changed since may differ from before; files those runs wrote were written again.';
 /** The replay's duration is the one figure that varies. */
 const seconds = (text: string) => text.replace(/in order \(\d+\.\d s\)/, 'in order (<s> s)');
@@ -150,5 +151,55 @@ describe('session state survives its sandbox: resume by replay (integration)', f
       "stdout:\nFalse\n\nThe user had chosen, in the CodeAct Sandbox view, to go back to the state after an earlier run; this call's `reset` came first, so that was not done. " +
         `Tell the user, who can choose it again.\n\n${KEPT}`,
     );
+  });
+
+  it('keeps the packages a chat installed as its image: its next sandbox has them without installing, says so, and they go with the chat', async function () {
+    const provider = sandboxes.makeProvider({ options: { keepChatImages: true } });
+    const h = host(root);
+    const key = uniqueSessionKey('chat-image');
+    const digest = sessionDigest(key);
+    // The image carries no test label: it goes with the chat, also when the test fails.
+    this.test?.parent?.afterAll(() => provider.forgetChat(digest));
+    // What `pip install tinypkg` leaves in the user site (no index here), and like pip only when missing.
+    const install = [
+      'import importlib.util, os, site',
+      "if importlib.util.find_spec('tinypkg') is None:",
+      '    d = site.getusersitepackages()',
+      "    os.makedirs(d + '/tinypkg', exist_ok=True)",
+      "    os.makedirs(d + '/tinypkg-1.0.dist-info', exist_ok=True)",
+      "    open(d + '/tinypkg/__init__.py', 'w').write('VALUE = 7')",
+      "    open(d + '/tinypkg-1.0.dist-info/METADATA', 'w').write('Metadata-Version: 2.1\\nName: tinypkg\\nVersion: 1.0\\n')",
+      // A hostile chat's bid for the runner (PID 1), which would read them if it started with them on its path.
+      "    for name in ('evil.pth', 'usercustomize.py', 'sitecustomize.py'):",
+      "        open(d + '/' + name, 'w').write(\"import os; open('/sandbox/ran-%d' % os.getpid(), 'w').close()\\n\")",
+      "    print('installed')",
+    ].join('\n');
+    assert.equal(await call(provider, h, key, install), `stdout:\ninstalled\n\n${KEPT}`);
+    // Taken after the call, off its way: the test waits for it to end.
+    await provider.chatImages!.settled(digest);
+    const tag = `codeact-sandbox/chat-packages:${digest.slice(0, 16)}`;
+    const labels = JSON.parse(await dockerCli('image', 'inspect', '--format', '{{json .Config.Labels}}', tag)) as Record<string, string>;
+    assert.equal(labels['dev.codeact-sandbox.chat.distributions'], '["tinypkg 1.0"]');
+    await removeSandbox(provider, key);
+
+    const check = [
+      'import os, tinypkg, importlib.metadata',
+      "print(tinypkg.VALUE, tinypkg.__file__, importlib.metadata.version('tinypkg'))",
+      "print('PID 1 ran them:', os.path.exists('/sandbox/ran-1'), '| a program did:', any(f.startswith('ran-') for f in os.listdir('/sandbox')))",
+    ].join('\n');
+    assert.equal(
+      await call(provider, h, key, check),
+      "stdout:\n7 /opt/codeact-sandbox/chat-site/tinypkg/__init__.py 1.0\nPID 1 ran them: False | a program did: True\n\nThis chat's sandbox was made again from its prepared image, which has the Python packages installed earlier in this chat (tinypkg 1.0): " +
+        `they were not installed again, and pip finds them installed.\n\n${RESTORED(1)}\n\n${KEPT}`,
+    );
+    assert.equal((await dockerCli('inspect', '--format', '{{.Config.Image}}', provider.active.get(key)!.id)).trim(), tag);
+
+    // Deleted with the chat, also while a sandbox still runs from it: no new sandbox is made from it.
+    await provider.forgetChat(digest);
+    await assert.rejects(dockerCli('image', 'inspect', tag));
+    await removeSandbox(provider, key);
+    // Made from the configured image: the replayed install put the package in the user site again.
+    const where = "import site, tinypkg\nprint(tinypkg.__file__.startswith(site.getusersitepackages() + '/'))";
+    assert.equal(await call(provider, h, key, where), `stdout:\nTrue\n\n${RESTORED(2)}\n\n${KEPT}`);
   });
 });

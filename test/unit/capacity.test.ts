@@ -16,7 +16,7 @@ describe('capacity: the maximum number of sandboxes (unit)', () => {
     const entry = async (lastUsed: number, leases: number, retired = false): Promise<Entry> => {
       const sandbox = await sandboxes.create(SPEC, RUNTIME, OWNER, 'digest');
       sandbox.lastUsed = lastUsed;
-      return { sandbox, leases, retired };
+      return { key: 'session', sandbox, leases, retired };
     };
     const entries: [string, Entry][] = [
       ['held', await entry(1, 1)],

@@ -19,7 +19,7 @@ function program(): ProgramRun {
 function setup() {
   const sandboxes = new FakeSandboxes(new FakeClock());
   const asked: string[] = [];
-  const entry = async (): Promise<Entry> => ({ sandbox: await sandboxes.create(SPEC, RUNTIME, OWNER, 'digest'), leases: 1, retired: false });
+  const entry = async (): Promise<Entry> => ({ key: 'session', sandbox: await sandboxes.create(SPEC, RUNTIME, OWNER, 'digest'), leases: 1, retired: false });
   const holder: LeaseHolder = {
     releaseLease: async (e) => void asked.push(`release ${e.sandbox.id}`),
     replaceGone: async (key, gone) => {

@@ -135,6 +135,10 @@ export function hardenedHostConfig(
     Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }, ...(podman ? podmanRlimits(processes.ulimits) : processes.ulimits)],
     RestartPolicy: { Name: 'no' },
     AutoRemove: false,
+    // Our runner is PID 1 whatever the engine's default (a daemon's "init": true would put its
+    // init there): it reaps, cannot be signalled from inside, and a chat's prepared packages are
+    // kept from it by its PID (chatImage.ts).
+    Init: false,
   };
 }
 

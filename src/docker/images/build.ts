@@ -16,7 +16,8 @@ import { LISTING_OUTPUT } from './listDistributions';
 
 export interface RunBuildOptions {
   docker: Dockerode;
-  context: BuildContext;
+  /** The Dockerfile and its files, or a context already made as a tar stream (files that are not text). */
+  context: BuildContext | Readable;
   tag: string;
   labels: Record<string, string>;
   /** The network of the build's RUN steps (the engine's default when unset); the sandbox never has one. */
@@ -48,7 +49,7 @@ export async function runBuild(o: RunBuildOptions): Promise<{ imageId: string; t
   const output = new BuildOutput(o.onProgress, (line) => o.log.info(`${o.logPrefix}: ${line}`));
   let stream: NodeJS.ReadableStream;
   try {
-    stream = (await o.docker.buildImage(contextArchive(o.context) as unknown as NodeJS.ReadableStream, {
+    stream = (await o.docker.buildImage(('pipe' in o.context ? o.context : contextArchive(o.context)) as unknown as NodeJS.ReadableStream, {
       t: o.tag,
       labels: o.labels,
       // Intermediate containers go, even those of a failed or cancelled step.

@@ -25,7 +25,7 @@ export const IMAGE_LABEL = {
 } as const;
 
 /** proxy: the network proxy's image (proxyImage.ts), labelled with kind and hash only. */
-export type ImageKind = 'data' | 'packages' | 'proxy';
+export type ImageKind = 'data' | 'packages' | 'proxy' | 'chat';
 
 export function imageLabels(kind: ImageKind, hash: string, route: RouteName, extra: Record<string, string> = {}): Record<string, string> {
   return { [LABEL.managed]: LABEL_SCHEMA, [IMAGE_LABEL.kind]: kind, [IMAGE_LABEL.hash]: hash, [IMAGE_LABEL.route]: route, ...extra };

@@ -12,6 +12,7 @@ import { sameSpec, sharedSandboxName, type SandboxSpec } from '../container';
 import { keptRuntime, runtimeFor } from './runtimeFor';
 import { SPARE_SESSION, SharedSparePool, SparePool, poolDigest, spareFailed, spareLabels } from './sparePool';
 import { WindowModules } from './windowModules';
+import { ChatImages, type PreparedImage } from './chatImages';
 import type { ProviderOptions } from './providerOptions';
 import { systemClock, type Clock, type Timer } from '../../core/clock';
 
@@ -45,10 +46,13 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   private readonly sandboxes: SandboxFactory;
   private readonly clock: Clock;
   private readonly window = new WindowModules();
+  /** The chats' prepared images (keepChatImages). */
+  readonly chatImages: ChatImages | undefined;
 
   constructor(private readonly options: ProviderOptions) {
     this.sandboxes = options.sandboxes ?? engineSandboxes(options.docker, options.log);
     this.clock = options.clock ?? systemClock;
+    if (options.keepChatImages && !options.adoptExisting) this.chatImages = new ChatImages(options.docker, options.log);
     const spares = options.spareSandboxes ?? 0;
     if (spares > 0 && options.adoptExisting) this.sharedPool = new SharedSparePool(options.docker, options.owner, options.log);
     else if (spares > 0) {
@@ -202,6 +206,8 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   private async entryFor(sessionKey: string, spec: SandboxSpec, signal: AbortSignal): Promise<Entry>;
   private async entryFor(sessionKey: string, spec: SandboxSpec, signal: AbortSignal, wait: false): Promise<Entry | undefined>;
   private async entryFor(sessionKey: string, spec: SandboxSpec, signal: AbortSignal, wait = true): Promise<Entry | undefined> {
+    // Asked before anything is read below: from there to the claim nothing awaits.
+    const prepared = this.chatImages && !this.creating.has(sessionKey) && !this.entries.has(sessionKey) ? await this.chatImages.imageFor(sessionDigest(sessionKey), spec) : undefined;
     const existing = this.entries.get(sessionKey);
     if (existing && sameSpec(existing.sandbox.spec, spec)) {
       existing.leases++;
@@ -213,7 +219,8 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
       await this.retire(existing);
     }
     let pending = this.creating.get(sessionKey);
-    const spare = pending ? undefined : this.pool?.take(spec);
+    // A chat with a prepared image gets a sandbox made from it, not a spare made from the settings' image.
+    const spare = pending || prepared ? undefined : this.pool?.take(spec);
     if (spare) {
       const entry = this.track(sessionKey, spare);
       entry.leases++;
@@ -230,7 +237,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
       if (this.room() > 0) {
         // The maker's lease is taken as the entry is made, before the calls waiting for room look
         // again: else the first of them would find the new sandbox idle and remove it to make room.
-        const made = this.create(sessionKey, spec, signal).then((entry) => {
+        const made = this.create(sessionKey, spec, signal, prepared).then((entry) => {
           entry.leases++;
           return entry;
         });
@@ -279,6 +286,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   }
 
   private afterCall(entry: Entry): void {
+    if (this.chatImages && entry.sandbox.takeStateKept()) this.chatImages.afterCall(sessionDigest(entry.key), entry.sandbox);
     const name = entry.renameTo;
     if (name) {
       entry.renameTo = undefined;
@@ -319,7 +327,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     return (await this.imagePresent(spec.image)) && (!spec.network || (await this.imagePresent(proxyImageTag().tag)));
   }
 
-  private async create(sessionKey: string, spec: SandboxSpec, signal: AbortSignal): Promise<Entry> {
+  private async create(sessionKey: string, spec: SandboxSpec, signal: AbortSignal, prepared?: PreparedImage): Promise<Entry> {
     const { docker } = this.options;
     const digest = sessionDigest(sessionKey);
     if (this.options.adoptExisting) {
@@ -350,7 +358,8 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     if (this.options.adoptExisting) {
       sandbox = await createOrAdopt(this.options, digest, spec, runtime, signal);
     } else {
-      sandbox = await this.sandboxes.create(spec, runtime, this.options.owner, digest);
+      sandbox = await this.sandboxes.create(spec, runtime, this.options.owner, digest, undefined, prepared?.tag);
+      if (prepared) sandbox.tellFirstProgram(prepared.note);
     }
     if (this.disposed) {
       await sandbox.remove();
@@ -369,7 +378,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   }
 
   private track(sessionKey: string, sandbox: DockerSandbox): Entry {
-    const entry: Entry = { sandbox, leases: 0, retired: false };
+    const entry: Entry = { key: sessionKey, sandbox, leases: 0, retired: false };
     this.entries.set(sessionKey, entry);
     return entry;
   }
@@ -395,6 +404,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   /** Removes everything this provider created and stops serving. */
   async dispose(): Promise<void> {
     this.disposed = true;
+    this.chatImages?.dispose();
     this.clock.clearInterval(this.idleTimer);
     await this.removeAll();
     await this.pool?.close();
@@ -411,6 +421,12 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     await Promise.all([...this.entries.values()].map((e) => e.sandbox.detach()));
     this.entries.clear();
     await this.pool?.close();
+  }
+
+  /** A chat's records were deleted (undefined: every chat's): its prepared image goes with them. */
+  async forgetChat(session: string | undefined): Promise<void> {
+    if (!this.chatImages) return;
+    await (session === undefined ? this.chatImages.removeAll() : this.chatImages.remove(session));
   }
 
   /** Removes every sandbox this provider created; the next call creates new ones. */

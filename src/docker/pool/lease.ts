@@ -6,6 +6,8 @@ const GONE_NOTE = 'The sandbox had stopped and was replaced; files written by ea
 
 /** A sandbox as the provider tracks it: the calls that hold it, and whether it is to go when they end. */
 export interface Entry {
+  /** The session whose sandbox it is. */
+  key: string;
   sandbox: DockerSandbox;
   leases: number;
   retired: boolean;

@@ -63,6 +63,12 @@ export interface ProviderOptions {
    * is told at its next call); when every one is in use, a call waits, cancellably, for room.
    */
   maxSandboxes?: number;
+  /**
+   * Keep the packages a chat that keeps its state installed as the chat's image (chatImages.ts),
+   * and make its next sandboxes from it. Not with `adoptExisting` (a kept session's sandbox is
+   * found again by its settings, which name the configured image).
+   */
+  keepChatImages?: boolean;
   /** Where this process's sandboxes come from (default: createSandbox on `docker`; tests: fakes). */
   sandboxes?: SandboxFactory;
   /** The time of last use and the idle sweep's timer (default: the system's; tests: a fake). */

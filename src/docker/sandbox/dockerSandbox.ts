@@ -43,6 +43,10 @@ export class DockerSandbox implements Sandbox, WarmOps {
   private holderPid = 0;
   /** This process started the container (made it, restarted it, started it from stopped) or took it as a spare: what it holds since is known. */
   private startedHere = false;
+  /** A kept state since the provider last asked (takeStateKept): the chat's user site may have changed. */
+  private stateKept = false;
+  /** Told with the first program's result (not a replayed run's): what the sandbox was made from. */
+  private firstNote: string | undefined;
   lastUsed = Date.now();
   /** Made by this process (not found again): its first result tells the model about its network. */
   announceNetwork = false;
@@ -204,6 +208,18 @@ export class DockerSandbox implements Sandbox, WarmOps {
     }
   }
 
+  /** Whether a call kept a state since the last ask. */
+  takeStateKept(): boolean {
+    const kept = this.stateKept;
+    this.stateKept = false;
+    return kept;
+  }
+
+  /** A sentence for the first program's result (a replayed run's is not shown to anyone). */
+  tellFirstProgram(note: string): void {
+    this.firstNote = note;
+  }
+
   /** A container found again (another process's, a kept session's) may hold a state this object never heard of. */
   knownEmpty(): boolean {
     return this.startedHere && this.holderPid === 0;
@@ -282,6 +298,10 @@ export class DockerSandbox implements Sandbox, WarmOps {
     if (replayed) this.runCount = Math.max(this.runCount, Number(replayed[2]));
     const workDir = `${RUNS_DIR}/${callId}`;
     const notes: string[] = [];
+    if (this.firstNote && !replayed) {
+      notes.push(this.firstNote);
+      this.firstNote = undefined;
+    }
     const done = (exit: ExitInfo): ProgramExit => {
       const all = [...notes, ...(exit.notes ?? [])];
       let state: ProgramExit['state'];
@@ -289,6 +309,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
         const { holder, ...outcome } = exit.state;
         this.holderPid = holder;
         state = outcome;
+        if (outcome.kept) this.stateKept = true;
       }
       return {
         exitCode: exit.exitCode,

@@ -12,10 +12,10 @@ import { createSandbox } from './make';
  */
 export interface SandboxFactory {
   /** Created, hardened and started, its runner greeted; `labels` are added to the owner's. */
-  create(spec: SandboxSpec, runtime: RuntimeChoice, owner: Owner, sessionDigest: string, labels?: Record<string, string>): Promise<DockerSandbox>;
+  create(spec: SandboxSpec, runtime: RuntimeChoice, owner: Owner, sessionDigest: string, labels?: Record<string, string>, madeFrom?: string): Promise<DockerSandbox>;
 }
 
 /** Sandboxes created on `docker`. */
 export function engineSandboxes(docker: Dockerode, log: Logger): SandboxFactory {
-  return { create: (spec, runtime, owner, sessionDigest, labels) => createSandbox({ docker, spec, runtime, owner, sessionDigest, log, labels }) };
+  return { create: (spec, runtime, owner, sessionDigest, labels, madeFrom) => createSandbox({ docker, spec, runtime, owner, sessionDigest, log, labels, ...(madeFrom ? { madeFrom } : {}) }) };
 }

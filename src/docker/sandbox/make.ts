@@ -40,6 +40,12 @@ export interface NewSandbox {
   log: Logger;
   /** Added to the owner's labels (a spare's pool). */
   labels?: Record<string, string>;
+  /**
+   * The image the container is made from when not the spec's: the chat's prepared image, which is
+   * the spec's image plus the packages the chat installed (the sandbox keeps the spec's, so its
+   * settings compare, and its spares are made, as for any other sandbox of those settings).
+   */
+  madeFrom?: string;
 }
 
 /** What re-attaching to a sandbox found by its labels gave. */
@@ -122,7 +128,7 @@ async function make(request: NewSandbox, name: string, shared: boolean): Promise
       return { network: egress.network, env: proxyEnv(egress) };
     };
     let egress = await egressOf();
-    const create = () => withDeadline(docker.createContainer(containerOptions(name, spec, labels, imageVolumes, runtime, egress)), ENGINE_DEADLINE_MS, 'create container');
+    const create = () => withDeadline(docker.createContainer(containerOptions(name, request.madeFrom ? { ...spec, image: request.madeFrom } : spec, labels, imageVolumes, runtime, egress)), ENGINE_DEADLINE_MS, 'create container');
     // The network's last sandbox, removed by another process a moment ago, took the network with
     // it (Docker), or a cleanup took this sandbox's proxy before the sandbox was made (Podman):
     // made again, once.
@@ -150,7 +156,7 @@ async function make(request: NewSandbox, name: string, shared: boolean): Promise
     await removeQuietly(docker, containerId, name, log);
     if (sidecar) await removeSidecar(docker, sidecar, log);
     if (egressNetwork && spec.network) await releaseEgress(docker, networkDigest(spec.network), egressNetwork, log).catch(() => {});
-    throw createFailure(e, spec.image, docker);
+    throw createFailure(e, request.madeFrom ?? spec.image, docker);
   }
 }
 

@@ -1,0 +1,293 @@
+/**
+ * A chat's prepared image: the Python packages its programs installed, kept as an image its next
+ * sandboxes start from, so they are not installed again.
+ *
+ * pip, run by a program as the sandbox user, installs into the user site in the work area. The
+ * work area is a tmpfs, which a commit of the container would not capture, so the user site is
+ * read out as a tar (the engine's archive API) and copied into an image built FROM the image the
+ * sandbox runs. The build has no network and runs nothing of the chat: the files are copied, not
+ * installed. Every Python started in the sandbox but the runner (PID 1) puts them on its path
+ * where the user site stood, before the image's own packages, and pip finds them installed.
+ */
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type Dockerode from 'dockerode';
+import { extract, pack, type Header, type Pack } from 'tar-stream';
+import type { Logger } from '../../core/logger';
+import { HOME_DIR, LABEL, LABEL_SCHEMA, hasAllLabels } from '../container';
+import { statusCode } from '../engine';
+import { runBuild } from './build';
+import { IMAGE_LABEL } from './imageLabels';
+
+export const CHAT_REPOSITORY = 'codeact-sandbox/chat-packages';
+/** Where the chat's packages are in its image. */
+export const CHAT_SITE = '/opt/codeact-sandbox/chat-site';
+/** More than this in a chat's user site is not kept (the work area's own limit is usually lower). */
+export const MAX_CHAT_SITE_BYTES = 2 * 1024 ** 3;
+const MAX_NAMED_DISTRIBUTIONS = 200;
+
+export const CHAT_LABEL = {
+  /** The chat's session digest. */
+  session: 'dev.codeact-sandbox.chat.session',
+  /** The id of the image at the bottom (the configured one): only a sandbox of that image uses it. */
+  base: 'dev.codeact-sandbox.chat.base',
+  /** The container and the user site's stat it was read from: the same read is not built twice. */
+  source: 'dev.codeact-sandbox.chat.source',
+  /** The distributions in it ("name version"), a JSON array. */
+  distributions: 'dev.codeact-sandbox.chat.distributions',
+} as const;
+
+export interface ChatImage {
+  tag: string;
+  id: string;
+  session: string;
+  base: string;
+  source: string;
+  distributions: string[];
+}
+
+/** The user site of a sandbox's Python ("3.11.2"), or undefined when the version is not one. */
+export function userSitePackages(python: string | undefined): string | undefined {
+  const m = /^(\d{1,2})\.(\d{1,3})(?:\.\d+)?$/.exec(python ?? '');
+  return m ? `${HOME_DIR}/.local/lib/python${m[1]}.${m[2]}/site-packages` : undefined;
+}
+
+export function chatImageTag(sessionDigest: string): string {
+  return `${CHAT_REPOSITORY}:${sessionDigest.slice(0, 16)}`;
+}
+
+/**
+ * Run, in a fresh interpreter's start, by the `.pth` line below (with globals of its own): adds the
+ * chat's folder as a site directory (its own .pth files count) and moves it before the image's
+ * site directories, where the user site's packages stood when they were installed.
+ */
+export const CHAT_SITE_CODE = [
+  'import site, sys',
+  'n = len(sys.path)',
+  `site.addsitedir(${JSON.stringify(CHAT_SITE)})`,
+  'added = sys.path[n:]',
+  'del sys.path[n:]',
+  'dirs = site.getsitepackages()',
+  'k = next((i for i, p in enumerate(sys.path) if p in dirs), len(sys.path))',
+  'sys.path[k:k] = added',
+  '',
+].join('\n');
+export const CHAT_SITE_CODE_FILE = '/opt/codeact-sandbox/chat-site.py';
+
+/**
+ * The `.pth` line in the image's site directory: every Python started in the sandbox sees the
+ * chat's packages (a program's `python3 -m pip` finds them installed), except PID 1, the runner,
+ * which never reads what a chat wrote (the container has no init of the engine's: spec.ts). A
+ * program the runner forks gets them from the runner itself (_late_sites, resources/runner/70_child.py).
+ */
+export const CHAT_PTH_LINE = `import os; os.getpid() != 1 and exec(open(${JSON.stringify(CHAT_SITE_CODE_FILE)}).read(), {})`;
+
+/** FROM the sandbox's image: the user site's files under CHAT_SITE, and the two files above. */
+export function chatDockerfile(from: string, distributions: readonly string[]): string {
+  const writePth = ['import os, site', 'd = site.getsitepackages()[0]', 'os.makedirs(d, exist_ok=True)', `open(os.path.join(d, "codeact-chat-site.pth"), "w").write(${JSON.stringify(`${CHAT_PTH_LINE}\n`)})`].join('\n');
+  return [
+    '# CodeAct Sandbox: the packages a chat installed. Generated.',
+    `FROM ${from}`,
+    `COPY site/ ${CHAT_SITE}/`,
+    `COPY chat-site.py ${CHAT_SITE_CODE_FILE}`,
+    // The sandbox runs as its own user whatever the image says; root here writes the .pth only.
+    'USER 0:0',
+    `RUN ${JSON.stringify(['python3', '-I', '-c', writePth])}`,
+    // Names and versions as distributionOf reads them: no quote or backslash can be in them.
+    `LABEL ${CHAT_LABEL.distributions}=${JSON.stringify(JSON.stringify(distributions))}`,
+    '',
+  ].join('\n');
+}
+
+/** The user site had more in it than a chat's image keeps. */
+export class ChatSiteTooLarge extends Error {
+  constructor(readonly bytes: number) {
+    super(`the user site holds more than ${MAX_CHAT_SITE_BYTES} bytes`);
+    this.name = 'ChatSiteTooLarge';
+  }
+}
+
+/** "requests-2.32.3.dist-info" → "requests 2.32.3". */
+export function distributionOf(dir: string): string | undefined {
+  const m = /^([A-Za-z0-9_.]+)-([A-Za-z0-9_.!+]+)\.dist-info$/.exec(dir);
+  return m ? `${m[1]} ${m[2]}` : undefined;
+}
+
+/**
+ * Copies the engine's archive of the user site (entries named `site-packages/...`) into `out`
+ * under `site/`: folders, files and symbolic links only, owned by root, without set-id bits; a
+ * name with `..` or an absolute one is left out. Returns the distributions found at its top.
+ */
+export async function repackSite(archive: Readable, out: Pack, maxBytes = MAX_CHAT_SITE_BYTES): Promise<string[]> {
+  const found: string[] = [];
+  let bytes = 0;
+  const ex = extract();
+  // Its errors reach the caller through the pipeline below; one after it ended (an entry read as
+  // the build that consumed `out` stopped) has nobody left to tell.
+  ex.on('error', () => {});
+  ex.on('entry', (header: Header, body, next) => {
+    // Destroyed with the extract when the read fails: the failure is the pipeline's to report.
+    body.on('error', () => {});
+    const rest = header.name.replace(/\/+$/, '').split('/').slice(1);
+    const keep = rest.length > 0 && !rest.some((p: string) => p === '..' || p === '.' || p === '') && ['file', 'directory', 'symlink'].includes(header.type ?? '');
+    if (!keep) {
+      body.resume();
+      body.on('end', () => next());
+      return;
+    }
+    if (header.type === 'directory' && rest.length === 1) {
+      const d = distributionOf(rest[0]!);
+      if (d) found.push(d);
+    }
+    bytes += header.size ?? 0;
+    if (bytes > maxBytes) {
+      next(new ChatSiteTooLarge(bytes));
+      return;
+    }
+    const mode = header.type === 'directory' ? 0o755 : header.type === 'file' ? ((header.mode ?? 0) & 0o111 ? 0o755 : 0o644) : 0o777;
+    const h = {
+      name: `site/${rest.join('/')}`,
+      type: header.type,
+      mode,
+      uid: 0,
+      gid: 0,
+      mtime: header.mtime ?? new Date(0),
+      ...(header.type === 'symlink' ? { linkname: header.linkname ?? '' } : {}),
+    };
+    let sink: ReturnType<Pack['entry']>;
+    try {
+      // Folders, links and empty files have no body to copy.
+      sink = header.type === 'file' && (header.size ?? 0) > 0 ? out.entry({ ...h, size: header.size }) : header.type === 'file' ? out.entry(h, Buffer.alloc(0)) : out.entry(h);
+    } catch (e) {
+      next(e as Error); // the build ended, and with it the context
+      return;
+    }
+    if (header.type === 'file' && (header.size ?? 0) > 0) {
+      pipeline(body, sink).then(
+        () => next(),
+        (e: unknown) => next(e as Error),
+      );
+      return;
+    }
+    body.resume();
+    body.on('end', () => next());
+  });
+  await pipeline(archive, ex);
+  return found.sort();
+}
+
+/** The user site's stat ("mtime size"), undefined when there is none. */
+export async function siteStamp(container: Dockerode.Container, sitePath: string): Promise<string | undefined> {
+  try {
+    const res = (await container.infoArchive({ path: sitePath })) as { headers: Record<string, string | undefined>; resume?: () => void };
+    res.resume?.();
+    const raw = res.headers['x-docker-container-path-stat'];
+    if (!raw) return undefined;
+    const stat = JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as { mtime?: string; size?: number };
+    return `${stat.mtime ?? ''} ${stat.size ?? ''}`;
+  } catch (e) {
+    if (statusCode(e) === 404) return undefined;
+    throw e;
+  }
+}
+
+export interface BuildChatImageOptions {
+  docker: Dockerode;
+  log: Logger;
+  container: Dockerode.Container;
+  sitePath: string;
+  /** The image id the sandbox runs (the configured image, or the chat's image before this one). */
+  from: string;
+  /** What the chat's image had before (when `from` is one), kept in the new one's label. */
+  earlier: readonly string[];
+  base: string;
+  session: string;
+  source: string;
+  signal: AbortSignal;
+}
+
+/** Builds the chat's image from its sandbox's user site. */
+export async function buildChatImage(o: BuildChatImageOptions): Promise<ChatImage> {
+  const tag = chatImageTag(o.session);
+  const archive = (await o.container.getArchive({ path: o.sitePath })) as unknown as Readable;
+  const context = pack();
+  context.on('error', () => {}); // destroyed when the read or the build failed: each says so itself
+  // The Dockerfile goes last: the engine reads the whole context before it builds, and only the
+  // end of the read knows the distributions its label names. Nothing is held in memory.
+  const read = repackSite(archive, context).then((found) => {
+    const distributions = [...new Set([...o.earlier, ...found])].sort();
+    const dockerfile = Buffer.from(chatDockerfile(o.from, distributions.slice(0, MAX_NAMED_DISTRIBUTIONS)), 'utf8');
+    context.entry({ name: 'chat-site.py', mode: 0o644, uid: 0, gid: 0, mtime: new Date(0) }, CHAT_SITE_CODE);
+    context.entry({ name: 'Dockerfile', mode: 0o644, uid: 0, gid: 0, mtime: new Date(0), size: dockerfile.length }, dockerfile);
+    context.finalize();
+    return distributions;
+  });
+  read.catch((e: unknown) => context.destroy(e instanceof Error ? e : new Error(String(e))));
+  const labels = {
+    [LABEL.managed]: LABEL_SCHEMA,
+    [IMAGE_LABEL.kind]: 'chat',
+    [CHAT_LABEL.session]: o.session,
+    [CHAT_LABEL.base]: o.base,
+    [CHAT_LABEL.source]: o.source,
+  };
+  const built = runBuild({ docker: o.docker, context: context as unknown as Readable, tag, labels, networkMode: 'none', signal: o.signal, log: o.log, logPrefix: 'chat image build', onProgress: () => {} });
+  // A build the engine refused reads no more of the context: the archive's read is ended too.
+  built.catch(() => {
+    archive.destroy();
+    context.destroy();
+  });
+  const [distributions, { imageId }] = await Promise.all([read, built]);
+  return { tag, id: imageId, session: o.session, base: o.base, source: o.source, distributions };
+}
+
+const CHAT_FILTER = [LABEL.managed, `${IMAGE_LABEL.kind}=chat`];
+
+/** The chat images on the engine, by session digest (found by label, read from the labels). */
+export async function listChatImages(docker: Dockerode): Promise<Map<string, ChatImage>> {
+  const images = (await docker.listImages({ all: false, filters: { label: CHAT_FILTER } })).filter((i) => hasAllLabels(i.Labels, CHAT_FILTER));
+  const out = new Map<string, ChatImage>();
+  for (const i of images) {
+    const labels = i.Labels ?? {};
+    const session = labels[CHAT_LABEL.session];
+    const tag = (i.RepoTags ?? []).find((t) => t.startsWith(`${CHAT_REPOSITORY}:`));
+    if (!session || !tag || tag !== chatImageTag(session)) continue;
+    out.set(session, { tag, id: i.Id, session, base: labels[CHAT_LABEL.base] ?? '', source: labels[CHAT_LABEL.source] ?? '', distributions: namesOf(labels[CHAT_LABEL.distributions]) });
+  }
+  return out;
+}
+
+function namesOf(text: string | undefined): string[] {
+  try {
+    const parsed: unknown = JSON.parse(text ?? '[]');
+    return Array.isArray(parsed) ? parsed.filter((x): x is string => typeof x === 'string' && distributionOf(`${x.replace(' ', '-')}.dist-info`) !== undefined) : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Removes a chat's image (the ones it was built on go with it when nothing else uses them). One a
+ * sandbox still runs from loses its tag now, so no new sandbox is made from it, and is removed by
+ * removeUntagged once no container uses it.
+ */
+export async function removeChatImage(docker: Dockerode, log: Logger, session: string): Promise<void> {
+  try {
+    await docker.getImage(chatImageTag(session)).remove({ force: true });
+    log.info(`removed the chat's prepared image ${chatImageTag(session)}`);
+  } catch (e) {
+    if (statusCode(e) !== 404) log.info(`could not remove ${chatImageTag(session)}: ${(e as Error).message}`);
+  }
+}
+
+/** Removes the chat images that lost their tag (deleted while a sandbox ran from them, or read again since). */
+export async function removeUntagged(docker: Dockerode): Promise<void> {
+  const images = (await docker.listImages({ all: false, filters: { label: CHAT_FILTER } })).filter((i) => hasAllLabels(i.Labels, CHAT_FILTER));
+  for (const i of images) {
+    if ((i.RepoTags ?? []).some((t) => t.startsWith(`${CHAT_REPOSITORY}:`))) continue;
+    // 409: a container still uses it; it goes at a later look.
+    await docker
+      .getImage(i.Id)
+      .remove()
+      .catch(() => {});
+  }
+}

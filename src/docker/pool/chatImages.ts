@@ -1,0 +1,141 @@
+/**
+ * The chats' prepared images, as one process sees them: after a call of a chat that keeps its
+ * state, the sandbox's user site is looked at (one stat through the engine) and, when pip or a
+ * program changed it since the last look, read into the chat's image; a new sandbox for that chat
+ * is made from its image, so what it installed is there again without a download.
+ *
+ * All of it runs after the call has ended, one chat at a time: no call waits for it. A failure is
+ * logged and leaves the chat as it was (its next sandboxes install again).
+ */
+import type Dockerode from 'dockerode';
+import { describeError } from '../../core/errors';
+import type { Logger } from '../../core/logger';
+import { buildChatImage, listChatImages, removeChatImage, removeUntagged, siteStamp, userSitePackages, type ChatImage } from '../images';
+import type { SandboxSpec } from '../container';
+import type { DockerSandbox } from '../sandbox';
+
+/** What a new sandbox of a chat is made from, and the sentence its first program's result carries. */
+export interface PreparedImage {
+  tag: string;
+  note: string;
+}
+
+/** The sentence a call made in a sandbox from the chat's image is told (names cut at 10). */
+export function preparedNote(distributions: readonly string[]): string {
+  const shown = distributions.slice(0, 10).join(', ');
+  const more = distributions.length > 10 ? ` and ${distributions.length - 10} more` : '';
+  const what = distributions.length ? `the Python packages installed earlier in this chat (${shown}${more})` : 'the files installed earlier in this chat into the Python user site';
+  return `This chat's sandbox was made again from its prepared image, which has ${what}: they were not installed again, and pip finds them installed.`;
+}
+
+export class ChatImages {
+  private listed: Promise<Map<string, ChatImage>> | undefined;
+  /** Per chat: the captures asked for, one after the other. */
+  private readonly work = new Map<string, Promise<void>>();
+  /** Per chat: the stat of the user site last read (container id and stamp). */
+  private readonly seen = new Map<string, string>();
+  private readonly stop = new AbortController();
+
+  constructor(
+    private readonly docker: Dockerode,
+    private readonly log: Logger,
+  ) {}
+
+  /** The chats' images on the engine, listed once per process and kept up to date by it. */
+  private images(): Promise<Map<string, ChatImage>> {
+    this.listed ??= removeUntagged(this.docker)
+      .catch(() => {})
+      .then(() => listChatImages(this.docker))
+      .catch((e: unknown) => {
+      this.log.info(`could not list the chats' prepared images: ${describeError(e)}`);
+      this.listed = undefined;
+      return new Map<string, ChatImage>();
+    });
+    return this.listed;
+  }
+
+  /** The image a new sandbox of this chat is made from, when it has one made on the image the settings name. */
+  async imageFor(session: string, spec: SandboxSpec): Promise<PreparedImage | undefined> {
+    const image = (await this.images()).get(session);
+    if (!image) return undefined;
+    let base: string | undefined;
+    try {
+      base = (await this.docker.getImage(spec.image).inspect()).Id;
+    } catch {
+      return undefined; // pulled or built on the way: the chat's image is built on an older one
+    }
+    if (image.base !== base) {
+      this.log.info(`the chat's prepared image ${image.tag} was made on another image than ${spec.image}; its packages are installed again`);
+      return undefined;
+    }
+    return { tag: image.tag, note: preparedNote(image.distributions) };
+  }
+
+  /** After a call that kept the chat's state: reads the user site into the chat's image if it changed. */
+  afterCall(session: string, sandbox: DockerSandbox): void {
+    const next = (this.work.get(session) ?? Promise.resolve()).then(() =>
+      this.capture(session, sandbox).catch((e: unknown) => this.log.info(`the chat's installed packages were not kept as its image: ${describeError(e)}`)),
+    );
+    this.work.set(session, next);
+    void next.finally(() => {
+      if (this.work.get(session) === next) this.work.delete(session);
+    });
+  }
+
+  /** Resolves when what the chat's calls asked for so far is done (tests; removal waits for it). */
+  settled(session: string): Promise<void> {
+    return this.work.get(session) ?? Promise.resolve();
+  }
+
+  private async capture(session: string, sandbox: DockerSandbox): Promise<void> {
+    if (this.stop.signal.aborted) return;
+    const sitePath = userSitePackages(sandbox.runner?.info?.python);
+    if (!sitePath) return;
+    const stamp = await siteStamp(sandbox.container, sitePath);
+    if (!stamp) return;
+    const source = `${sandbox.id} ${stamp}`;
+    const images = await this.images();
+    const earlier = images.get(session);
+    if (this.seen.get(session) === source || earlier?.source === source) return;
+    const from = (await sandbox.container.inspect()).Image;
+    // A sandbox made from the chat's image: the new one is built on it, and keeps its packages.
+    const onEarlier = earlier !== undefined && earlier.id === from;
+    const base = onEarlier ? earlier.base : (await this.docker.getImage(sandbox.spec.image).inspect()).Id;
+    const built = await buildChatImage({
+      docker: this.docker,
+      log: this.log,
+      container: sandbox.container,
+      sitePath,
+      from,
+      earlier: onEarlier ? earlier.distributions : [],
+      base,
+      session,
+      source,
+      signal: this.stop.signal,
+    });
+    this.seen.set(session, source);
+    images.set(session, built);
+    // Read again from the same sandbox (made from the settings' image): the earlier image has no tag now.
+    if (earlier && !onEarlier && earlier.id !== built.id) await removeUntagged(this.docker).catch(() => {});
+    this.log.info(`kept the chat's installed packages as its image ${built.tag} (${built.distributions.length} distributions)`);
+  }
+
+  /** The chat is deleted: its image goes (after a capture under way). */
+  async remove(session: string): Promise<void> {
+    await this.settled(session);
+    (await this.images()).delete(session);
+    this.seen.delete(session);
+    await removeChatImage(this.docker, this.log, session);
+    await removeUntagged(this.docker).catch(() => {});
+  }
+
+  /** Every chat's records were deleted: every chat image goes. */
+  async removeAll(): Promise<void> {
+    const sessions = [...(await this.images()).keys(), ...(await listChatImages(this.docker).catch(() => new Map<string, ChatImage>())).keys()];
+    for (const session of new Set(sessions)) await this.remove(session);
+  }
+
+  dispose(): void {
+    this.stop.abort();
+  }
+}
