@@ -69,6 +69,8 @@ export function registerArtifactView(
   subscriptions: vscode.Disposable[],
   /** The storage budget (artifactsBudgetMb), shown beside the view's title with what is used. */
   budgetBytes: () => number,
+  /** A chat's records were deleted (undefined: all chats'): what else is kept for it goes too. */
+  chatDeleted: (sessionDigest: string | undefined) => void = () => {},
 ): { provider: ArtifactTreeProvider; commands: CommandTable<(typeof COMMAND)[ViewCommand]> } {
   const provider = new ArtifactTreeProvider(store);
   const view = vscode.window.createTreeView(VIEW.artifacts, { treeDataProvider: provider, showCollapseAll: true });
@@ -138,11 +140,17 @@ export function registerArtifactView(
       if (n?.kind !== 'session') return;
       const runs = n.session.runCount;
       const question = `Delete this chat's ${runs} run${runs === 1 ? '' : 's'} and their files? They are kept nowhere else.`;
-      if (options?.confirmed === true || (await ui.askModal(question, 'Delete')) === 'Delete') await store.deleteSession(n.session.sessionDigest);
+      if (options?.confirmed === true || (await ui.askModal(question, 'Delete')) === 'Delete') {
+        await store.deleteSession(n.session.sessionDigest);
+        chatDeleted(n.session.sessionDigest);
+      }
     },
     [COMMAND.clearAll]: async (options?: { confirmed?: boolean }) => {
       const ok = options?.confirmed === true || (await ui.askModal('Delete all runs and files kept by CodeAct Sandbox?', 'Delete All')) === 'Delete All';
-      if (ok) await store.clear();
+      if (ok) {
+        await store.clear();
+        chatDeleted(undefined);
+      }
     },
   };
   return { provider, commands };

@@ -53,7 +53,13 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
     const store = new ArtifactStore(path.join((context.storageUri ?? context.globalStorageUri).fsPath, 'runs'));
     // The first use walks the store: in the background, never blocking activation.
     void store.prune(initial.artifactsBudgetMb * 1024 * 1024).catch((e: unknown) => logger.warn(`could not prune the stored runs: ${describeError(e)}`));
-    const { provider: tree, commands: viewCommands } = registerArtifactView(store, ui, context.subscriptions, () => settings.read().artifactsBudgetMb * 1024 * 1024);
+    const { provider: tree, commands: viewCommands } = registerArtifactView(
+      store,
+      ui,
+      context.subscriptions,
+      () => settings.read().artifactsBudgetMb * 1024 * 1024,
+      (digest) => void sandboxes.forgetChat(digest).catch((e: unknown) => logger.info(`could not remove the chat's prepared image: ${describeError(e)}`)),
+    );
     if (initial.outputsMode === 'manifest') {
       try {
         checkManifestCaps(initial.filesOutMaxFiles);

@@ -179,6 +179,17 @@ export class SandboxService implements SandboxProvider {
     return (await this.provider?.removeAll()) ?? 0;
   }
 
+  /** A chat's records were deleted in the view (undefined: all of them): its prepared image goes too. */
+  async forgetChat(sessionDigest: string | undefined): Promise<void> {
+    let provider: DockerSandboxProvider;
+    try {
+      provider = this.current();
+    } catch {
+      return; // no engine configured: there is no image to remove
+    }
+    await provider.forgetChat(sessionDigest);
+  }
+
   async dispose(): Promise<void> {
     this.status.dispose();
     const p = this.provider;
@@ -289,6 +300,7 @@ export class SandboxService implements SandboxProvider {
       idleMs: s.idleMinutes * 60_000,
       spareSandboxes: s.spareSandboxes,
       maxSandboxes: s.maxSandboxes,
+      keepChatImages: true,
       onPull: (image, pull) => this.deps.ui.withProgress(`CodeAct Sandbox: pulling ${image}`, (report, signal) => pull(pullProgress(report), signal)),
     });
     this.providerKey = key;
