@@ -201,5 +201,9 @@ describe('session state survives its sandbox: resume by replay (integration)', f
     // Made from the configured image: the replayed install put the package in the user site again.
     const where = "import site, tinypkg\nprint(tinypkg.__file__.startswith(site.getusersitepackages() + '/'))";
     assert.equal(await call(provider, h, key, where), `stdout:\nTrue\n\n${RESTORED(2)}\n\n${KEPT}`);
+    // The image lost its tag while that sandbox ran from it; with the sandbox gone, it is gone too.
+    // What is left is the image the replayed install was kept in, after this call.
+    await provider.chatImages!.settled(digest);
+    assert.equal(await dockerCli('images', '--format', '{{.Repository}}:{{.Tag}}', '--filter', `label=dev.codeact-sandbox.chat.session=${digest}`), `${tag}\n`);
   });
 });

@@ -35,6 +35,7 @@ export class ChatImages {
   /** Per chat: the stat of the user site last read (container id and stamp). */
   private readonly seen = new Map<string, string>();
   private readonly stop = new AbortController();
+  private sweeping: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly docker: Dockerode,
@@ -82,9 +83,10 @@ export class ChatImages {
     });
   }
 
-  /** Resolves when what the chat's calls asked for so far is done (tests; removal waits for it). */
-  settled(session: string): Promise<void> {
-    return this.work.get(session) ?? Promise.resolve();
+  /** Resolves when what the chat's calls asked for so far, and the sweeps asked for, are done (tests; removal waits for it). */
+  async settled(session: string): Promise<void> {
+    await this.work.get(session);
+    await this.sweeping;
   }
 
   private async capture(session: string, sandbox: DockerSandbox): Promise<void> {
@@ -133,6 +135,16 @@ export class ChatImages {
   async removeAll(): Promise<void> {
     const sessions = [...(await this.images()).keys(), ...(await listChatImages(this.docker).catch(() => new Map<string, ChatImage>())).keys()];
     for (const session of new Set(sessions)) await this.remove(session);
+  }
+
+  /**
+   * A sandbox went: a chat image deleted (or read again) while that sandbox ran from it has no
+   * tag and is unused now, so it goes (one listing; an image still in use stays for a later look).
+   */
+  sweep(): Promise<void> {
+    const next = this.sweeping.then(() => removeUntagged(this.docker).catch(() => {}));
+    this.sweeping = next;
+    return next;
   }
 
   dispose(): void {

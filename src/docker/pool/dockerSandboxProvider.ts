@@ -269,6 +269,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     }
     this.retiring.delete(entry);
     await entry.sandbox.remove();
+    void this.chatImages?.sweep();
     this.roomWaiters.notify();
   }
 
@@ -315,6 +316,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     gone.leases = Math.max(0, gone.leases - 1);
     this.retiring.delete(gone);
     await gone.sandbox.remove();
+    void this.chatImages?.sweep();
     return this.entryFor(sessionKey, gone.sandbox.spec, signal);
   }
 
@@ -438,6 +440,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     this.retiring.clear();
     await Promise.all([...all].map((s) => s.remove()));
     await this.pool?.drain();
+    if (all.size) await this.chatImages?.sweep();
     return all.size;
   }
 }
