@@ -154,12 +154,12 @@ describe('session state survives its sandbox: resume by replay (integration)', f
   });
 
   it('keeps the packages a chat installed as its image: its next sandbox has them without installing, says so, and they go with the chat', async function () {
-    const provider = sandboxes.makeProvider({ options: { keepChatImages: true } });
+    const first = sandboxes.makeProvider({ options: { keepChatImages: true } });
     const h = host(root);
     const key = uniqueSessionKey('chat-image');
     const digest = sessionDigest(key);
     // The image carries no test label: it goes with the chat, also when the test fails.
-    this.test?.parent?.afterAll(() => provider.forgetChat(digest));
+    this.test?.parent?.afterAll(() => first.forgetChat(digest));
     // What `pip install tinypkg` leaves in the user site (no index here), and like pip only when missing.
     const install = [
       'import importlib.util, os, site',
@@ -174,13 +174,15 @@ describe('session state survives its sandbox: resume by replay (integration)', f
       "        open(d + '/' + name, 'w').write(\"import os; open('/sandbox/ran-%d' % os.getpid(), 'w').close()\\n\")",
       "    print('installed')",
     ].join('\n');
-    assert.equal(await call(provider, h, key, install), `stdout:\ninstalled\n\n${KEPT}`);
+    assert.equal(await call(first, h, key, install), `stdout:\ninstalled\n\n${KEPT}`);
     // Taken after the call, off its way: the test waits for it to end.
-    await provider.chatImages!.settled(digest);
+    await first.chatImages!.settled(digest);
     const tag = `codeact-sandbox/chat-packages:${digest.slice(0, 16)}`;
     const labels = JSON.parse(await dockerCli('image', 'inspect', '--format', '{{json .Config.Labels}}', tag)) as Record<string, string>;
     assert.equal(labels['dev.codeact-sandbox.chat.distributions'], '["tinypkg 1.0"]');
-    await removeSandbox(provider, key);
+    await removeSandbox(first, key);
+    // As after a restart of VS Code: another process finds the chat's image on the engine.
+    const provider = sandboxes.makeProvider({ options: { keepChatImages: true } });
 
     const check = [
       'import os, tinypkg, importlib.metadata',
@@ -192,11 +194,15 @@ describe('session state survives its sandbox: resume by replay (integration)', f
       "stdout:\n7 /opt/codeact-sandbox/chat-site/tinypkg/__init__.py 1.0\nPID 1 ran them: False | a program did: True\n\nThis chat's sandbox was made again from its prepared image, which has the Python packages installed earlier in this chat (tinypkg 1.0): " +
         `they were not installed again, and pip finds them installed.\n\n${RESTORED(1)}\n\n${KEPT}`,
     );
-    assert.equal((await dockerCli('inspect', '--format', '{{.Config.Image}}', provider.active.get(key)!.id)).trim(), tag);
+    const imageId = async () => (await dockerCli('image', 'inspect', '--format', '{{.Id}}', tag)).trim();
+    const made = await imageId();
+    assert.equal((await dockerCli('inspect', '--format', '{{.Image}}', provider.active.get(key)!.id)).trim(), made);
 
     // Deleted with the chat, also while a sandbox still runs from it: no new sandbox is made from it.
     await provider.forgetChat(digest);
     await assert.rejects(dockerCli('image', 'inspect', tag));
+    // The sandbox made from it runs on (a forced removal would take it along on Podman).
+    assert.equal((await dockerCli('inspect', '--format', '{{.State.Running}}', provider.active.get(key)!.id)).trim(), 'true');
     await removeSandbox(provider, key);
     // Made from the configured image: the replayed install put the package in the user site again.
     const where = "import site, tinypkg\nprint(tinypkg.__file__.startswith(site.getusersitepackages() + '/'))";
@@ -204,6 +210,8 @@ describe('session state survives its sandbox: resume by replay (integration)', f
     // The image lost its tag while that sandbox ran from it; with the sandbox gone, it is gone too.
     // What is left is the image the replayed install was kept in, after this call.
     await provider.chatImages!.settled(digest);
-    assert.equal(await dockerCli('images', '--format', '{{.Repository}}:{{.Tag}}', '--filter', `label=dev.codeact-sandbox.chat.session=${digest}`), `${tag}\n`);
+    const left = await dockerCli('images', '--no-trunc', '--quiet', '--filter', `label=dev.codeact-sandbox.chat.session=${digest}`);
+    assert.equal(left, `${await imageId()}\n`);
+    assert.notEqual(left, `${made}\n`);
   });
 });

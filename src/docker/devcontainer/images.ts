@@ -10,7 +10,8 @@ import { describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
 import { archiveOf } from '../files';
 import { followProgress, statusCode } from '../engine';
-import { LABEL, LABEL_SCHEMA, hasAllLabels } from '../container';
+import { LABEL, LABEL_SCHEMA } from '../container';
+import { asNamed, listImagesLabelled } from '../images';
 
 /** Repository of every image this backend builds: codeact-devcontainer/<folder digest>:<config hash>. */
 export const DEVCONTAINER_REPOSITORY = 'codeact-devcontainer';
@@ -74,11 +75,11 @@ export async function labelImage(
  */
 export async function pruneDevcontainerImages(docker: Dockerode, log: Logger, options: { workspaceFolder?: string; keep?: string[] } = {}): Promise<number> {
   const label = [`${LABEL.managed}`, ...(options.workspaceFolder ? [`${DEVCONTAINER_LABEL.folder}=${folderDigest(options.workspaceFolder)}`] : [DEVCONTAINER_LABEL.folder])];
-  const images = (await docker.listImages({ all: false, filters: { label } })).filter((i) => hasAllLabels(i.Labels, label));
+  const images = await listImagesLabelled(docker, label);
   const keep = new Set(options.keep ?? []);
   let removed = 0;
   for (const image of images) {
-    const tags = (image.RepoTags ?? []).filter((t) => t !== '<none>:<none>');
+    const tags = (image.RepoTags ?? []).filter((t) => t !== '<none>:<none>').map(asNamed);
     if (tags.some((t) => keep.has(t))) continue;
     try {
       await docker.getImage(image.Id).remove({ noprune: false });

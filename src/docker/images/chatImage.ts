@@ -14,10 +14,12 @@ import { pipeline } from 'node:stream/promises';
 import type Dockerode from 'dockerode';
 import { extract, pack, type Header, type Pack } from 'tar-stream';
 import type { Logger } from '../../core/logger';
-import { HOME_DIR, LABEL, LABEL_SCHEMA, hasAllLabels } from '../container';
+import { HOME_DIR, LABEL, LABEL_SCHEMA } from '../container';
 import { statusCode } from '../engine';
 import { runBuild } from './build';
 import { IMAGE_LABEL } from './imageLabels';
+import { tagsIn } from './repoTags';
+import { listImagesLabelled } from './labelled';
 
 export const CHAT_REPOSITORY = 'codeact-sandbox/chat-packages';
 /** Where the chat's packages are in its image. */
@@ -244,12 +246,12 @@ const CHAT_FILTER = [LABEL.managed, `${IMAGE_LABEL.kind}=chat`];
 
 /** The chat images on the engine, by session digest (found by label, read from the labels). */
 export async function listChatImages(docker: Dockerode): Promise<Map<string, ChatImage>> {
-  const images = (await docker.listImages({ all: false, filters: { label: CHAT_FILTER } })).filter((i) => hasAllLabels(i.Labels, CHAT_FILTER));
+  const images = await listImagesLabelled(docker, CHAT_FILTER);
   const out = new Map<string, ChatImage>();
   for (const i of images) {
     const labels = i.Labels ?? {};
     const session = labels[CHAT_LABEL.session];
-    const tag = (i.RepoTags ?? []).find((t) => t.startsWith(`${CHAT_REPOSITORY}:`));
+    const tag = tagsIn(i.RepoTags, CHAT_REPOSITORY)[0];
     if (!session || !tag || tag !== chatImageTag(session)) continue;
     out.set(session, { tag, id: i.Id, session, base: labels[CHAT_LABEL.base] ?? '', source: labels[CHAT_LABEL.source] ?? '', distributions: namesOf(labels[CHAT_LABEL.distributions]) });
   }
@@ -265,28 +267,47 @@ function namesOf(text: string | undefined): string[] {
   }
 }
 
+/** The tag a deleted chat's image keeps while a sandbox still runs from it: no lookup of a chat finds it. */
+const DROPPED = 'dropped-';
+
 /**
  * Removes a chat's image (the ones it was built on go with it when nothing else uses them). One a
- * sandbox still runs from loses its tag now, so no new sandbox is made from it, and is removed by
- * removeUntagged once no container uses it.
+ * sandbox still runs from is renamed now, so no new sandbox is made from it, and removed by
+ * removeDropped once no container uses it. Never forced: Podman's forced removal of an image also
+ * removes the containers made from it, and the chat's sandbox may still be running a call.
  */
 export async function removeChatImage(docker: Dockerode, log: Logger, session: string): Promise<void> {
+  const tag = chatImageTag(session);
   try {
-    await docker.getImage(chatImageTag(session)).remove({ force: true });
-    log.info(`removed the chat's prepared image ${chatImageTag(session)}`);
+    await docker.getImage(tag).remove();
+    log.info(`removed the chat's prepared image ${tag}`);
+    return;
   } catch (e) {
-    if (statusCode(e) !== 404) log.info(`could not remove ${chatImageTag(session)}: ${(e as Error).message}`);
+    if (statusCode(e) === 404) return;
+    if (statusCode(e) !== 409) {
+      log.info(`could not remove ${tag}: ${(e as Error).message}`);
+      return;
+    }
+  }
+  try {
+    // With a second name, removing the first removes that name only, on every engine.
+    await docker.getImage(tag).tag({ repo: CHAT_REPOSITORY, tag: `${DROPPED}${session.slice(0, 16)}` });
+    await docker.getImage(tag).remove();
+    log.info(`the chat's prepared image ${tag} is in use by its sandbox; it goes when that sandbox does`);
+  } catch (e) {
+    if (statusCode(e) !== 404) log.info(`could not remove ${tag}: ${(e as Error).message}`);
   }
 }
 
-/** Removes the chat images that lost their tag (deleted while a sandbox ran from them, or read again since). */
-export async function removeUntagged(docker: Dockerode): Promise<void> {
-  const images = (await docker.listImages({ all: false, filters: { label: CHAT_FILTER } })).filter((i) => hasAllLabels(i.Labels, CHAT_FILTER));
+/** Removes the chat images no chat uses by name (its chat deleted while a sandbox ran from it, or read again since) once no container uses them. */
+export async function removeDropped(docker: Dockerode): Promise<void> {
+  const images = await listImagesLabelled(docker, CHAT_FILTER);
   for (const i of images) {
-    if ((i.RepoTags ?? []).some((t) => t.startsWith(`${CHAT_REPOSITORY}:`))) continue;
-    // 409: a container still uses it; it goes at a later look.
+    const tags = tagsIn(i.RepoTags, CHAT_REPOSITORY);
+    if (tags.some((t) => !t.startsWith(`${CHAT_REPOSITORY}:${DROPPED}`))) continue;
+    // By its name (or id when it has none), never forced. 409: a container still uses it; it goes at a later look.
     await docker
-      .getImage(i.Id)
+      .getImage(tags[0] ?? i.Id)
       .remove()
       .catch(() => {});
   }

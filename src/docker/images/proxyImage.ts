@@ -17,6 +17,8 @@ import { pruneImages } from './prune';
 import { ROUTES } from './recipe';
 import { PullCancelled, probeBase, startFailureText } from './routes';
 import { shareBuild } from './sharedBuild';
+import { tagsIn } from './repoTags';
+import { listImagesLabelled } from './labelled';
 
 export const PROXY_REPOSITORY = 'codeact-sandbox/proxy';
 const PROXY_BUILD_TIMEOUT_MS = 10 * 60_000;
@@ -153,8 +155,8 @@ export function proxyImageTag(period = proxyPeriod()): { tag: string; hash: stri
 
 /** The newest image of the same recipe from an earlier month, if any: used when a new month's build cannot be made. */
 async function earlierBuild(docker: Dockerode, recipe: string): Promise<string | undefined> {
-  const images = await docker.listImages({ filters: { label: [`${IMAGE_LABEL.kind}=proxy`, `${PROXY_RECIPE_LABEL}=${recipe}`] } }).catch(() => []);
-  const tags = images.flatMap((i) => i.RepoTags ?? []).filter((t) => t.startsWith(`${PROXY_REPOSITORY}:${recipe}-`));
+  const images = await listImagesLabelled(docker, [`${IMAGE_LABEL.kind}=proxy`, `${PROXY_RECIPE_LABEL}=${recipe}`]).catch(() => []);
+  const tags = images.flatMap((i) => tagsIn(i.RepoTags, PROXY_REPOSITORY)).filter((t) => t.startsWith(`${PROXY_REPOSITORY}:${recipe}-`));
   return tags.sort().at(-1);
 }
 

@@ -7,9 +7,11 @@
 import type Dockerode from 'dockerode';
 import { describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
-import { LABEL, hasAllLabels } from '../container';
+import { LABEL } from '../container';
 import { statusCode } from '../engine';
 import { IMAGE_LABEL, type ImageKind } from './imageLabels';
+import { tagsIn } from './repoTags';
+import { listImagesLabelled } from './labelled';
 
 export interface PruneOptions {
   /** Only tags of this repository are touched. */
@@ -25,13 +27,13 @@ export interface PruneOptions {
 /** Removes the unwanted tags; returns how many were removed. */
 export async function pruneImages(docker: Dockerode, log: Logger, o: PruneOptions): Promise<number> {
   const label = [LABEL.managed, `${IMAGE_LABEL.kind}=${o.kind}`];
-  const images = (await docker.listImages({ all: false, filters: { label } })).filter((i) => hasAllLabels(i.Labels, label));
+  const images = await listImagesLabelled(docker, label);
   const keep = new Set(o.keep);
   const bases = new Set(o.keepBases ?? []);
   let others = 0;
   let removed = 0;
   for (const image of [...images].sort((a, b) => b.Created - a.Created)) {
-    const tags = (image.RepoTags ?? []).filter((t) => t.startsWith(`${o.repository}:`));
+    const tags = tagsIn(image.RepoTags, o.repository);
     if (!tags.length || tags.some((t) => keep.has(t))) continue;
     const staging = tags.every((t) => t.startsWith(`${o.repository}:build-`));
     if (!staging && bases.has(image.Labels?.[IMAGE_LABEL.base] ?? '') && others++ < (o.maxOthers ?? 0)) continue;

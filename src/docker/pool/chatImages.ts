@@ -10,7 +10,7 @@
 import type Dockerode from 'dockerode';
 import { describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
-import { buildChatImage, listChatImages, removeChatImage, removeUntagged, siteStamp, userSitePackages, type ChatImage } from '../images';
+import { buildChatImage, listChatImages, removeChatImage, removeDropped, siteStamp, userSitePackages, type ChatImage } from '../images';
 import type { SandboxSpec } from '../container';
 import type { DockerSandbox } from '../sandbox';
 
@@ -44,7 +44,7 @@ export class ChatImages {
 
   /** The chats' images on the engine, listed once per process and kept up to date by it. */
   private images(): Promise<Map<string, ChatImage>> {
-    this.listed ??= removeUntagged(this.docker)
+    this.listed ??= removeDropped(this.docker)
       .catch(() => {})
       .then(() => listChatImages(this.docker))
       .catch((e: unknown) => {
@@ -117,8 +117,8 @@ export class ChatImages {
     });
     this.seen.set(session, source);
     images.set(session, built);
-    // Read again from the same sandbox (made from the settings' image): the earlier image has no tag now.
-    if (earlier && !onEarlier && earlier.id !== built.id) await removeUntagged(this.docker).catch(() => {});
+    // Read again from the same sandbox (made from the settings' image): the earlier image lost its tag to the new one.
+    if (earlier && !onEarlier && earlier.id !== built.id) await removeDropped(this.docker).catch(() => {});
     this.log.info(`kept the chat's installed packages as its image ${built.tag} (${built.distributions.length} distributions)`);
   }
 
@@ -128,7 +128,7 @@ export class ChatImages {
     (await this.images()).delete(session);
     this.seen.delete(session);
     await removeChatImage(this.docker, this.log, session);
-    await removeUntagged(this.docker).catch(() => {});
+    await removeDropped(this.docker).catch(() => {});
   }
 
   /** Every chat's records were deleted: every chat image goes. */
@@ -139,10 +139,10 @@ export class ChatImages {
 
   /**
    * A sandbox went: a chat image deleted (or read again) while that sandbox ran from it has no
-   * tag and is unused now, so it goes (one listing; an image still in use stays for a later look).
+   * name a chat finds and is unused now, so it goes (one listing; one still in use stays for a later look).
    */
   sweep(): Promise<void> {
-    const next = this.sweeping.then(() => removeUntagged(this.docker).catch(() => {}));
+    const next = this.sweeping.then(() => removeDropped(this.docker).catch(() => {}));
     this.sweeping = next;
     return next;
   }
