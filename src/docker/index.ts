@@ -19,4 +19,4 @@ export {
   type DataImage,
   type PackagesImage,
 } from './images';
-export { DockerSandboxProvider, processIsAlive, removeCliSandboxes, removeOrphanedSandboxes, type ProviderOptions } from './pool';
+export { DockerSandboxProvider, processIsAlive, removeCliSandboxes, removeOrphanedSandboxes, type ChatRecords, type ProviderOptions } from './pool';

@@ -87,6 +87,18 @@ export class ArtifactStore {
     this.stateSeal = new StateSeal(root);
   }
 
+  /**
+   * Whether any window of this root keeps records of the chat: read from the disk, not this
+   * window's index, which does not know a chat another window began since it was loaded.
+   */
+  async hasSession(sessionDigest: string): Promise<boolean> {
+    try {
+      return (await this.fsp.lstat(this.sessionDir(sessionDigest))).isDirectory();
+    } catch {
+      return false;
+    }
+  }
+
   /** Creates the run's folder and returns the writer that owns it until `finish` or `discard`. */
   beginRun(sessionDigest: string, sessionLabel: string): RunWriter {
     const sessionDir = this.sessionDir(sessionDigest);

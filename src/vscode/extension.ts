@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -34,6 +35,9 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
     const initial = settings.read();
     // The host tests name their servers' network in the environment; an installed extension never reads it.
     const testInternetFile = context.extensionMode !== vscode.ExtensionMode.Production ? process.env.CODEACT_SANDBOX_TEST_INTERNET : undefined;
+    // Per workspace when there is one, so each project's runs stay with it; never inside the
+    // workspace itself: these files were written by model-written code.
+    const store = new ArtifactStore(path.join((context.storageUri ?? context.globalStorageUri).fsPath, 'runs'));
     const sandboxes = new SandboxService({
       settings,
       log: logger,
@@ -44,13 +48,12 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
       globalState: context.globalState,
       engineCliFound: () => commandOnPath('docker') || commandOnPath('podman'),
       ...(testInternetFile ? { testInternetFile } : {}),
+      // Named by the folder's hash: another workspace's window keeps other records, and its chats' images.
+      chatRecords: { store: createHash('sha256').update(store.root).digest('hex').slice(0, 16), exists: (digest) => store.hasSession(digest) },
     });
     service = sandboxes;
     context.subscriptions.push({ dispose: () => void sandboxes.dispose() });
 
-    // Per workspace when there is one, so each project's runs stay with it; never inside the
-    // workspace itself: these files were written by model-written code.
-    const store = new ArtifactStore(path.join((context.storageUri ?? context.globalStorageUri).fsPath, 'runs'));
     // The first use walks the store: in the background, never blocking activation.
     void store.prune(initial.artifactsBudgetMb * 1024 * 1024).catch((e: unknown) => logger.warn(`could not prune the stored runs: ${describeError(e)}`));
     const { provider: tree, commands: viewCommands } = registerArtifactView(

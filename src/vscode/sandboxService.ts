@@ -301,6 +301,7 @@ export class SandboxService implements SandboxProvider {
       spareSandboxes: s.spareSandboxes,
       maxSandboxes: s.maxSandboxes,
       keepChatImages: true,
+      ...(this.deps.chatRecords ? { chatRecords: this.deps.chatRecords } : {}),
       onPull: (image, pull) => this.deps.ui.withProgress(`CodeAct Sandbox: pulling ${image}`, (report, signal) => pull(pullProgress(report), signal)),
     });
     this.providerKey = key;

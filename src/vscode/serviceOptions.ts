@@ -1,7 +1,7 @@
 /** What the sandbox service is made of (its effects and stores), and the host tests' proxy settings. */
 import * as fs from 'node:fs';
 import type { Logger } from '../core/logger';
-import { ensureDevcontainerImage, planDevcontainerImage, type DockerSandboxProvider, type Owner, type ProviderOptions, type ProxyTesting } from '../docker';
+import { ensureDevcontainerImage, planDevcontainerImage, type ChatRecords, type DockerSandboxProvider, type Owner, type ProviderOptions, type ProxyTesting } from '../docker';
 import type { SettingsReader } from './config';
 import type { DataImageOps } from './dataImages';
 import type { Ui, WorkspaceEnv, WorkspaceState } from './ui';
@@ -34,6 +34,8 @@ export interface SandboxServiceOptions {
   globalState?: WorkspaceState;
   /** Whether a docker or podman command is installed here (a missing socket without one is no engine at all). */
   engineCliFound?: () => boolean;
+  /** The window's run records: a chat's prepared image goes when its chat has no records left. */
+  chatRecords?: ChatRecords;
 }
 
 /** The host tests' proxy settings (SandboxServiceOptions.testInternetFile), read once. */

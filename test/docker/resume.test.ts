@@ -154,7 +154,9 @@ describe('session state survives its sandbox: resume by replay (integration)', f
   });
 
   it('keeps the packages a chat installed as its image: its next sandbox has them without installing, says so, and they go with the chat', async function () {
-    const first = sandboxes.makeProvider({ options: { keepChatImages: true } });
+    // The records of this test's chats: this chat has some until the end.
+    const records = { store: 'resume-test', exists: () => Promise.resolve(true) };
+    const first = sandboxes.makeProvider({ options: { keepChatImages: true, chatRecords: records } });
     const h = host(root);
     const key = uniqueSessionKey('chat-image');
     const digest = sessionDigest(key);
@@ -182,7 +184,7 @@ describe('session state survives its sandbox: resume by replay (integration)', f
     assert.equal(labels['dev.codeact-sandbox.chat.distributions'], '["tinypkg 1.0"]');
     await removeSandbox(first, key);
     // As after a restart of VS Code: another process finds the chat's image on the engine.
-    const provider = sandboxes.makeProvider({ options: { keepChatImages: true } });
+    const provider = sandboxes.makeProvider({ options: { keepChatImages: true, chatRecords: records } });
 
     const check = [
       'import os, tinypkg, importlib.metadata',
@@ -213,5 +215,16 @@ describe('session state survives its sandbox: resume by replay (integration)', f
     const left = await dockerCli('images', '--no-trunc', '--quiet', '--filter', `label=dev.codeact-sandbox.chat.session=${digest}`);
     assert.equal(left, `${await imageId()}\n`);
     assert.notEqual(left, `${made}\n`);
+
+    // A later process keeping other records (another workspace's window) leaves the image alone;
+    // one of the same records, where the chat has none left (deleted while none ran), removes it.
+    const later = async (store: string) => {
+      const p = sandboxes.makeProvider({ options: { keepChatImages: true, chatRecords: { store, exists: (s: string) => Promise.resolve(s !== digest) } } });
+      assert.equal(await call(p, h, uniqueSessionKey('chat-image-later'), 'print(1)'), `stdout:\n1\n\n${KEPT}`);
+      await p.chatImages!.settled(digest);
+      return dockerCli('images', '--no-trunc', '--quiet', '--filter', `label=dev.codeact-sandbox.chat.session=${digest}`);
+    };
+    assert.equal(await later('another-window'), left);
+    assert.equal(await later('resume-test'), '');
   });
 });

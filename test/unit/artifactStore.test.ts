@@ -145,6 +145,16 @@ describe('artifact store (unit)', () => {
       assert.throws(() => u.store.readRun('s', '../../etc'), /not a run id/);
       assert.throws(() => u.store.deleteRun('s/..', '20250102T030405678Z-abcdef'), /not a session digest/);
     });
+
+    it("knows a chat by its folder on disk, also one another window of the root began after this one's index was read", async () => {
+      await finishedRun('mine', 1);
+      assert.equal((await u.store.listRuns('theirs')).length, 0);
+      fs.mkdirSync(path.join(u.root, 'theirs'));
+      assert.deepEqual([await u.store.hasSession('mine'), await u.store.hasSession('theirs'), await u.store.hasSession('never')], [true, true, false]);
+      assert.equal(await u.store.hasSession('..'), false);
+      await u.store.deleteSession('mine');
+      assert.equal(await u.store.hasSession('mine'), false);
+    });
   });
 
   describe('files are never overwritten and never leave the run', () => {

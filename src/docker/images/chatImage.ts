@@ -37,6 +37,8 @@ export const CHAT_LABEL = {
   source: 'dev.codeact-sandbox.chat.source',
   /** The distributions in it ("name version"), a JSON array. */
   distributions: 'dev.codeact-sandbox.chat.distributions',
+  /** The records its chat is kept in (ChatRecords.store): only a process of those records removes it for lack of its chat. */
+  store: 'dev.codeact-sandbox.chat.store',
 } as const;
 
 export interface ChatImage {
@@ -46,6 +48,8 @@ export interface ChatImage {
   base: string;
   source: string;
   distributions: string[];
+  /** ChatRecords.store of the process that made it ('' when none was given). */
+  store: string;
 }
 
 /** The user site of a sandbox's Python ("3.11.2"), or undefined when the version is not one. */
@@ -205,6 +209,7 @@ export interface BuildChatImageOptions {
   base: string;
   session: string;
   source: string;
+  store: string;
   signal: AbortSignal;
 }
 
@@ -231,6 +236,7 @@ export async function buildChatImage(o: BuildChatImageOptions): Promise<ChatImag
     [CHAT_LABEL.session]: o.session,
     [CHAT_LABEL.base]: o.base,
     [CHAT_LABEL.source]: o.source,
+    ...(o.store ? { [CHAT_LABEL.store]: o.store } : {}),
   };
   const built = runBuild({ docker: o.docker, context: context as unknown as Readable, tag, labels, networkMode: 'none', signal: o.signal, log: o.log, logPrefix: 'chat image build', onProgress: () => {} });
   // A build the engine refused reads no more of the context: the archive's read is ended too.
@@ -239,7 +245,7 @@ export async function buildChatImage(o: BuildChatImageOptions): Promise<ChatImag
     context.destroy();
   });
   const [distributions, { imageId }] = await Promise.all([read, built]);
-  return { tag, id: imageId, session: o.session, base: o.base, source: o.source, distributions };
+  return { tag, id: imageId, session: o.session, base: o.base, source: o.source, distributions, store: o.store };
 }
 
 const CHAT_FILTER = [LABEL.managed, `${IMAGE_LABEL.kind}=chat`];
@@ -253,7 +259,7 @@ export async function listChatImages(docker: Dockerode): Promise<Map<string, Cha
     const session = labels[CHAT_LABEL.session];
     const tag = tagsIn(i.RepoTags, CHAT_REPOSITORY)[0];
     if (!session || !tag || tag !== chatImageTag(session)) continue;
-    out.set(session, { tag, id: i.Id, session, base: labels[CHAT_LABEL.base] ?? '', source: labels[CHAT_LABEL.source] ?? '', distributions: namesOf(labels[CHAT_LABEL.distributions]) });
+    out.set(session, { tag, id: i.Id, session, base: labels[CHAT_LABEL.base] ?? '', source: labels[CHAT_LABEL.source] ?? '', distributions: namesOf(labels[CHAT_LABEL.distributions]), store: labels[CHAT_LABEL.store] ?? '' });
   }
   return out;
 }

@@ -28,6 +28,17 @@ export function preparedNote(distributions: readonly string[]): string {
   return `This chat's sandbox was made again from its prepared image, which has ${what}: they were not installed again, and pip finds them installed.`;
 }
 
+/**
+ * The records the chats of this process are kept in (the VS Code window's run store). A chat image
+ * made by a process of the same records whose chat has no records left (deleted or pruned while no
+ * process of them ran) is removed when the images are first listed; another store's are left alone.
+ */
+export interface ChatRecords {
+  /** Names the records (the same in every process that keeps them). */
+  store: string;
+  exists(session: string): Promise<boolean>;
+}
+
 export class ChatImages {
   private listed: Promise<Map<string, ChatImage>> | undefined;
   /** Per chat: the captures asked for, one after the other. */
@@ -40,6 +51,7 @@ export class ChatImages {
   constructor(
     private readonly docker: Dockerode,
     private readonly log: Logger,
+    private readonly records?: ChatRecords,
   ) {}
 
   /** The chats' images on the engine, listed once per process and kept up to date by it. */
@@ -47,12 +59,35 @@ export class ChatImages {
     this.listed ??= removeDropped(this.docker)
       .catch(() => {})
       .then(() => listChatImages(this.docker))
+      .then((images) => this.withoutOrphans(images))
       .catch((e: unknown) => {
       this.log.info(`could not list the chats' prepared images: ${describeError(e)}`);
       this.listed = undefined;
       return new Map<string, ChatImage>();
     });
     return this.listed;
+  }
+
+  /** The images but those of chats of our records that have none left, which go (off the call's way). */
+  private async withoutOrphans(images: Map<string, ChatImage>): Promise<Map<string, ChatImage>> {
+    const records = this.records;
+    if (!records) return images;
+    for (const [session, image] of images) {
+      if (image.store !== records.store || (await records.exists(session).catch(() => true))) continue;
+      images.delete(session);
+      this.log.info(`the chat of the prepared image ${image.tag} has no records left; the image is removed`);
+      this.queue(session, () => removeChatImage(this.docker, this.log, session));
+    }
+    return images;
+  }
+
+  /** Runs `step` after what the chat asked for before; a failure is logged. */
+  private queue(session: string, step: () => Promise<void>): void {
+    const next = (this.work.get(session) ?? Promise.resolve()).then(() => step().catch((e: unknown) => this.log.info(`the chat's prepared image: ${describeError(e)}`)));
+    this.work.set(session, next);
+    void next.finally(() => {
+      if (this.work.get(session) === next) this.work.delete(session);
+    });
   }
 
   /** The image a new sandbox of this chat is made from, when it has one made on the image the settings name. */
@@ -74,13 +109,7 @@ export class ChatImages {
 
   /** After a call that kept the chat's state: reads the user site into the chat's image if it changed. */
   afterCall(session: string, sandbox: DockerSandbox): void {
-    const next = (this.work.get(session) ?? Promise.resolve()).then(() =>
-      this.capture(session, sandbox).catch((e: unknown) => this.log.info(`the chat's installed packages were not kept as its image: ${describeError(e)}`)),
-    );
-    this.work.set(session, next);
-    void next.finally(() => {
-      if (this.work.get(session) === next) this.work.delete(session);
-    });
+    this.queue(session, () => this.capture(session, sandbox).catch((e: unknown) => this.log.info(`the chat's installed packages were not kept as its image: ${describeError(e)}`)));
   }
 
   /** Resolves when what the chat's calls asked for so far, and the sweeps asked for, are done (tests; removal waits for it). */
@@ -113,6 +142,7 @@ export class ChatImages {
       base,
       session,
       source,
+      store: this.records?.store ?? '',
       signal: this.stop.signal,
     });
     this.seen.set(session, source);

@@ -4,3 +4,4 @@
  */
 export { processIsAlive, removeCliSandboxes, removeOrphanedSandboxes } from './cleanup';
 export { DockerSandboxProvider, type ProviderOptions } from './dockerSandboxProvider';
+export type { ChatRecords } from './chatImages';

@@ -4,6 +4,7 @@ import type { Clock } from '../../core/clock';
 import type { SandboxFactory } from '../sandbox';
 import type { PullProgress } from '../images';
 import type { LockAhead, Owner, SandboxSpec } from '../container';
+import type { ChatRecords } from './chatImages';
 
 /** What a DockerSandboxProvider is made with: the engine, the settings, the limits, and its seams. */
 export interface ProviderOptions {
@@ -69,6 +70,8 @@ export interface ProviderOptions {
    * found again by its settings, which name the configured image).
    */
   keepChatImages?: boolean;
+  /** With keepChatImages: the records the chats are kept in, so an image whose chat has none left goes. */
+  chatRecords?: ChatRecords;
   /** Where this process's sandboxes come from (default: createSandbox on `docker`; tests: fakes). */
   sandboxes?: SandboxFactory;
   /** The time of last use and the idle sweep's timer (default: the system's; tests: a fake). */

@@ -353,6 +353,27 @@ describe('agent mode calls execute_code (host)', function () {
       );
       await vscode.commands.executeCommand('codeactSandbox.artifacts.focus');
       await h.snapshot('went-back');
+      // What `pip install` leaves in the user site becomes, after the call and off its way, the
+      // chat's prepared image; deleting the chat in the view removes it.
+      const pkg = [
+        'import os, site',
+        'd = site.getusersitepackages()',
+        "os.makedirs(d + '/hostpkg-2.0.dist-info')",
+        "open(d + '/hostpkg.py', 'w').close()",
+        "open(d + '/hostpkg-2.0.dist-info/METADATA', 'w').write('Metadata-Version: 2.1\\nName: hostpkg\\nVersion: 2.0\\n')",
+      ].join('\n');
+      await ask(program(pkg));
+      assert.equal(toolResults().length, before + 4);
+      let chat;
+      for (const session of await api.treeNodes()) {
+        if ((await api.treeNodes(session)).some((r) => r.record.program === pkg)) chat = session;
+      }
+      assert.ok(chat, 'the chat in the view');
+      const image = () => h.docker('images', '--quiet', '--filter', `label=dev.codeact-sandbox.chat.session=${chat.session.sessionDigest}`);
+      await h.waitFor(() => image() !== '', 120000, "the chat's prepared image");
+      assert.equal(h.docker('image', 'inspect', '--format', '{{index .Config.Labels "dev.codeact-sandbox.chat.distributions"}}', image()), '["hostpkg 2.0"]');
+      await vscode.commands.executeCommand('codeactSandbox.deleteSession', chat, { confirmed: true });
+      await h.waitFor(() => image() === '', 60000, "the chat's image to go with the chat");
     } finally {
       await h.setting('confirmBeforeRun', undefined);
       await h.setting('state', undefined);
