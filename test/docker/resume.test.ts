@@ -9,7 +9,7 @@ import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxP
 import { ArtifactStore } from '../../src/storage/artifactStore';
 import { RunRecording } from '../../src/storage/runRecorder';
 import { sessionCall, sessionHost as host, type SessionHost } from './fixtures/sessionHost';
-import { dockerCli, uniqueSessionKey, useDocker } from './helpers';
+import { IMAGE, dockerCli, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
 const KEPT = STATE_LINES.kept;
 const QUIET_KEPT = `${NOTHING_PRINTED}\n\n${KEPT}`;
@@ -226,5 +226,104 @@ describe('session state survives its sandbox: resume by replay (integration)', f
     };
     assert.equal(await later('another-window'), left);
     assert.equal(await later('resume-test'), '');
+  });
+
+  it("never reads a chat's user site through a link, and Delete All leaves another workspace's chat images", async function () {
+    const records = (store: string) => ({ store, exists: () => Promise.resolve(true) });
+    const provider = sandboxes.makeProvider({ options: { keepChatImages: true, chatRecords: records('resume-test-a') } });
+    const h = host(root);
+    const images = (digest: string) => dockerCli('images', '--quiet', '--filter', `label=dev.codeact-sandbox.chat.session=${digest}`);
+    const pkg = (name: string) => `os.makedirs(d + '/${name}-1.0.dist-info')\nopen(d + '/${name}-1.0.dist-info/METADATA', 'w').write('Metadata-Version: 2.1\\nName: ${name}\\nVersion: 1.0\\n')`;
+    // ~/.local made a link elsewhere: the engine, reading as root, would follow it (to /root/.local as well).
+    const linked = uniqueSessionKey('chat-image-link');
+    const link = [
+      'import os, site, tempfile',
+      "away = tempfile.gettempdir() + '/elsewhere'",
+      "d = away + '/' + site.getusersitepackages().split('/.local/')[1]",
+      pkg('linkedpkg'),
+      "os.symlink(away, os.path.expanduser('~/.local'))",
+      "print(os.path.isdir(site.getusersitepackages()))",
+    ].join('\n');
+    assert.equal(await call(provider, h, linked, link), `stdout:\nTrue\n\n${KEPT}`);
+    await provider.chatImages!.settled(sessionDigest(linked));
+    assert.equal(await images(sessionDigest(linked)), '');
+
+    const chat = uniqueSessionKey('chat-image-all');
+    const digest = sessionDigest(chat);
+    this.test?.parent?.afterAll(() => provider.forgetChat(digest));
+    assert.equal(await call(provider, h, chat, `import os, site\nd = site.getusersitepackages()\n${pkg('allpkg')}`), QUIET_KEPT);
+    await provider.chatImages!.settled(digest);
+    const made = await images(digest);
+    assert.match(made, /^[0-9a-f]{12}\n$/);
+    // Another workspace's window deletes all of its chats: this one's image stays.
+    await sandboxes.makeProvider({ options: { keepChatImages: true, chatRecords: records('resume-test-b') } }).forgetChat(undefined);
+    assert.equal(await images(digest), made);
+    await provider.forgetChat(undefined);
+    assert.equal(await images(digest), '');
+  });
+
+  it("stacks a chat's image at most its limit of builds, and keeps no more bytes than its limit, a sparse file counted whole", async function () {
+    const provider = sandboxes.makeProvider({ options: { keepChatImages: true, chatImageLimits: { bytes: 4 * 1024 * 1024, generations: 2 } } });
+    const h = host(root);
+    const chat = uniqueSessionKey('chat-image-stack');
+    const digest = sessionDigest(chat);
+    this.test?.parent?.afterAll(() => provider.forgetChat(digest));
+    const labels = async (session: string) => {
+      const found = await dockerCli('images', '--quiet', '--filter', `label=dev.codeact-sandbox.chat.session=${session}`);
+      if (!found) return 'none';
+      const l = JSON.parse(await dockerCli('image', 'inspect', '--format', '{{json .Config.Labels}}', found.trim())) as Record<string, string>;
+      return `${l['dev.codeact-sandbox.chat.generation']} ${l['dev.codeact-sandbox.chat.distributions']}`;
+    };
+    // Like pip: only when the distribution is not installed yet (a re-run finds it in the chat's image).
+    const install = (name: string) =>
+      [
+        'import importlib.metadata, os, site',
+        'try:',
+        `    importlib.metadata.version('${name}')`,
+        'except importlib.metadata.PackageNotFoundError:',
+        `    d = site.getusersitepackages() + '/${name}-1.0.dist-info'`,
+        '    os.makedirs(d)',
+        `    open(d + '/METADATA', 'w').write('Metadata-Version: 2.1\\nName: ${name}\\nVersion: 1.0\\n')`,
+      ].join('\n');
+    const step = async (name: string) => {
+      await call(provider, h, chat, install(name));
+      await provider.chatImages!.settled(digest);
+      const l = await labels(digest);
+      await removeSandbox(provider, chat);
+      return l;
+    };
+    assert.equal(await step('gen1pkg'), '1 ["gen1pkg 1.0"]');
+    assert.equal(await step('gen2pkg'), '2 ["gen1pkg 1.0","gen2pkg 1.0"]');
+    // A third build would stack past the limit: the image stays as it was.
+    assert.equal(await step('gen3pkg'), '2 ["gen1pkg 1.0","gen2pkg 1.0"]');
+
+    const sparse = uniqueSessionKey('chat-image-sparse');
+    this.test?.parent?.afterAll(() => provider.forgetChat(sessionDigest(sparse)));
+    const big = "import os, site\nd = site.getusersitepackages()\nos.makedirs(d)\nwith open(d + '/big.bin', 'wb') as f:\n    f.truncate(5 * 1024 * 1024)";
+    assert.equal(await call(provider, h, sparse, big), QUIET_KEPT);
+    await provider.chatImages!.settled(sessionDigest(sparse));
+    assert.equal(await labels(sessionDigest(sparse)), 'none');
+  });
+
+  it("names as a chat image's base the image its sandbox was made from, also when the setting's name has moved since", async function () {
+    // The setting's name, moved by a pull while the chat's sandbox runs.
+    const moved = `codeact-sandbox/resume-moved:${Date.now().toString(36)}`;
+    const idOf = async (image: string) => (await dockerCli('image', 'inspect', '--format', '{{.Id}}', image)).trim();
+    await dockerCli('tag', IMAGE, moved);
+    this.test?.parent?.afterAll(() => dockerCli('rmi', moved).catch(() => ''));
+    const provider = sandboxes.makeProvider({ spec: () => testSpec({ image: moved }), options: { keepChatImages: true } });
+    const h = host(root);
+    const chat = uniqueSessionKey('chat-image-moved');
+    const digest = sessionDigest(chat);
+    this.test?.parent?.afterAll(() => provider.forgetChat(digest));
+    assert.equal(await call(provider, h, chat, 'print(1)'), `stdout:\n1\n\n${KEPT}`);
+    const madeFrom = await idOf(moved);
+    await dockerCli('tag', 'codeact-sandbox/python-pip:bookworm', moved);
+    assert.notEqual(await idOf(moved), madeFrom);
+    const write = "import os, site\nd = site.getusersitepackages() + '/movedpkg-1.0.dist-info'\nos.makedirs(d)\nopen(d + '/METADATA', 'w').write('Metadata-Version: 2.1\\nName: movedpkg\\nVersion: 1.0\\n')";
+    assert.equal(await call(provider, h, chat, write), QUIET_KEPT);
+    await provider.chatImages!.settled(digest);
+    const base = await dockerCli('image', 'inspect', '--format', '{{index .Config.Labels "dev.codeact-sandbox.chat.base"}}', `codeact-sandbox/chat-packages:${digest}`);
+    assert.equal(base.trim(), madeFrom);
   });
 });

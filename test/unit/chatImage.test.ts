@@ -105,12 +105,12 @@ describe('a chat prepared image: its build context and sentences', () => {
         'COPY site/ /opt/codeact-sandbox/chat-site/',
         'COPY chat-site.py /opt/codeact-sandbox/chat-site.py',
         'USER 0:0',
-        `RUN ["python3","-I","-c","import os, site\\nd = site.getsitepackages()[0]\\nos.makedirs(d, exist_ok=True)\\nopen(os.path.join(d, \\"codeact-chat-site.pth\\"), \\"w\\").write(${JSON.stringify(JSON.stringify(`${CHAT_PTH_LINE}\n`)).slice(1, -1)})"]`,
+        `RUN ["python3","-I","-S","-c","import os, site\\nd = site.getsitepackages()[0]\\nos.makedirs(d, exist_ok=True)\\nopen(os.path.join(d, \\"codeact-chat-site.pth\\"), \\"w\\").write(${JSON.stringify(JSON.stringify(`${CHAT_PTH_LINE}\n`)).slice(1, -1)})"]`,
         'LABEL dev.codeact-sandbox.chat.distributions="[\\"pkg 1.0\\"]"',
         '',
       ].join('\n'),
     );
-    assert.equal(CHAT_PTH_LINE, 'import os; os.getpid() != 1 and exec(open("/opt/codeact-sandbox/chat-site.py").read(), {})');
+    assert.equal(CHAT_PTH_LINE, 'import os; os.getpid() != 1 and os.getuid() != 0 and exec(open("/opt/codeact-sandbox/chat-site.py").read(), {})');
   });
 
   it('names the same folder as the runner, which adds it to the path of the programs it forks', () => {

@@ -14,7 +14,7 @@ import { pipeline } from 'node:stream/promises';
 import type Dockerode from 'dockerode';
 import { extract, pack, type Header, type Pack } from 'tar-stream';
 import type { Logger } from '../../core/logger';
-import { HOME_DIR, LABEL, LABEL_SCHEMA } from '../container';
+import { HOME_DIR, LABEL, LABEL_SCHEMA, WORK_ROOT, hasAllLabels } from '../container';
 import { statusCode } from '../engine';
 import { runBuild } from './build';
 import { IMAGE_LABEL } from './imageLabels';
@@ -27,6 +27,12 @@ export const CHAT_SITE = '/opt/codeact-sandbox/chat-site';
 /** More than this in a chat's user site is not kept (the work area's own limit is usually lower). */
 export const MAX_CHAT_SITE_BYTES = 2 * 1024 ** 3;
 const MAX_NAMED_DISTRIBUTIONS = 200;
+/**
+ * A chat image made from a sandbox made from the chat's image is built on it: its layers stack.
+ * Past this many builds the chat's image is not built again (its later packages are installed
+ * again by a re-run), far below the 127 layers an overlay file system can mount.
+ */
+export const MAX_CHAT_GENERATIONS = 8;
 
 export const CHAT_LABEL = {
   /** The chat's session digest. */
@@ -37,6 +43,8 @@ export const CHAT_LABEL = {
   source: 'dev.codeact-sandbox.chat.source',
   /** The distributions in it ("name version"), a JSON array. */
   distributions: 'dev.codeact-sandbox.chat.distributions',
+  /** How many chat builds it stacks on the configured image (1: built on it). */
+  generation: 'dev.codeact-sandbox.chat.generation',
   /** The records its chat is kept in (ChatRecords.store): only a process of those records removes it for lack of its chat. */
   store: 'dev.codeact-sandbox.chat.store',
 } as const;
@@ -50,6 +58,7 @@ export interface ChatImage {
   distributions: string[];
   /** ChatRecords.store of the process that made it ('' when none was given). */
   store: string;
+  generation: number;
 }
 
 /** The user site of a sandbox's Python ("3.11.2"), or undefined when the version is not one. */
@@ -83,10 +92,12 @@ export const CHAT_SITE_CODE_FILE = '/opt/codeact-sandbox/chat-site.py';
 /**
  * The `.pth` line in the image's site directory: every Python started in the sandbox sees the
  * chat's packages (a program's `python3 -m pip` finds them installed), except PID 1, the runner,
- * which never reads what a chat wrote (the container has no init of the engine's: spec.ts). A
- * program the runner forks gets them from the runner itself (_late_sites, resources/runner/70_child.py).
+ * which never reads what a chat wrote (the container has no init of the engine's: spec.ts), and
+ * root, which never runs in a sandbox but does in a later build of the chat's image, where an
+ * engine set to add its init makes Python not PID 1. A program the runner forks gets them from
+ * the runner itself (_late_sites, resources/runner/70_child.py).
  */
-export const CHAT_PTH_LINE = `import os; os.getpid() != 1 and exec(open(${JSON.stringify(CHAT_SITE_CODE_FILE)}).read(), {})`;
+export const CHAT_PTH_LINE = `import os; os.getpid() != 1 and os.getuid() != 0 and exec(open(${JSON.stringify(CHAT_SITE_CODE_FILE)}).read(), {})`;
 
 /** FROM the sandbox's image: the user site's files under CHAT_SITE, and the two files above. */
 export function chatDockerfile(from: string, distributions: readonly string[]): string {
@@ -96,9 +107,10 @@ export function chatDockerfile(from: string, distributions: readonly string[]): 
     `FROM ${from}`,
     `COPY site/ ${CHAT_SITE}/`,
     `COPY chat-site.py ${CHAT_SITE_CODE_FILE}`,
-    // The sandbox runs as its own user whatever the image says; root here writes the .pth only.
+    // The sandbox runs as its own user whatever the image says; root here writes the .pth only,
+    // with no site directory read (-S): built FROM an earlier chat image, they hold the chat's files.
     'USER 0:0',
-    `RUN ${JSON.stringify(['python3', '-I', '-c', writePth])}`,
+    `RUN ${JSON.stringify(['python3', '-I', '-S', '-c', writePth])}`,
     // Names and versions as distributionOf reads them: no quote or backslash can be in them.
     `LABEL ${CHAT_LABEL.distributions}=${JSON.stringify(JSON.stringify(distributions))}`,
     '',
@@ -107,8 +119,11 @@ export function chatDockerfile(from: string, distributions: readonly string[]): 
 
 /** The user site had more in it than a chat's image keeps. */
 export class ChatSiteTooLarge extends Error {
-  constructor(readonly bytes: number) {
-    super(`the user site holds more than ${MAX_CHAT_SITE_BYTES} bytes`);
+  constructor(
+    readonly bytes: number,
+    readonly maxBytes: number = MAX_CHAT_SITE_BYTES,
+  ) {
+    super(`the chat's packages would take more than ${maxBytes} bytes of its image's ${MAX_CHAT_SITE_BYTES}`);
     this.name = 'ChatSiteTooLarge';
   }
 }
@@ -147,7 +162,7 @@ export async function repackSite(archive: Readable, out: Pack, maxBytes = MAX_CH
     }
     bytes += header.size ?? 0;
     if (bytes > maxBytes) {
-      next(new ChatSiteTooLarge(bytes));
+      next(new ChatSiteTooLarge(bytes, maxBytes));
       return;
     }
     const mode = header.type === 'directory' ? 0o755 : header.type === 'file' ? ((header.mode ?? 0) & 0o111 ? 0o755 : 0o644) : 0o777;
@@ -182,19 +197,56 @@ export async function repackSite(archive: Readable, out: Pack, maxBytes = MAX_CH
   return found.sort();
 }
 
-/** The user site's stat ("mtime size"), undefined when there is none. */
-export async function siteStamp(container: Dockerode.Container, sitePath: string): Promise<string | undefined> {
+interface PathStat {
+  mtime?: string;
+  size?: number;
+  mode?: number;
+  linkTarget?: string;
+}
+
+/** A path's stat as the engine reads it: the last part is not followed. Undefined when there is none. */
+async function pathStat(container: Dockerode.Container, at: string): Promise<PathStat | undefined> {
   try {
-    const res = (await container.infoArchive({ path: sitePath })) as { headers: Record<string, string | undefined>; resume?: () => void };
+    const res = (await container.infoArchive({ path: at })) as { headers: Record<string, string | undefined>; resume?: () => void };
     res.resume?.();
     const raw = res.headers['x-docker-container-path-stat'];
-    if (!raw) return undefined;
-    const stat = JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as { mtime?: string; size?: number };
-    return `${stat.mtime ?? ''} ${stat.size ?? ''}`;
+    return raw ? (JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as PathStat) : undefined;
   } catch (e) {
     if (statusCode(e) === 404) return undefined;
     throw e;
   }
+}
+
+/** The work area's own path: a mount, which the sandbox cannot replace. */
+const WORK_AREA_PARTS = WORK_ROOT.split('/').length;
+
+/** Go's os.ModeSymlink, as the engine reports a mode. */
+const MODE_SYMLINK = 0x8000000;
+
+/** A folder of the user site's path is a link: it is not read. */
+export class LinkedSite extends Error {
+  constructor(readonly at: string) {
+    super(`${at} is a symbolic link in the sandbox; the user site behind it is not read`);
+  }
+}
+
+/**
+ * The user site's stat ("mtime size"), undefined when there is none. Every folder of its path
+ * below the work area must be a folder: the engine reads the container's files as root and
+ * follows links in every part of a path but the last, so a chat that made `~/.local` a link to
+ * `/root/.local` would otherwise have files it cannot read copied into its image, readable.
+ */
+export async function siteStamp(container: Dockerode.Container, sitePath: string): Promise<string | undefined> {
+  const parts = sitePath.split('/');
+  let stat: PathStat | undefined;
+  for (let n = WORK_AREA_PARTS + 1; n <= parts.length; n++) {
+    const at = parts.slice(0, n).join('/');
+    stat = await pathStat(container, at);
+    if (!stat) return undefined;
+    // Docker names a link's target only; Podman names every path's resolved self, a link's differs.
+    if (((stat.mode ?? 0) & MODE_SYMLINK) !== 0 || (stat.linkTarget && stat.linkTarget !== at)) throw new LinkedSite(at);
+  }
+  return stat ? `${stat.mtime ?? ''} ${stat.size ?? ''}` : undefined;
 }
 
 export interface BuildChatImageOptions {
@@ -210,6 +262,10 @@ export interface BuildChatImageOptions {
   session: string;
   source: string;
   store: string;
+  /** CHAT_LABEL.generation of the new image. */
+  generation: number;
+  /** What the user site may add (MAX_CHAT_SITE_BYTES less what the image is built on added). */
+  maxBytes: number;
   signal: AbortSignal;
 }
 
@@ -221,7 +277,7 @@ export async function buildChatImage(o: BuildChatImageOptions): Promise<ChatImag
   context.on('error', () => {}); // destroyed when the read or the build failed: each says so itself
   // The Dockerfile goes last: the engine reads the whole context before it builds, and only the
   // end of the read knows the distributions its label names. Nothing is held in memory.
-  const read = repackSite(archive, context).then((found) => {
+  const read = repackSite(archive, context, o.maxBytes).then((found) => {
     const distributions = [...new Set([...o.earlier, ...found])].sort();
     const dockerfile = Buffer.from(chatDockerfile(o.from, distributions.slice(0, MAX_NAMED_DISTRIBUTIONS)), 'utf8');
     context.entry({ name: 'chat-site.py', mode: 0o644, uid: 0, gid: 0, mtime: new Date(0) }, CHAT_SITE_CODE);
@@ -236,6 +292,7 @@ export async function buildChatImage(o: BuildChatImageOptions): Promise<ChatImag
     [CHAT_LABEL.session]: o.session,
     [CHAT_LABEL.base]: o.base,
     [CHAT_LABEL.source]: o.source,
+    [CHAT_LABEL.generation]: String(o.generation),
     ...(o.store ? { [CHAT_LABEL.store]: o.store } : {}),
   };
   const built = runBuild({ docker: o.docker, context: context as unknown as Readable, tag, labels, networkMode: 'none', signal: o.signal, log: o.log, logPrefix: 'chat image build', onProgress: () => {} });
@@ -245,10 +302,16 @@ export async function buildChatImage(o: BuildChatImageOptions): Promise<ChatImag
     context.destroy();
   });
   const [distributions, { imageId }] = await Promise.all([read, built]);
-  return { tag, id: imageId, session: o.session, base: o.base, source: o.source, distributions, store: o.store };
+  return { tag, id: imageId, session: o.session, base: o.base, source: o.source, distributions, store: o.store, generation: o.generation };
 }
 
 const CHAT_FILTER = [LABEL.managed, `${IMAGE_LABEL.kind}=chat`];
+
+/** The configured image `imageId` was made on: itself, or for a chat image the one its label names. */
+export async function configuredBase(docker: Dockerode, imageId: string): Promise<string> {
+  const labels = (await docker.getImage(imageId).inspect()).Config?.Labels ?? {};
+  return (hasAllLabels(labels, CHAT_FILTER) && labels[CHAT_LABEL.base]) || imageId;
+}
 
 /** The chat images on the engine, by session digest (found by label, read from the labels). */
 export async function listChatImages(docker: Dockerode): Promise<Map<string, ChatImage>> {
@@ -259,7 +322,7 @@ export async function listChatImages(docker: Dockerode): Promise<Map<string, Cha
     const session = labels[CHAT_LABEL.session];
     const tag = tagsIn(i.RepoTags, CHAT_REPOSITORY)[0];
     if (!session || !tag || tag !== chatImageTag(session)) continue;
-    out.set(session, { tag, id: i.Id, session, base: labels[CHAT_LABEL.base] ?? '', source: labels[CHAT_LABEL.source] ?? '', distributions: namesOf(labels[CHAT_LABEL.distributions]), store: labels[CHAT_LABEL.store] ?? '' });
+    out.set(session, { tag, id: i.Id, session, base: labels[CHAT_LABEL.base] ?? '', source: labels[CHAT_LABEL.source] ?? '', distributions: namesOf(labels[CHAT_LABEL.distributions]), store: labels[CHAT_LABEL.store] ?? '', generation: Number(labels[CHAT_LABEL.generation] ?? '1') || 1 });
   }
   return out;
 }
@@ -311,6 +374,8 @@ export async function removeDropped(docker: Dockerode): Promise<void> {
   for (const i of images) {
     const tags = tagsIn(i.RepoTags, CHAT_REPOSITORY);
     if (tags.some((t) => !t.startsWith(`${CHAT_REPOSITORY}:${DROPPED}`))) continue;
+    // An image of someone's own built FROM a chat image inherits its labels: it is not ours.
+    if ((i.RepoTags ?? []).some((t) => t !== '<none>:<none>' && !tagsIn([t], CHAT_REPOSITORY).length)) continue;
     // By its name (or id when it has none), never forced. 409: a container still uses it; it goes at a later look.
     await docker
       .getImage(tags[0] ?? i.Id)

@@ -10,7 +10,7 @@
 import type Dockerode from 'dockerode';
 import { describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
-import { buildChatImage, listChatImages, removeChatImage, removeDropped, siteStamp, userSitePackages, type ChatImage } from '../images';
+import { MAX_CHAT_GENERATIONS, MAX_CHAT_SITE_BYTES, buildChatImage, configuredBase, listChatImages, removeChatImage, removeDropped, siteStamp, userSitePackages, type ChatImage } from '../images';
 import type { SandboxSpec } from '../container';
 import type { DockerSandbox } from '../sandbox';
 
@@ -39,6 +39,12 @@ export interface ChatRecords {
   exists(session: string): Promise<boolean>;
 }
 
+/** How large a chat's image may grow, and how many builds it may stack (tests make them small). */
+export interface ChatImageLimits {
+  bytes: number;
+  generations: number;
+}
+
 export class ChatImages {
   private listed: Promise<Map<string, ChatImage>> | undefined;
   /** Per chat: the captures asked for, one after the other. */
@@ -52,13 +58,13 @@ export class ChatImages {
     private readonly docker: Dockerode,
     private readonly log: Logger,
     private readonly records?: ChatRecords,
+    private readonly limits: ChatImageLimits = { bytes: MAX_CHAT_SITE_BYTES, generations: MAX_CHAT_GENERATIONS },
   ) {}
 
   /** The chats' images on the engine, listed once per process and kept up to date by it. */
   private images(): Promise<Map<string, ChatImage>> {
-    this.listed ??= removeDropped(this.docker)
-      .catch(() => {})
-      .then(() => listChatImages(this.docker))
+    if (!this.listed) void this.sweep(); // off the first call's way
+    this.listed ??= listChatImages(this.docker)
       .then((images) => this.withoutOrphans(images))
       .catch((e: unknown) => {
       this.log.info(`could not list the chats' prepared images: ${describeError(e)}`);
@@ -131,7 +137,16 @@ export class ChatImages {
     const from = (await sandbox.container.inspect()).Image;
     // A sandbox made from the chat's image: the new one is built on it, and keeps its packages.
     const onEarlier = earlier !== undefined && earlier.id === from;
-    const base = onEarlier ? earlier.base : (await this.docker.getImage(sandbox.spec.image).inspect()).Id;
+    // The image the sandbox was made from, as the settings named it then: a sandbox outlives a
+    // pull that moves the name, and its packages were installed on what it runs.
+    const base = onEarlier ? earlier.base : await configuredBase(this.docker, from);
+    // Read once, also when the build fails: a read that cannot be kept is not tried after every call.
+    this.seen.set(session, source);
+    const generation = onEarlier ? earlier.generation + 1 : 1;
+    if (generation > this.limits.generations) throw new Error(`the chat's image stacks ${this.limits.generations} builds already`);
+    // Stacked builds only add: what the earlier ones added counts against the one cap.
+    const added = onEarlier ? (await this.docker.getImage(from).inspect()).Size - (await this.docker.getImage(base).inspect()).Size : 0;
+    if (added >= this.limits.bytes) throw new Error(`the chat's image holds ${added} bytes of packages already, its limit`);
     const built = await buildChatImage({
       docker: this.docker,
       log: this.log,
@@ -143,9 +158,10 @@ export class ChatImages {
       session,
       source,
       store: this.records?.store ?? '',
+      generation,
+      maxBytes: this.limits.bytes - added,
       signal: this.stop.signal,
     });
-    this.seen.set(session, source);
     images.set(session, built);
     // Read again from the same sandbox (made from the settings' image): the earlier image lost its tag to the new one.
     if (earlier && !onEarlier && earlier.id !== built.id) await removeDropped(this.docker).catch(() => {});
@@ -161,9 +177,11 @@ export class ChatImages {
     await removeDropped(this.docker).catch(() => {});
   }
 
-  /** Every chat's records were deleted: every chat image goes. */
+  /** Every chat's records were deleted: every chat image of these records goes (another workspace's stay). */
   async removeAll(): Promise<void> {
-    const sessions = [...(await this.images()).keys(), ...(await listChatImages(this.docker).catch(() => new Map<string, ChatImage>())).keys()];
+    const store = this.records?.store ?? '';
+    const ours = (images: Map<string, ChatImage>) => [...images.values()].filter((i) => i.store === store).map((i) => i.session);
+    const sessions = [...ours(await this.images()), ...ours(await listChatImages(this.docker).catch(() => new Map<string, ChatImage>()))];
     for (const session of new Set(sessions)) await this.remove(session);
   }
 

@@ -4,7 +4,7 @@ import type { Clock } from '../../core/clock';
 import type { SandboxFactory } from '../sandbox';
 import type { PullProgress } from '../images';
 import type { LockAhead, Owner, SandboxSpec } from '../container';
-import type { ChatRecords } from './chatImages';
+import type { ChatImageLimits, ChatRecords } from './chatImages';
 
 /** What a DockerSandboxProvider is made with: the engine, the settings, the limits, and its seams. */
 export interface ProviderOptions {
@@ -72,6 +72,8 @@ export interface ProviderOptions {
   keepChatImages?: boolean;
   /** With keepChatImages: the records the chats are kept in, so an image whose chat has none left goes. */
   chatRecords?: ChatRecords;
+  /** With keepChatImages: the limits of a chat's image (default MAX_CHAT_SITE_BYTES and MAX_CHAT_GENERATIONS; tests make them small). */
+  chatImageLimits?: ChatImageLimits;
   /** Where this process's sandboxes come from (default: createSandbox on `docker`; tests: fakes). */
   sandboxes?: SandboxFactory;
   /** The time of last use and the idle sweep's timer (default: the system's; tests: a fake). */
