@@ -374,8 +374,8 @@ export async function removeDropped(docker: Dockerode): Promise<void> {
   for (const i of images) {
     const tags = tagsIn(i.RepoTags, CHAT_REPOSITORY);
     if (tags.some((t) => !t.startsWith(`${CHAT_REPOSITORY}:${DROPPED}`))) continue;
-    // An image of someone's own built FROM a chat image inherits its labels: it is not ours.
-    if ((i.RepoTags ?? []).some((t) => t !== '<none>:<none>' && !tagsIn([t], CHAT_REPOSITORY).length)) continue;
+    // An image of someone's own built FROM a chat image inherits its labels: a name of another repository says it is not ours.
+    if ((i.RepoTags ?? []).filter((t) => t !== '<none>:<none>').length > tags.length) continue;
     // By its name (or id when it has none), never forced. 409: a container still uses it; it goes at a later look.
     await docker
       .getImage(tags[0] ?? i.Id)

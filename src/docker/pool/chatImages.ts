@@ -67,10 +67,10 @@ export class ChatImages {
     this.listed ??= listChatImages(this.docker)
       .then((images) => this.withoutOrphans(images))
       .catch((e: unknown) => {
-      this.log.info(`could not list the chats' prepared images: ${describeError(e)}`);
-      this.listed = undefined;
-      return new Map<string, ChatImage>();
-    });
+        this.log.info(`could not list the chats' prepared images: ${describeError(e)}`);
+        this.listed = undefined;
+        return new Map<string, ChatImage>();
+      });
     return this.listed;
   }
 
@@ -82,14 +82,14 @@ export class ChatImages {
       if (image.store !== records.store || (await records.exists(session).catch(() => true))) continue;
       images.delete(session);
       this.log.info(`the chat of the prepared image ${image.tag} has no records left; the image is removed`);
-      this.queue(session, () => removeChatImage(this.docker, this.log, session));
+      this.queue(session, 'its image was not removed', () => removeChatImage(this.docker, this.log, session));
     }
     return images;
   }
 
-  /** Runs `step` after what the chat asked for before; a failure is logged. */
-  private queue(session: string, step: () => Promise<void>): void {
-    const next = (this.work.get(session) ?? Promise.resolve()).then(() => step().catch((e: unknown) => this.log.info(`the chat's prepared image: ${describeError(e)}`)));
+  /** Runs `step` after what the chat asked for before; a failure is logged as what did not happen. */
+  private queue(session: string, failed: string, step: () => Promise<void>): void {
+    const next = (this.work.get(session) ?? Promise.resolve()).then(() => step().catch((e: unknown) => this.log.info(`the chat's prepared image: ${failed}: ${describeError(e)}`)));
     this.work.set(session, next);
     void next.finally(() => {
       if (this.work.get(session) === next) this.work.delete(session);
@@ -115,7 +115,7 @@ export class ChatImages {
 
   /** After a call that kept the chat's state: reads the user site into the chat's image if it changed. */
   afterCall(session: string, sandbox: DockerSandbox): void {
-    this.queue(session, () => this.capture(session, sandbox).catch((e: unknown) => this.log.info(`the chat's installed packages were not kept as its image: ${describeError(e)}`)));
+    this.queue(session, 'the installed packages were not kept', () => this.capture(session, sandbox));
   }
 
   /** Resolves when what the chat's calls asked for so far, and the sweeps asked for, are done (tests; removal waits for it). */
@@ -164,7 +164,7 @@ export class ChatImages {
     });
     images.set(session, built);
     // Read again from the same sandbox (made from the settings' image): the earlier image lost its tag to the new one.
-    if (earlier && !onEarlier && earlier.id !== built.id) await removeDropped(this.docker).catch(() => {});
+    if (earlier && !onEarlier && earlier.id !== built.id) await this.sweep();
     this.log.info(`kept the chat's installed packages as its image ${built.tag} (${built.distributions.length} distributions)`);
   }
 
@@ -174,7 +174,7 @@ export class ChatImages {
     (await this.images()).delete(session);
     this.seen.delete(session);
     await removeChatImage(this.docker, this.log, session);
-    await removeDropped(this.docker).catch(() => {});
+    await this.sweep();
   }
 
   /** Every chat's records were deleted: every chat image of these records goes (another workspace's stay). */

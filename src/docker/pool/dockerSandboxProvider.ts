@@ -269,7 +269,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     }
     this.retiring.delete(entry);
     await entry.sandbox.remove();
-    void this.chatImages?.sweep();
+    void this.removedFrom([entry.sandbox]);
     this.roomWaiters.notify();
   }
 
@@ -316,7 +316,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     gone.leases = Math.max(0, gone.leases - 1);
     this.retiring.delete(gone);
     await gone.sandbox.remove();
-    void this.chatImages?.sweep();
+    void this.removedFrom([gone.sandbox]);
     return this.entryFor(sessionKey, gone.sandbox.spec, signal);
   }
 
@@ -361,7 +361,10 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
       sandbox = await createOrAdopt(this.options, digest, spec, runtime, signal);
     } else {
       sandbox = await this.sandboxes.create(spec, runtime, this.options.owner, digest, undefined, prepared?.tag);
-      if (prepared) sandbox.tellFirstProgram(prepared.note);
+      if (prepared) {
+        sandbox.tellFirstProgram(prepared.note);
+        sandbox.fromChatImage = true;
+      }
     }
     if (this.disposed) {
       await sandbox.remove();
@@ -440,8 +443,13 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     this.retiring.clear();
     await Promise.all([...all].map((s) => s.remove()));
     await this.pool?.drain();
-    if (all.size) await this.chatImages?.sweep();
+    await this.removedFrom(all);
     return all.size;
+  }
+
+  /** Sandboxes went: a chat image that lost its name while one of them ran from it goes now. */
+  private async removedFrom(sandboxes: Iterable<DockerSandbox>): Promise<void> {
+    if (this.chatImages && [...sandboxes].some((s) => s.fromChatImage)) await this.chatImages.sweep();
   }
 }
 

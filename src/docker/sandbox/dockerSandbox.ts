@@ -47,6 +47,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
   private stateKept = false;
   /** Told with the first program's result (not a replayed run's): what the sandbox was made from. */
   private firstNote: string | undefined;
+  /** Made from a chat's prepared image (which, when its chat is deleted meanwhile, goes after it). */
+  fromChatImage = false;
   lastUsed = Date.now();
   /** Made by this process (not found again): its first result tells the model about its network. */
   announceNetwork = false;
