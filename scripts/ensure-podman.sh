@@ -8,8 +8,9 @@
 #     (log in $STATE/service.log, pid in $STATE/service.pid; a second call finds it answering);
 #   - copies the test image from the Docker engine (`docker save | podman load`) when Podman
 #     lacks it (Podman names it localhost/codeact-sandbox/python:bookworm), and, where the Docker
-#     engine has them, the network tests' images: the pip image, and debian:bookworm-slim, which
-#     the network proxy's image is built from on Podman as on Docker.
+#     engine has them, the network and resume tests' images: the pip image (a resume test also
+#     moves a tag to it), and debian:bookworm-slim, which the network proxy's image is built from
+#     on Podman as on Docker.
 #   - with --rootless, also a rootless service of the user codeact-rootless (made, with subuids,
 #     when missing) at unix:///run/user/UID/podman.sock, for the test that checks what the sandbox
 #     does where rootless Podman cannot enforce its limits (here: cgroups v1).
@@ -63,7 +64,7 @@ copy() {
 if ! copy "$IMAGE"; then log "Podman tests will fail to find $IMAGE"; exit 0; fi
 log "Podman has $(podman image inspect --format '{{index .RepoTags 0}}' "$IMAGE")"
 for extra in codeact-sandbox/python-pip:bookworm debian:bookworm-slim; do
-  copy "$extra" || log "the network tests under Podman will fail to find $extra"
+  copy "$extra" || log "the network and resume tests under Podman will fail to find $extra"
 done
 
 [ "${1:-}" = --rootless ] || exit 0
