@@ -9,7 +9,7 @@ import type { Logger } from './logger';
 import { missingModuleHint, missingModuleName } from './missingModule';
 import type { CollectedFile, CollectOutcome, OutputSink, Sandbox, SandboxProvider, StagedFile } from './sandbox';
 import type { SessionStates, StateOutcome } from './sessionState';
-import { resumeSentence, setAsideSentence, type ResumeOutcome } from './resume';
+import { resumeSentence, setAsideSentence, type ChatRun, type ResumeOutcome } from './resume';
 import { rebuildFirst, rebuildNow, replayNetwork, withoutNetwork, type SessionRequest } from './rebuild';
 import { blockedNote, joinActivity, type NetworkActivity } from './network';
 
@@ -70,7 +70,7 @@ export interface ExecuteReport {
    * of the state it started from and left (as the records know them: a rebuilt state by its
    * recorded id), so that the chain of kept runs can be followed later (resume).
    */
-  state?: { reset: boolean; kept: boolean; from?: string; now?: string; ended?: boolean };
+  state?: { reset: boolean; kept: boolean; from?: string; now?: string; ended?: boolean; origin?: ChatRun };
   /** Session mode: how the chat's state was rebuilt before this call, when its sandbox was new. */
   resumed?: Exclude<ResumeOutcome, { kind: 'none' }>;
   /** Files holding the whole stream when it was cut for the model. */
@@ -311,7 +311,7 @@ function report(
     stderr: facts.stderr,
     shown: shownStreams(facts, limits.outputBudgetBytes),
     oomKilled: run.oomKilled,
-    ...(request.state ? { state: stateFacts(request.state.reset, run.stateOutcome, request.state.states, request.sessionKey) } : {}),
+    ...(request.state ? { state: { ...stateFacts(request.state.reset, run.stateOutcome, request.state.states, request.sessionKey), ...originOf(resumed) } } : {}),
     ...(resumed.kind !== 'none' ? { resumed: withoutNetwork(resumed) } : {}),
     ...(stdout.spillFile ? { stdoutFile: stdout.spillFile } : {}),
     ...(stderr.spillFile ? { stderrFile: stderr.spillFile } : {}),
@@ -332,6 +332,11 @@ function stateFacts(reset: boolean, outcome: StateOutcome | undefined, states: S
     now: recorded(outcome.now),
     ...(outcome.ended ? { ended: true } : {}),
   };
+}
+
+/** A call that started from another chat's state names the run it started after: this chat's chain goes on there. */
+function originOf(resumed: ResumeOutcome): { origin?: ChatRun } {
+  return (resumed.kind === 'started' || resumed.kind === 'partial') && resumed.origin ? { origin: resumed.origin } : {};
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Session mode: the chat's state rebuilt before a call's program, in a sandbox that holds none
- * (new, replaced, found gone), or gone back to an earlier one (the model's `rewind`, the run the
- * person chose). Once per sandbox; a chat's other calls wait for it (SessionStates). The replay
+ * (new, replaced, found gone), gone back to an earlier one (the model's `rewind`, the run the
+ * person chose), or started from another chat's (`startFrom`). Once per sandbox; a chat's other calls wait for it (SessionStates). The replay
  * has its own time limits (replay.ts); the program's start after. Which runs, and the sentences:
  * resume.ts.
  */
@@ -11,6 +11,7 @@ import { connectionLine, networkSummary, type NetworkActivity } from './network'
 import { resumeState, rewindState, type ResumeOutcome, type ResumeSource, type RewindTarget } from './resume';
 import type { Sandbox } from './sandbox';
 import type { SessionStates } from './sessionState';
+import { startFromState } from './startFrom';
 
 /**
  * A session-mode call's state: `states` is the host's record of the chats' states, `resume` its
@@ -23,7 +24,7 @@ export interface SessionRequest {
   states: SessionStates;
   resume?: ResumeSource;
   rewind?: RewindTarget;
-  userChoiceSetAside?: 'reset' | 'rewind';
+  userChoiceSetAside?: 'reset' | 'rewind' | 'startFrom';
 }
 
 /** The call a rebuild belongs to: its chat, its time limit (each re-run's), its stop and its log. */
@@ -49,8 +50,16 @@ async function resumeIfGone(sandbox: Sandbox, state: SessionRequest, call: Rebui
 
 async function rewindIn(sandbox: Sandbox, state: SessionRequest, call: RebuildCall): Promise<ResumeOutcome> {
   await state.states.quiet(call.sessionKey);
+  const target = state.rewind!;
   return state.states.rebuilding(call.sessionKey, async () =>
-    settleRebuild(sandbox, state, call, await rewindState(sandbox, state.resume, state.rewind!, call.timeoutMs, call.signal, call.log)),
+    settleRebuild(
+      sandbox,
+      state,
+      call,
+      'startFrom' in target
+        ? await startFromState(sandbox, state.resume, target.startFrom, call.timeoutMs, call.signal, call.log)
+        : await rewindState(sandbox, state.resume, target, call.timeoutMs, call.signal, call.log),
+    ),
   );
 }
 

@@ -15,6 +15,12 @@ import type { NetworkActivity } from './network';
 import { replayChain, seconds, type Replay, type ReplayFiles } from './replay';
 import type { Sandbox } from './sandbox';
 
+/** A run of a chat, by the chat's store digest and the run's id. */
+export interface ChatRun {
+  chat: string;
+  run: string;
+}
+
 /** One recorded session-mode run, as the chain needs it. */
 export interface StateRun {
   runId: string;
@@ -31,6 +37,8 @@ export interface StateRun {
     now?: string;
     /** The sandbox stopped while it ran. */
     ended?: boolean;
+    /** It started from the state another chat had after that chat's run: the chain goes on there. */
+    origin?: ChatRun;
   };
   /** What the call took (the replay's time budget is counted from these). */
   durationMs?: number;
@@ -94,6 +102,8 @@ export const MAX_REPLAYED_RUNS = 200;
 export interface ResumeSource extends ReplayFiles {
   /** The chat's session-mode runs, oldest first. */
   runs(): Promise<StateRun[]>;
+  /** Another chat's, by its store digest (a chat started from its state); unset where no chat can. */
+  chatRuns?(chat: string): Promise<StateRun[]>;
 }
 
 /** What the re-run runs did on the network (replay.ts): the call's record holds it with the call's own. */
@@ -108,18 +118,26 @@ export type ResumeOutcome =
   | ({ kind: 'restored'; runs: number; ms: number; now: string; recorded: string; older: boolean; notes: string[] } & Replayed)
   /** The model's `rewind`: `back` kept calls undone, `runs` earlier ones re-run in a new sandbox. */
   | ({ kind: 'rewound'; back: number; byUser: boolean; runs: number; ms: number; now: string; recorded: string; notes: string[] } & Replayed)
-  /** `cause`: the sandbox had been removed, or the call went back. */
-  | ({ kind: 'partial'; cause: 'removed' | 'rewind'; replayed: number; of: number; failure: string; ms: number; now: string; recorded: string; notes: string[] } & Replayed)
+  /** `startFrom`: the chat started from the state another chat had after its run `origin.run`, re-running `runs` of that chat's kept runs. */
+  | ({ kind: 'started'; origin: ChatRun; runs: number; ms: number; now: string; recorded: string; notes: string[] } & Replayed)
+  /** `cause`: the sandbox had been removed, the call went back, or it started from another chat's state (`origin`). */
+  | ({ kind: 'partial'; cause: 'removed' | 'rewind' | 'startFrom'; origin?: ChatRun; replayed: number; of: number; failure: string; ms: number; now: string; recorded: string; notes: string[] } & Replayed)
   /** The sandbox's state became unknown during the replay (cancel, the sandbox stopped): no program may run on it. */
   | ({ kind: 'interrupted'; why: string } & Replayed)
   | { kind: 'refused'; why: 'missing' | 'changed' | 'unrecorded' | 'unreadable' | 'long' };
 
-const WHY: Record<Extract<ResumeOutcome, { kind: 'refused' }>['why'], string> = {
+export const WHY: Record<Extract<ResumeOutcome, { kind: 'refused' }>['why'], string> = {
   missing: 'the record of one of them is missing (deleted, or removed to keep within the storage budget)',
   changed: 'the record of one of them was changed, or was not written for this chat',
   unrecorded: 'they ran before this version recorded how each state follows from the one before',
   unreadable: "this chat's records could not be read",
   long: `there are more than ${MAX_REPLAYED_RUNS} of them`,
+};
+
+const PARTIAL: Record<Extract<ResumeOutcome, { kind: 'partial' }>['cause'], string> = {
+  removed: "This chat's sandbox had been removed; re-running",
+  rewind: 'Going back, re-running',
+  startFrom: "Starting from the state another chat had after one of its runs, as the user asked, re-running",
 };
 
 /** The sentence the model is told, before the call's own state line. */
@@ -141,9 +159,17 @@ export function resumeSentence(outcome: ResumeOutcome): string | undefined {
           : `, by re-running this chat's ${plural(outcome.runs, 'earlier kept run')} in order (${seconds(outcome.ms)}). ` +
             'Values computed from time, randomness, the network or workspace files that changed since may differ from before.')
       );
+    case 'started':
+      return (
+        "State: started from the state another chat had after one of its runs, as the user asked in the CodeAct Sandbox view, in a new sandbox" +
+        (outcome.runs === 0
+          ? ': that state was empty.'
+          : `, by re-running that chat's ${plural(outcome.runs, 'kept run')} in order (${seconds(outcome.ms)}). ` +
+            'Values computed from time, randomness, the network or workspace files that changed since may differ from that chat; files those runs wrote were written again. Later calls of this chat do not change the other chat.')
+      );
     case 'partial':
       return (
-        `State: partly restored. ${outcome.cause === 'removed' ? "This chat's sandbox had been removed; re-running" : 'Going back, re-running'} its kept run ${outcome.replayed + 1} of ${outcome.of} failed (${outcome.failure}), ` +
+        `State: partly restored. ${PARTIAL[outcome.cause]} ${outcome.cause === 'startFrom' ? "that chat's" : 'its'} kept run ${outcome.replayed + 1} of ${outcome.of} failed (${outcome.failure}), ` +
         `so this call started from ${outcome.replayed === 0 ? 'an empty state' : `the state after run ${outcome.replayed}`}. Re-create what is missing, or start over with reset.`
       );
     case 'interrupted':
@@ -154,7 +180,7 @@ export function resumeSentence(outcome: ResumeOutcome): string | undefined {
 }
 
 /** Told when the model's `reset` or `rewind` overrode the run the user chose to go back to (it could not know of it). */
-export function setAsideSentence(by: 'reset' | 'rewind'): string {
+export function setAsideSentence(by: 'reset' | 'rewind' | 'startFrom'): string {
   return `The user had chosen, in the CodeAct Sandbox view, to go back to the state after an earlier run; this call's \`${by}\` came first, so that was not done. Tell the user, who can choose it again.`;
 }
 
@@ -179,7 +205,7 @@ export async function resumeState(sandbox: Sandbox, source: ResumeSource, expect
 }
 
 /** How far back: `back` kept calls (the model's `rewind`), or to the state after a run the user chose in the view. */
-export type RewindTarget = { back: number } | { afterRun: string };
+export type RewindTarget = { back: number } | { afterRun: string } | { startFrom: ChatRun };
 
 /** Where `afterRun` is in the chat's chain: the number of kept calls after it, or why it cannot be gone back to. */
 export function callsAfter(chain: Chain, runId: string): { back: number } | { why: string } {
@@ -197,7 +223,7 @@ export function callsAfter(chain: Chain, runId: string): { back: number } | { wh
 export async function rewindState(
   sandbox: Sandbox,
   source: ResumeSource | undefined,
-  target: RewindTarget,
+  target: Exclude<RewindTarget, { startFrom: ChatRun }>,
   timeoutMs: number,
   signal: AbortSignal,
   log: Logger,
@@ -233,10 +259,10 @@ export async function rewindState(
   return { kind: 'rewound', back, byUser: 'afterRun' in target, runs: runs.length, ms: replay.ms, now: replay.now, recorded: runs.at(-1)?.state.now ?? '', notes: replay.notes, ...replayedOn(replay) };
 }
 
-function replayedOn(replay: Replay): Replayed {
+export function replayedOn(replay: Replay): Replayed {
   return replay.network ? { network: replay.network } : {};
 }
 
-function plural(n: number, what: string): string {
+export function plural(n: number, what: string): string {
   return `${n} ${what}${n === 1 ? '' : 's'}`;
 }

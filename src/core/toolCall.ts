@@ -8,7 +8,7 @@ import type { Logger } from './logger';
 import type { NetworkActivity } from './network';
 import type { CollectedFile, SandboxProvider, StagedFile } from './sandbox';
 import type { SessionStates } from './sessionState';
-import type { ResumeSource, RewindTarget, StateRun } from './resume';
+import type { ChatRun, ResumeSource, RewindTarget, StateRun } from './resume';
 import type { FilesInCaps } from './settings';
 import type { ToolInput } from './toolInput';
 
@@ -47,7 +47,7 @@ export interface RunOutcomeRecord {
   timeoutMs: number;
   memoryMb: number;
   workDir?: string;
-  state?: { reset: boolean; kept: boolean; from?: string; now?: string; ended?: boolean };
+  state?: { reset: boolean; kept: boolean; from?: string; now?: string; ended?: boolean; origin?: ChatRun };
   /** A sandbox with a network: the program's connections. */
   network?: NetworkActivity;
 }
@@ -67,6 +67,11 @@ export interface ToolCallOptions {
   stateRuns?: () => Promise<StateRun[]>;
   /** Session mode: the user chose, in the view, to go back to the state after this run of the chat. */
   rewindTo?: string;
+  /**
+   * Session mode, where a chat can start from another's state: the chat and run a `startFrom`
+   * token names, when this host's store made it; and another chat's recorded runs.
+   */
+  otherChats?: { readToken(token: string): ChatRun | undefined; runs(chat: string): Promise<StateRun[]> };
   /** How this host's user adds a domain to the allow-list ("the codeactSandbox.network.allow setting", "--allow-domain"). */
   networkAllowSetting?: string;
 }
@@ -94,6 +99,7 @@ export async function executeToolCall(
   if (input.rewind !== undefined && !options.states) {
     throw new ToolError('invalid_input', 'The user has not turned on session state, so there is no earlier state to go back to. Call execute_code without `rewind`.');
   }
+  const startFrom = startFromOf(input, options);
   const files = await filesInFor(input, options);
   const filesOut = filesOutFor(input, options);
   const recorder = options.record?.();
@@ -112,7 +118,7 @@ export async function executeToolCall(
         ...(recorder ? { spillDir: recorder.dir } : {}),
         ...(files.length ? { files } : {}),
         ...(filesOut && recorder ? { filesOut: { ...filesOut, sink: (name, size, body) => recorder.addFile(name, body, size) } } : {}),
-        ...(options.states ? { state: { reset: input.reset === true, states: options.states, ...resumeFrom(options), ...rewindOf(input, options) } } : {}),
+        ...(options.states ? { state: { reset: input.reset === true, states: options.states, ...resumeFrom(options), ...rewindOf(input, options, startFrom) } } : {}),
         ...(options.networkAllowSetting ? { networkAllowSetting: options.networkAllowSetting } : {}),
       },
       options.limits,
@@ -130,21 +136,47 @@ export async function executeToolCall(
  * Going back: the model's `rewind`, else a run the user chose in the view. The model's `reset` or
  * `rewind` overrides the user's choice, which the model did not know of: the result says so.
  */
-function rewindOf(input: ToolInput, options: ToolCallOptions): { rewind?: RewindTarget; userChoiceSetAside?: 'reset' | 'rewind' } {
-  const setAside = options.rewindTo ? { userChoiceSetAside: input.reset ? ('reset' as const) : ('rewind' as const) } : {};
+function rewindOf(input: ToolInput, options: ToolCallOptions, startFrom: ChatRun | undefined): { rewind?: RewindTarget; userChoiceSetAside?: 'reset' | 'rewind' | 'startFrom' } {
+  const by = input.reset ? ('reset' as const) : startFrom ? ('startFrom' as const) : ('rewind' as const);
+  const setAside = options.rewindTo ? { userChoiceSetAside: by } : {};
+  if (startFrom) return { rewind: { startFrom }, ...setAside };
   if (input.rewind) return { rewind: { back: input.rewind }, ...setAside };
   if (input.reset) return setAside;
   if (options.rewindTo) return { rewind: { afterRun: options.rewindTo } };
   return {};
 }
 
-/** A resume's source: the chat's records, and its replayed runs' files shared again under the same rules as a call's. */
+/** The chat and run `startFrom` names, checked before anything runs. */
+function startFromOf(input: ToolInput, options: ToolCallOptions): ChatRun | undefined {
+  if (input.startFrom === undefined) return undefined;
+  if (input.reset === true || input.rewind !== undefined) {
+    throw new ToolError('invalid_input', '`startFrom` starts this chat from the state the user chose: pass it without `reset` or `rewind`.');
+  }
+  if (!options.states) {
+    throw new ToolError('invalid_input', "The user has not turned on session state, so this chat cannot start from another chat's state. Call execute_code without `startFrom`, and tell the user that starting from another chat's state needs the codeactSandbox.state setting at session.");
+  }
+  if (!options.otherChats || !options.stateRuns) {
+    throw new ToolError('invalid_input', "This host cannot start a chat from another chat's state. Call execute_code without `startFrom`.");
+  }
+  const origin = options.otherChats.readToken(input.startFrom);
+  if (!origin) {
+    throw new ToolError(
+      'invalid_input',
+      "`startFrom` is not a state the user offered: it must be the token from the user's message, copied exactly. Call execute_code without `startFrom`, or ask the user to choose Start a New Chat from Here on the run again.",
+    );
+  }
+  return origin;
+}
+
+/** A resume's source: the chat's records (and other chats', to start from), and its replayed runs' files shared again under the same rules as a call's. */
 function resumeFrom(options: ToolCallOptions): { resume?: ResumeSource } {
   const runs = options.stateRuns;
   if (!runs) return {};
+  const other = options.otherChats;
   return {
     resume: {
       runs,
+      ...(other ? { chatRuns: (chat: string) => other.runs(chat) } : {}),
       files: (names, program) => filesInFor({ code: program, files: [...names] }, options),
     },
   };

@@ -44,6 +44,13 @@ export const toolInputSchema = z
       .describe(
         'Only with session state: go back this many kept calls before running (1: the state as it was before your last kept call), rebuilt in a new sandbox by re-running the earlier kept calls. Not together with reset.',
       ),
+    startFrom: z
+      .string()
+      .max(200)
+      .optional()
+      .describe(
+        "Only when the user's message gives a CodeAct Sandbox state to start from (a token like \"<16 hex>.<run id>.<20 hex>\"): pass it exactly, on this chat's first call, to start from the state another chat had after one of its runs (rebuilt in a new sandbox by re-running that chat's kept calls). Never on later calls. Not together with reset or rewind.",
+      ),
   })
   .strict();
 
@@ -74,6 +81,7 @@ export function parseToolInput(input: unknown): ToolInput {
     }
     if (issue.path[0] === 'reset' && issue.code === 'invalid_type') return '`reset` must be true or false';
     if (issue.path[0] === 'rewind') return '`rewind` must be a whole number of kept calls to go back, 1 or more';
+    if (issue.path[0] === 'startFrom') return "`startFrom` must be the token from the user's message, as a string";
     if ((issue.path[0] === 'files' || issue.path[0] === 'outputs') && issue.code === 'invalid_type') {
       return `\`${String(issue.path[0])}\` must be a list of relative path strings like ["data/sales.csv"]`;
     }

@@ -3,7 +3,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { RunRecord } from './runRecord';
 import { FILES_DIR, RECORD_FILE, RunWriter, STREAM_FILES, resolveInside } from './runWriter';
-import type { StateRun } from '../core/resume';
+import type { ChatRun, StateRun } from '../core/resume';
+import { readStartToken, startToken, stitchedStateRuns } from './chatOrigins';
 import { StateSeal } from './stateSeal';
 import { RUN_ID, SESSION_ID, StoreIndex, compare, measureRun, nodeStoreFs, parseRecord, runTime, scanStore, type StoreFs } from './storeIndex';
 
@@ -166,9 +167,24 @@ export class ArtifactStore {
 
   /**
    * A chat's session-mode runs, oldest first, for a resume to follow their chain: each says
-   * whether its seal holds (the record is this store's, for this chat, unchanged).
+   * whether its seal holds (the record is this store's, for this chat, unchanged). A chat started
+   * from another's state has that chat's runs before its own (chatOrigins.ts).
    */
-  async stateRuns(sessionDigest: string): Promise<StateRun[]> {
+  stateRuns(sessionDigest: string): Promise<StateRun[]> {
+    return stitchedStateRuns((chat) => this.ownStateRuns(chat), sessionDigest);
+  }
+
+  /** The token the person hands a new chat to start from the state after this run (chatOrigins.ts). */
+  startToken(sessionDigest: string, runId: string): string {
+    return startToken(this.stateSeal, { chat: sessionDigest, run: runId });
+  }
+
+  /** The chat and run a start token names, when this store made it. */
+  readStartToken(token: string): ChatRun | undefined {
+    return readStartToken(this.stateSeal, token);
+  }
+
+  private async ownStateRuns(sessionDigest: string): Promise<StateRun[]> {
     const runs = (await this.listRuns(sessionDigest)).reverse();
     return runs.flatMap((r) =>
       r.state

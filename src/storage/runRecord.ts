@@ -67,6 +67,8 @@ export const RunRecord = z.object({
       from: z.string().max(64).optional(),
       now: z.string().max(64).optional(),
       ended: z.boolean().optional(),
+      /** The call started from the state another chat had after one of its runs ("Start a New Chat from Here"). */
+      origin: z.object({ chat: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/), run: z.string().max(64) }).optional(),
     })
     .optional(),
   /** The store's seal over what a replay takes from this record (stateSeal.ts). */

@@ -11,6 +11,8 @@ import type { RunRecord } from './runRecord';
  */
 const KEY_FILE = '.state-key';
 const KEY_BYTES = 32;
+/** 80 bits: a tag is checked by this store alone, one guess per call. */
+const TAG_CHARS = 20;
 
 export class StateSeal {
   private key: Buffer | undefined;
@@ -20,6 +22,26 @@ export class StateSeal {
   /** The seal of what a replay runs: the chat, the run, its program, directory, files and state links. */
   seal(record: Omit<RunRecord, 'stateSeal'>): string {
     return createHmac('sha256', this.secret()).update(sealed(record)).digest('hex');
+  }
+
+  /**
+   * A short tag over `parts` for `purpose`, under the same key: what this store hands out (a run
+   * the person chose to start a new chat from) and alone can recognise when it comes back.
+   */
+  tag(purpose: string, parts: readonly string[]): string {
+    return tagWith(this.secret(), purpose, parts);
+  }
+
+  /** Whether `tag` is this store's tag over `parts` for `purpose`. */
+  checkTag(purpose: string, parts: readonly string[], tag: string): boolean {
+    if (!new RegExp(`^[0-9a-f]{${TAG_CHARS}}$`).test(tag)) return false;
+    let want: string;
+    try {
+      want = tagWith(this.secret(false), purpose, parts);
+    } catch {
+      return false;
+    }
+    return timingSafeEqual(Buffer.from(want), Buffer.from(tag));
   }
 
   check(record: RunRecord): boolean {
@@ -80,6 +102,10 @@ function readKey(file: string): Buffer | undefined {
   } finally {
     fs.closeSync(fd);
   }
+}
+
+function tagWith(key: Buffer, purpose: string, parts: readonly string[]): string {
+  return createHmac('sha256', key).update(JSON.stringify([purpose, ...parts])).digest('hex').slice(0, TAG_CHARS);
 }
 
 function sealed(record: Omit<RunRecord, 'stateSeal'>): string {

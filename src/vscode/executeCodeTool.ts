@@ -40,6 +40,12 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     private readonly building: () => boolean = () => false,
   ) {}
 
+  /** A `startFrom` token's chat and run (the view's "Start a New Chat from Here"), and that chat's runs. */
+  private readonly otherChats = {
+    readToken: (token: string) => this.store.readStartToken(token),
+    runs: (chat: string) => this.store.stateRuns(chat),
+  };
+
   /** The view's "Go Back to This Run's State": the chat's next call starts from the state after `runId`. */
   goBackTo(sessionDigest: string, runId: string): void {
     this.goingBack.set(sessionDigest, runId);
@@ -107,7 +113,7 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
           filesIn: { source: workspaceSource(), caps: filesInCapsOf(settings) },
           filesOut: { mode: settings.outputsMode, caps: filesOutCapsOf(settings), savedWhere: 'in the CodeAct Sandbox view' },
           record: recording.record,
-          ...(settings.state === 'session' ? { states: this.states, stateRuns: recording.stateRuns, ...(rewindTo ? { rewindTo } : {}) } : {}),
+          ...(settings.state === 'session' ? { states: this.states, stateRuns: recording.stateRuns, otherChats: this.otherChats, ...(rewindTo ? { rewindTo } : {}) } : {}),
         },
         abort.signal,
       );

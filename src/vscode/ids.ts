@@ -25,4 +25,5 @@ export const COMMAND = {
   checkEngine: 'codeactSandbox.checkEngine',
   openTroubleshooting: 'codeactSandbox.openTroubleshooting',
   goBackToRun: 'codeactSandbox.goBackToRun',
+  startChatFromRun: 'codeactSandbox.startChatFromRun',
 } as const;

@@ -20,20 +20,23 @@ export interface InvocationFacts {
 }
 
 /**
- * The model's `rewind`; the run the person chose in the view; or that choice set aside by the
- * model's `reset` or `rewind` in this very call (the model did not know of it).
+ * The model's `rewind`; the run the person chose in the view; that choice set aside by the
+ * model's `reset`, `rewind` or `startFrom` in this very call (the model did not know of it); or
+ * the other chat's state the person's message handed over (`startFrom`).
  */
-export type GoingBack = { by: 'model'; calls: number } | { by: 'person' } | { by: 'person'; setAsideBy: 'reset' | 'rewind' };
+export type GoingBack = { by: 'model'; calls: number } | { by: 'person' } | { by: 'person'; setAsideBy: 'reset' | 'rewind' | 'startFrom' } | { by: 'startFrom' };
 
 /**
  * Whether the call goes back first, from its input as given (not yet checked) and whether the
  * person chose a run to go back to in this chat (session mode only).
  */
-export function goingBackOf(input: { reset?: unknown; rewind?: unknown }, sessionMode: boolean, personChose: boolean): { goingBack?: GoingBack } {
+export function goingBackOf(input: { reset?: unknown; rewind?: unknown; startFrom?: unknown }, sessionMode: boolean, personChose: boolean): { goingBack?: GoingBack } {
   if (!sessionMode) return {};
   const rewind = typeof input.rewind === 'number' && Number.isInteger(input.rewind) && input.rewind > 0 ? input.rewind : undefined;
-  const setAsideBy = input.reset === true ? 'reset' : rewind !== undefined ? 'rewind' : undefined;
+  const startFrom = typeof input.startFrom === 'string' && input.reset !== true && rewind === undefined;
+  const setAsideBy = input.reset === true ? 'reset' : startFrom ? 'startFrom' : rewind !== undefined ? 'rewind' : undefined;
   if (personChose) return { goingBack: setAsideBy ? { by: 'person', setAsideBy } : { by: 'person' } };
+  if (startFrom) return { goingBack: { by: 'startFrom' } };
   return rewind !== undefined && input.reset !== true ? { goingBack: { by: 'model', calls: rewind } } : {};
 }
 
@@ -58,8 +61,13 @@ export function invocationMessage(f: InvocationFacts): string {
   if (f.files.length) parts.push(`with ${names(f.files)}`);
   if (f.outputs.length) parts.push(`saving ${names(f.outputs)}`);
   const building = f.building ? ' (first, the sandbox image is built: a few minutes, once)' : '';
-  const back = f.goingBack && !('setAsideBy' in f.goingBack) ? `, after going back ${f.goingBack.by === 'model' ? plural(f.goingBack.calls, 'kept call') : 'to the run you chose'}` : '';
+  const back = f.goingBack && !('setAsideBy' in f.goingBack) ? `, after ${goingTo(f.goingBack)}` : '';
   return `${parts.join(', ')}${back}${building}`;
+}
+
+function goingTo(g: Exclude<GoingBack, { setAsideBy: string }>): string {
+  if (g.by === 'startFrom') return "starting from the other chat's state you chose";
+  return `going back ${g.by === 'model' ? plural(g.calls, 'kept call') : 'to the run you chose'}`;
 }
 
 function plural(n: number, what: string): string {
@@ -70,6 +78,9 @@ function plural(n: number, what: string): string {
 function goingBackText(g: GoingBack | undefined): string {
   if (!g) return '';
   if ('setAsideBy' in g) return ` The model's \`${g.setAsideBy}\` comes first, so the chat does not go back to the run you chose in the CodeAct Sandbox view (the model is told).`;
+  if (g.by === 'startFrom') {
+    return " First this chat starts from the state another chat had after the run you chose in the CodeAct Sandbox view: in a new sandbox, that chat's kept calls run again, with the workspace files as they are now and the allow-list of today.";
+  }
   const to = g.by === 'model' ? `back ${plural(g.calls, 'kept call')}` : 'back to the run you chose in the CodeAct Sandbox view';
   return ` First the chat's state goes ${to}: in a new sandbox, its earlier kept calls run again, with the workspace files as they are now and the allow-list of today.`;
 }

@@ -43,6 +43,8 @@ export interface Ui {
   /** Sets a context key (`when` clauses of the view's welcome content read it). */
   setContext(key: string, value: unknown): void;
   executeCommand(command: string, ...args: unknown[]): void;
+  /** Opens a new agent-mode chat with `message` in its input, not sent: the person adds to it and sends it. */
+  openNewChat(message: string): Promise<void>;
 }
 
 export interface StatusItem {

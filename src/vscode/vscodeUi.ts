@@ -24,6 +24,10 @@ export function createVscodeUi(): Ui {
     notify: async (message, ...items) => vscode.window.showWarningMessage(message, ...items),
     setContext: (key, value) => void vscode.commands.executeCommand('setContext', key, value),
     executeCommand: (command, ...args) => void vscode.commands.executeCommand(command, ...args),
+    openNewChat: async (message) => {
+      await vscode.commands.executeCommand('workbench.action.chat.newChat');
+      await vscode.commands.executeCommand('workbench.action.chat.open', { mode: 'agent', query: message, isPartialQuery: true });
+    },
     createStatusItem: ({ id, name, command }): StatusItem => {
       const item = vscode.window.createStatusBarItem(id, vscode.StatusBarAlignment.Right, 10);
       item.name = name;

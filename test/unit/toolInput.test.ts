@@ -25,9 +25,14 @@ describe('tool input (unit)', () => {
     assert.deepEqual(tools[0].inputSchema, toolInputJsonSchema());
   });
 
-  it('the generated schema requires a non-empty code string; files and outputs are optional lists, reset an optional boolean, rewind a count', () => {
+  it('the generated schema requires a non-empty code string; files and outputs are optional lists, reset an optional boolean, rewind a count, startFrom a token', () => {
     const schema = toolInputJsonSchema() as { properties: Record<string, Record<string, unknown>>; required: string[]; additionalProperties: boolean };
-    assert.deepEqual(Object.keys(schema.properties), ['code', 'files', 'outputs', 'reset', 'rewind']);
+    assert.deepEqual(Object.keys(schema.properties), ['code', 'files', 'outputs', 'reset', 'rewind', 'startFrom']);
+    assert.deepEqual({ ...schema.properties.startFrom, description: undefined }, { type: 'string', maxLength: 200, description: undefined });
+    assert.throws(() => parseToolInput({ code: 'x', startFrom: 7 }), {
+      message:
+        'Invalid execute_code input: `startFrom` must be the token from the user\'s message, as a string. Call execute_code with {"code": "<a complete Python program that prints its results>"}.',
+    });
     assert.deepEqual({ ...schema.properties.reset, description: undefined }, { type: 'boolean', description: undefined });
     assert.deepEqual({ ...schema.properties.rewind, description: undefined }, { type: 'integer', minimum: 1, maximum: 10_000, description: undefined });
     assert.throws(() => parseToolInput({ code: 'x', rewind: 0 }), {

@@ -45,6 +45,9 @@ export class FakeUi implements Ui {
   executeCommand(command: string, ...args: unknown[]): void {
     this.calls.push(`command: ${[command, ...args.map((a) => JSON.stringify(a))].join(' ')}`);
   }
+  async openNewChat(message: string): Promise<void> {
+    this.calls.push(`new chat: ${message}`);
+  }
   createStatusItem(options: { id: string; name: string; command: string }): StatusItem {
     this.calls.push(`createStatusItem: ${options.id} ${options.name} ${options.command}`);
     return {

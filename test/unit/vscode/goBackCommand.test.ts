@@ -10,13 +10,14 @@ import { goBackCommands } from '../../../src/vscode/goBackCommand';
 import { COMMAND } from '../../../src/vscode/ids';
 import { FakeUi } from './fakes';
 
-describe("the view's Go Back to This Run's State (unit)", () => {
+describe("the view's Go Back to This Run's State and Start a New Chat from Here (unit)", () => {
   let root: string;
   let store: ArtifactStore;
   let ui: FakeUi;
   let chosen: string[];
   let mode: StateMode;
   let goBack: (node: ArtifactNode) => unknown;
+  let startChat: (node: ArtifactNode) => unknown;
 
   beforeEach(() => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-goback-'));
@@ -24,7 +25,9 @@ describe("the view's Go Back to This Run's State (unit)", () => {
     ui = new FakeUi();
     chosen = [];
     mode = 'session';
-    goBack = goBackCommands(store, { goBackTo: (digest, runId) => void chosen.push(`${digest}/${runId}`) }, ui, () => mode)[COMMAND.goBackToRun];
+    const commands = goBackCommands(store, { goBackTo: (digest, runId) => void chosen.push(`${digest}/${runId}`) }, ui, () => mode);
+    goBack = commands[COMMAND.goBackToRun];
+    startChat = commands[COMMAND.startChatFromRun];
   });
   afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
 
@@ -54,5 +57,33 @@ describe("the view's Go Back to This Run's State (unit)", () => {
       "warning: CodeAct Sandbox: this run's state cannot be gone back to: that run's state is no longer the one this chat's state grew from (it was not kept, or a reset or going back came after it). [Show Log -> codeactSandbox.showLog]",
       'warning: CodeAct Sandbox: Going back needs session state, and the state setting is fresh. [Open Setting -> workbench.action.openSettings codeactSandbox.state]',
     ]);
+  });
+
+  describe('Start a New Chat from Here', () => {
+    it("opens a new chat whose message hands the model a token this store reads back as the run", async () => {
+      record('x = 1', { reset: false, kept: true, from: '', now: 'a' });
+      const second = record('x = 2', { reset: false, kept: true, from: 'a', now: 'b' });
+      const result = (await startChat(second)) as { message: string };
+      const token = /"startFrom": "([^"]+)"/.exec(result.message)![1]!;
+      assert.deepEqual(store.readStartToken(token), { chat: 'c', run: second.record.runId });
+      assert.equal(result.message, `Continue from the CodeAct Sandbox state an earlier chat had after its run of 1970-01-01 00:00:00 UTC: on your first execute_code call, pass "startFrom": "${token}". `);
+      assert.deepEqual(ui.shown, [`new chat: ${result.message}`]);
+      // The run's own chat is not touched.
+      assert.deepEqual(chosen, []);
+    });
+
+    it('refuses a run that kept no state, one whose earlier runs cannot be re-run, and any run while the state setting is fresh', async () => {
+      const failed = record('raise SystemExit(1)', { reset: false, kept: false, from: '', now: '' });
+      const orphan = record('y = 1', { reset: false, kept: true, from: 'gone', now: 'b' });
+      assert.deepEqual(await startChat(failed), { why: 'it did not keep a session state' });
+      await startChat(orphan);
+      mode = 'fresh';
+      await startChat(orphan);
+      assert.deepEqual(ui.shown, [
+        'warning: CodeAct Sandbox: a new chat cannot start from this run\'s state: it did not keep a session state. [Show Log -> codeactSandbox.showLog]',
+        'warning: CodeAct Sandbox: a new chat cannot start from this run\'s state: its earlier kept runs cannot be re-run: the record of one of them is missing (deleted, or removed to keep within the storage budget). [Show Log -> codeactSandbox.showLog]',
+        "warning: CodeAct Sandbox: Starting a chat from a run's state needs session state, and the state setting is fresh. [Open Setting -> workbench.action.openSettings codeactSandbox.state]",
+      ]);
+    });
   });
 });

@@ -54,4 +54,17 @@ describe('what chat shows before a call (unit)', function () {
     assert.deepEqual(goingBackOf({ reset: true }, true, true), { goingBack: { by: 'person', setAsideBy: 'reset' } });
     assert.deepEqual(goingBackOf({ rewind: 1 }, true, true), { goingBack: { by: 'person', setAsideBy: 'rewind' } });
   });
+
+  it("says when the chat first starts from another chat's state (that chat's programs run again here)", function () {
+    assert.equal(
+      confirmationText({ ...base, code: 'x', goingBack: { by: 'startFrom' } }).split('\n')[0],
+      "The program (1 line) runs in the sandbox `img`, chat 3f2a. It gets none of your files. It has no network. First this chat starts from the state another chat had after the run you chose in the CodeAct Sandbox view: in a new sandbox, that chat's kept calls run again, with the workspace files as they are now and the allow-list of today.",
+    );
+    assert.equal(invocationMessage({ ...base, goingBack: { by: 'startFrom' } }), "Running 2 lines of Python in the sandbox `img`, chat 3f2a, after starting from the other chat's state you chose");
+    assert.deepEqual(goingBackOf({ startFrom: 'a.b.c' }, true, false), { goingBack: { by: 'startFrom' } });
+    assert.deepEqual(goingBackOf({ startFrom: 'a.b.c' }, false, false), {});
+    // Refused at the call with reset or rewind: the question says what the input says without it.
+    assert.deepEqual(goingBackOf({ startFrom: 'a.b.c', reset: true }, true, false), {});
+    assert.deepEqual(goingBackOf({ startFrom: 'a.b.c' }, true, true), { goingBack: { by: 'person', setAsideBy: 'startFrom' } });
+  });
 });

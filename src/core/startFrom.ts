@@ -1,0 +1,56 @@
+/**
+ * `startFrom`: a chat begins from the state another chat had after one of its runs, which the
+ * person chose in the view ("Start a New Chat from Here") and handed over in their message as a
+ * token the store made. The other chat's kept runs up to that one are re-run in a new sandbox
+ * of this chat; the call's record names that run (its `origin`), so this chat's chain goes on
+ * in the other chat's records (a resume or a rewind follows it there). The other chat is not
+ * changed.
+ */
+import { ToolError, describeError } from './errors';
+import type { Logger } from './logger';
+import { replayChain } from './replay';
+import { WHY, replayedOn, stateChain, type ChatRun, type ResumeOutcome, type ResumeSource, type StateRun } from './resume';
+import type { Sandbox } from './sandbox';
+
+const WITHOUT = 'Call execute_code without `startFrom`';
+
+export async function startFromState(
+  sandbox: Sandbox,
+  source: ResumeSource | undefined,
+  origin: ChatRun,
+  timeoutMs: number,
+  signal: AbortSignal,
+  log: Logger,
+): Promise<Extract<ResumeOutcome, { kind: 'started' | 'partial' | 'interrupted' }>> {
+  const chatRuns = source?.chatRuns?.bind(source);
+  if (!source || !chatRuns || !sandbox.renew) throw new ToolError('invalid_input', `This host cannot start a chat from another chat's state. ${WITHOUT}.`);
+  let own: StateRun[];
+  let theirs: StateRun[];
+  try {
+    [own, theirs] = await Promise.all([source.runs(), chatRuns(origin.chat)]);
+  } catch (e) {
+    log.warn(`startFrom: the records could not be read: ${describeError(e)}`);
+    throw new ToolError('invalid_input', `The records of the state the user chose could not be read, so this chat cannot start from it. ${WITHOUT}, and tell the user.`, { cause: e });
+  }
+  // Taken once: a model that passes it again on a later call would throw away what the chat did since.
+  if (own.some((r) => r.sealed && r.state.origin?.chat === origin.chat && r.state.origin.run === origin.run)) {
+    throw new ToolError('invalid_input', `This chat already started from that state on an earlier call, and its state carried on from there. ${WITHOUT}.`);
+  }
+  const at = theirs.findIndex((r) => r.runId === origin.run);
+  if (at < 0) {
+    throw new ToolError(
+      'invalid_input',
+      `The run the user chose to start from is no longer recorded (its chat was deleted, or it was removed to keep within the storage budget). ${WITHOUT} (the chat starts from an empty state), and tell the user.`,
+    );
+  }
+  const chain = stateChain(theirs.slice(0, at + 1));
+  if (chain.kind === 'broken') {
+    throw new ToolError('invalid_input', `This chat cannot start from the state the user chose, because its kept runs cannot be re-run: ${WHY[chain.why]}. ${WITHOUT}, and tell the user.`);
+  }
+  const runs = chain.kind === 'ok' ? chain.runs : [];
+  await sandbox.renew(signal, "the chat starts from another chat's state");
+  const replay = await replayChain(sandbox, source, runs, timeoutMs, signal, log);
+  if (replay.kind === 'partial') return { ...replay, cause: 'startFrom', origin };
+  if (replay.kind !== 'done') return replay;
+  return { kind: 'started', origin, runs: runs.length, ms: replay.ms, now: replay.now, recorded: chain.kind === 'ok' ? chain.target : '', notes: replay.notes, ...replayedOn(replay) };
+}
