@@ -153,6 +153,47 @@ describe('session state survives its sandbox: resume by replay (integration)', f
     );
   });
 
+  it("starts a new chat from the state another chat had after a chosen run, in a sandbox of its own, leaving that chat as it was", async function () {
+    const provider = sandboxes.makeProvider();
+    const h = host(root);
+    const a = uniqueSessionKey('fork-from');
+    const b = uniqueSessionKey('fork-to');
+    assert.equal(await call(provider, h, a, "import os\nhome = os.getcwd()\nx = 41\nopen('data.txt', 'w').write('hello')"), QUIET_KEPT);
+    assert.equal(await call(provider, h, a, 'x += 1'), QUIET_KEPT);
+    assert.equal(await call(provider, h, a, "x = 999\nopen(home + '/data.txt', 'w').write('changed')"), QUIET_KEPT);
+    const chosen = (await h.store.listRuns(sessionDigest(a)))[1]!;
+    assert.equal(chosen.program, 'x += 1');
+    const token = h.store.startToken(sessionDigest(a), chosen.runId);
+
+    const read = "print(x, open(home + '/data.txt').read())";
+    assert.equal(
+      await call(provider, h, b, read, { startFrom: token }),
+      "stdout:\n42 hello\n\nState: started from the state another chat had after one of its runs, as the user asked in the CodeAct Sandbox view, in a new sandbox, by re-running that chat's 2 kept runs in order (<s> s). " +
+        'Values computed from time, randomness, the network or workspace files that changed since may differ from that chat; files those runs wrote were written again. Later calls of this chat do not change the other chat.\n\n' +
+        KEPT,
+    );
+    assert.notEqual(provider.active.get(b)!.id, provider.active.get(a)!.id);
+    assert.equal(await call(provider, h, b, "x += 1\nopen(home + '/data.txt', 'w').write('from b')"), QUIET_KEPT);
+    // The other chat goes on in its own sandbox, as it was.
+    assert.equal(await call(provider, h, a, read), `stdout:\n999 changed\n\n${KEPT}`);
+    await assert.rejects(call(provider, h, b, 'print(x)', { startFrom: token }), {
+      code: 'invalid_input',
+      message: 'This chat already started from that state on an earlier call, and its state carried on from there. Call execute_code without `startFrom`.',
+    });
+
+    // The new chat's sandbox removed: its state comes back through the other chat's records.
+    await removeSandbox(provider, b);
+    assert.equal(await call(provider, h, b, read), `stdout:\n43 from b\n\n${RESTORED(4)}\n\n${KEPT}`);
+    // The other chat deleted: what the new chat started from is gone with it, and the model is told.
+    await h.store.deleteSession(sessionDigest(a));
+    await removeSandbox(provider, b);
+    assert.equal(
+      await call(provider, h, b, "print('x' in globals())"),
+      "stdout:\nFalse\n\nState: not restored. This chat's sandbox had been removed, and its kept runs were not re-run because the record of one of them is missing (deleted, or removed to keep within the storage budget); this call started from an empty state.\n\n" +
+        KEPT,
+    );
+  });
+
   it('keeps the packages a chat installed as its image: its next sandbox has them without installing, says so, and they go with the chat', async function () {
     // The records of this test's chats: this chat has some until the end.
     const records = { store: 'resume-test', exists: () => Promise.resolve(true) };
