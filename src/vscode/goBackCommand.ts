@@ -23,8 +23,8 @@ export interface GoBackTarget {
 
 /** The message a new chat starts with: for the person to read and add to, and for the model to act on. */
 export function startFromMessage(token: string, startedAt: string): string {
-  const when = `${startedAt.slice(0, 10)} ${startedAt.slice(11, 19)} UTC`;
-  return `Continue from the CodeAct Sandbox state an earlier chat had after its run of ${when}: on your first execute_code call, pass "startFrom": "${token}". `;
+  // In local time, as the view labels the run.
+  return `Continue from the CodeAct Sandbox state an earlier chat had after its run of ${new Date(startedAt).toLocaleString()}: on your first execute_code call, pass "startFrom": "${token}". `;
 }
 
 export function goBackCommands(store: ArtifactStore, target: GoBackTarget, ui: Ui, stateMode: () => StateMode): CommandTable<typeof COMMAND.goBackToRun | typeof COMMAND.startChatFromRun> {

@@ -379,4 +379,49 @@ describe('agent mode calls execute_code (host)', function () {
       await h.setting('state', undefined);
     }
   });
+
+  // Also last, for the same reason.
+  it("the person starts a new chat from a run's state in the view; the model passes the message's token and the new chat starts there", async function () {
+    await h.setting('state', 'session');
+    try {
+      await newChat();
+      const before = toolResults().length;
+      await ask(program('forked = 7'));
+      let run;
+      for (const session of await api.treeNodes()) {
+        run ??= (await api.treeNodes(session)).find((r) => r.record.program === 'forked = 7');
+      }
+      assert.ok(run, 'the run in the view');
+      const sourceKeys = api.sandboxes().map((s) => s.sessionKey);
+      const { message } = await vscode.commands.executeCommand('codeactSandbox.startChatFromRun', run);
+      const token = /"startFrom": "([^"]+)"/.exec(message)[1];
+      await h.sleep(500);
+      await h.snapshot('start-chat-from-run');
+      // A model that does what the message says: the token, as given, on the first call.
+      model.script((request, byDefault) => {
+        const said = request.messages.filter((m) => m.role === 'user').map((m) => m.text).join('\n');
+        const asked = /"startFrom": "([^"]+)"/.exec(said);
+        const reply = byDefault(request);
+        return asked && reply.toolCall ? { toolCall: { ...reply.toolCall, input: { ...reply.toolCall.input, startFrom: asked[1] } } } : reply;
+      });
+      try {
+        await ask(message + program('print(forked * 6)'));
+      } finally {
+        model.script(undefined);
+      }
+      const texts = toolResults().slice(before).map((r) => r.text);
+      assert.equal(texts.length, 2);
+      assert.equal(
+        texts[1].replace(/in order \(\d+\.\d s\)/, 'in order (<s> s)'),
+        "stdout:\n42\n\nState: started from the state another chat had after one of its runs, as the user asked in the CodeAct Sandbox view, in a new sandbox, by re-running that chat's 1 kept run in order (<s> s). " +
+          'Values computed from time, randomness, the network or workspace files that changed since may differ from that chat; files those runs wrote were written again. Later calls of this chat do not change the other chat.\n\nState: kept for the next call.',
+      );
+      assert.ok(token.length > 40, token);
+      // The new chat has a sandbox of its own.
+      assert.equal(api.sandboxes().filter((s) => !sourceKeys.includes(s.sessionKey) && s.sessionKey.startsWith('chat:')).length, 1);
+      await h.snapshot('started-from-run');
+    } finally {
+      await h.setting('state', undefined);
+    }
+  });
 });

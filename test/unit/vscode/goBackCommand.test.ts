@@ -66,7 +66,7 @@ describe("the view's Go Back to This Run's State and Start a New Chat from Here 
       const result = (await startChat(second)) as { message: string };
       const token = /"startFrom": "([^"]+)"/.exec(result.message)![1]!;
       assert.deepEqual(store.readStartToken(token), { chat: 'c', run: second.record.runId });
-      assert.equal(result.message, `Continue from the CodeAct Sandbox state an earlier chat had after its run of 1970-01-01 00:00:00 UTC: on your first execute_code call, pass "startFrom": "${token}". `);
+      assert.equal(result.message, `Continue from the CodeAct Sandbox state an earlier chat had after its run of ${new Date(0).toLocaleString()}: on your first execute_code call, pass "startFrom": "${token}". `);
       assert.deepEqual(ui.shown, [`new chat: ${result.message}`]);
       // The run's own chat is not touched.
       assert.deepEqual(chosen, []);
