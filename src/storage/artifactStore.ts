@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import type { RunRecord } from './runRecord';
 import { FILES_DIR, RECORD_FILE, RunWriter, STREAM_FILES, resolveInside } from './runWriter';
 import type { ChatRun, StateRun } from '../core/resume';
-import { readStartToken, startToken, stitchedStateRuns } from './chatOrigins';
+import { keepOrigin, readOrigin, readStartToken, startToken, stitchedStateRuns, type OriginReader, type StoredStateRun } from './chatOrigins';
 import { StateSeal } from './stateSeal';
 import { RUN_ID, SESSION_ID, StoreIndex, compare, measureRun, nodeStoreFs, parseRecord, runTime, scanStore, type StoreFs } from './storeIndex';
 
@@ -124,6 +124,9 @@ export class ArtifactStore {
       return new RunWriter(sessionDigest, sessionLabel, runId, dir, (record) => {
         this.active.delete(key);
         if (record) {
+          // First the copies a chat started from another's state keeps (chatOrigins.ts): a later read of its runs waits for them.
+          const origin = record.state?.origin && this.stateSeal.check(record) ? record.state.origin : undefined;
+          if (origin) void this.serial(async () => keepOrigin(this.originReader(await this.loaded()), dir, origin)).catch(() => undefined);
           void this.serial(() => this.remeasure(sessionDigest, runId, record)).catch(() => undefined);
           this.emit();
           if (record.files.length > 0) this.emitFiles(record.files.length);
@@ -171,7 +174,7 @@ export class ArtifactStore {
    * from another's state has that chat's runs before its own (chatOrigins.ts).
    */
   stateRuns(sessionDigest: string): Promise<StateRun[]> {
-    return stitchedStateRuns((chat) => this.ownStateRuns(chat), sessionDigest);
+    return this.serial(async () => (await stitchedStateRuns(this.originReader(await this.loaded()), sessionDigest)).map(({ record: _, ...run }) => run));
   }
 
   /** The token the person hands a new chat to start from the state after this run (chatOrigins.ts). */
@@ -184,13 +187,22 @@ export class ArtifactStore {
     return readStartToken(this.stateSeal, token);
   }
 
-  private async ownStateRuns(sessionDigest: string): Promise<StateRun[]> {
-    const runs = (await this.listRuns(sessionDigest)).reverse();
-    return runs.flatMap((r) =>
-      r.state
-        ? [{ runId: r.runId, program: r.program, ...(r.workDir ? { workDir: r.workDir } : {}), filesIn: r.filesIn, durationMs: r.durationMs, state: r.state, sealed: this.stateSeal.check(r) }]
-        : [],
-    );
+  /** Reads chats' session runs from the index, and the copies a run folder keeps of another chat's. */
+  private originReader(index: StoreIndex): OriginReader {
+    const asRun = (r: RunRecord): StoredStateRun => ({
+      runId: r.runId,
+      program: r.program,
+      ...(r.workDir ? { workDir: r.workDir } : {}),
+      filesIn: r.filesIn,
+      durationMs: r.durationMs,
+      state: r.state!,
+      sealed: this.stateSeal.check(r),
+      record: r,
+    });
+    return {
+      own: async (chat) => readable(index, chat).reverse().flatMap((r) => (r.state ? [asRun(r)] : [])),
+      copies: (chat, runId) => readOrigin(this.runDir(chat, runId), asRun),
+    };
   }
 
   /** One run's record read from disk now (not from the index), or undefined when it is missing or invalid. */

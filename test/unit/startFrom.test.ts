@@ -130,9 +130,31 @@ describe('starting a chat from another chat’s state (unit)', () => {
       assert.deepEqual((await store.stateRuns('a')).map((r) => r.program), ['x = 1', 'x += 10', 'x = 999']);
     });
 
-    it("is missing its link when the other chat's run is gone, and an origin under a broken seal is not followed", async () => {
+    it("keeps copies of the runs it re-ran: the other chat deleted, its chain still holds, and a copy changed on disk breaks it", async () => {
       const { chosen } = chatA();
       const forked = record('b', 'print(x)', { reset: false, kept: true, from: 'a2', now: 'b1', origin: { chat: 'a', run: chosen } });
+      const before = await store.stateRuns('b');
+      assert.deepEqual(fs.readdirSync(path.join(root, 'b', forked, 'origin')), ['0001.json', '0002.json']);
+      assert.equal(await store.deleteSession('a'), 3);
+      const fresh = new ArtifactStore(root);
+      assert.deepEqual(await fresh.stateRuns('b'), before);
+      const chain = stateChain(before);
+      assert.deepEqual(chain.kind === 'ok' ? chain.runs.map((r) => r.program) : chain, ['x = 1', 'x += 10', 'print(x)']);
+
+      const copy = path.join(root, 'b', forked, 'origin', '0002.json');
+      fs.writeFileSync(copy, fs.readFileSync(copy, 'utf8').replace('x += 10', 'x += 1000'));
+      assert.deepEqual(stateChain(await new ArtifactStore(root).stateRuns('b')), { kind: 'broken', why: 'changed' });
+    });
+
+    it("without copies, follows the other chat's records: a run gone there is a missing link, and an origin under a broken seal is not followed", async () => {
+      const { chosen } = chatA();
+      const forked = record('b', 'print(x)', { reset: false, kept: true, from: 'a2', now: 'b1', origin: { chat: 'a', run: chosen } });
+      await store.stateRuns('b');
+      fs.rmSync(path.join(root, 'b', forked, 'origin'), { recursive: true });
+      assert.deepEqual(
+        (await store.stateRuns('b')).map((r) => r.program),
+        ['x = 1', 'x += 10', 'print(x)'],
+      );
       await store.deleteRun('a', chosen);
       assert.deepEqual(stateChain(await store.stateRuns('b')), { kind: 'broken', why: 'missing' });
 
@@ -142,9 +164,8 @@ describe('starting a chat from another chat’s state (unit)', () => {
       const edited = JSON.parse(fs.readFileSync(file, 'utf8')) as RunRecord;
       edited.state!.origin = { chat: 'a', run: other };
       fs.writeFileSync(file, JSON.stringify(edited));
-      const again = new ArtifactStore(root);
       assert.deepEqual(
-        (await again.stateRuns('b')).map((r) => [r.program, r.sealed]),
+        (await new ArtifactStore(root).stateRuns('b')).map((r) => [r.program, r.sealed]),
         [['print(x)', false]],
       );
     });
