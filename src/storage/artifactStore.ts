@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import type { RunRecord } from './runRecord';
 import { FILES_DIR, RECORD_FILE, RunWriter, STREAM_FILES, resolveInside } from './runWriter';
 import type { ChatRun, StateRun } from '../core/resume';
-import { keepOrigin, readOrigin, readStartToken, startToken, stitchedStateRuns, type OriginReader, type StoredStateRun } from './chatOrigins';
+import { keepOrigin, originReader, readStartToken, startToken, stitchedStateRuns, type OriginReader } from './chatOrigins';
 import { StateSeal } from './stateSeal';
 import { RUN_ID, SESSION_ID, StoreIndex, compare, measureRun, nodeStoreFs, parseRecord, runTime, scanStore, type StoreFs } from './storeIndex';
 
@@ -189,20 +189,7 @@ export class ArtifactStore {
 
   /** Reads chats' session runs from the index, and the copies a run folder keeps of another chat's. */
   private originReader(index: StoreIndex): OriginReader {
-    const asRun = (r: RunRecord): StoredStateRun => ({
-      runId: r.runId,
-      program: r.program,
-      ...(r.workDir ? { workDir: r.workDir } : {}),
-      filesIn: r.filesIn,
-      durationMs: r.durationMs,
-      state: r.state!,
-      sealed: this.stateSeal.check(r),
-      record: r,
-    });
-    return {
-      own: async (chat) => readable(index, chat).reverse().flatMap((r) => (r.state ? [asRun(r)] : [])),
-      copies: (chat, runId) => readOrigin(this.runDir(chat, runId), asRun),
-    };
+    return originReader((chat) => readable(index, chat).reverse(), (chat, runId) => this.runDir(chat, runId), this.stateSeal);
   }
 
   /** One run's record read from disk now (not from the index), or undefined when it is missing or invalid. */

@@ -67,6 +67,24 @@ export async function stitchedStateRuns(reader: OriginReader, chat: string, dept
   return out;
 }
 
+/** The reader over a store: `records(chat)` its chat's records oldest first, `runDir` a run's folder, `seal` the store's. */
+export function originReader(records: (chat: string) => RunRecord[], runDir: (chat: string, runId: string) => string, seal: StateSeal): OriginReader {
+  const asRun = (r: RunRecord): StoredStateRun => ({
+    runId: r.runId,
+    program: r.program,
+    ...(r.workDir ? { workDir: r.workDir } : {}),
+    filesIn: r.filesIn,
+    durationMs: r.durationMs,
+    state: r.state!,
+    sealed: seal.check(r),
+    record: r,
+  });
+  return {
+    own: async (chat) => records(chat).flatMap((r) => (r.state ? [asRun(r)] : [])),
+    copies: (chat, runId) => readOrigin(runDir(chat, runId), asRun),
+  };
+}
+
 const ORIGIN_DIR = 'origin';
 
 /**
@@ -86,7 +104,7 @@ export async function keepOrigin(reader: OriginReader, runDir: string, origin: C
 }
 
 /** The copies in `runDir`, oldest first, each checked as a record is; undefined when there are none. */
-export function readOrigin(runDir: string, toRun: (record: RunRecord) => StoredStateRun): StoredStateRun[] | undefined {
+function readOrigin(runDir: string, toRun: (record: RunRecord) => StoredStateRun): StoredStateRun[] | undefined {
   const dir = path.join(runDir, ORIGIN_DIR);
   let names: string[];
   try {
