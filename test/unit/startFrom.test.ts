@@ -10,6 +10,7 @@ import { SessionStates } from '../../src/core/sessionState';
 import { executeToolCall, type ToolCallOptions } from '../../src/core/toolCall';
 import { ArtifactStore } from '../../src/storage/artifactStore';
 import type { RunRecord } from '../../src/storage/runRecord';
+import { outcome } from './storeFixtures';
 
 /**
  * A chat started from another chat's state: the token the person hands the model, the records
@@ -59,21 +60,7 @@ describe('starting a chat from another chat’s state (unit)', () => {
   /** A finished session run of `chat`, as the pipeline records it. */
   function record(chat: string, program: string, state: NonNullable<RunRecord['state']>, workDir?: string): string {
     const w = store.beginRun(chat, 'chat');
-    w.finish({
-      startedAt: new Date(0).toISOString(),
-      durationMs: 1,
-      image: 'i',
-      exitCode: 0,
-      timedOut: false,
-      cancelled: false,
-      program,
-      resultText: '',
-      filesIn: [],
-      stdoutTruncated: false,
-      stderrTruncated: false,
-      ...(workDir ? { workDir } : {}),
-      state,
-    });
+    w.finish(outcome({ program, filesIn: [], ...(workDir ? { workDir } : {}), state }));
     return w.runId;
   }
 
