@@ -44,6 +44,8 @@ export interface StateRun {
   durationMs?: number;
   /** The store checked the record's seal: it was written by this store for this chat, unchanged. */
   sealed: boolean;
+  /** A run of the chat this one started from (another chat's state), not one of its own. */
+  otherChat?: boolean;
 }
 
 export type Chain =

@@ -33,7 +33,7 @@ export async function startFromState(
     throw new ToolError('invalid_input', `The records of the state the user chose could not be read, so this chat cannot start from it. ${WITHOUT}, and tell the user.`, { cause: e });
   }
   // Taken once: a model that passes it again on a later call would throw away what the chat did since.
-  if (own.some((r) => r.sealed && r.state.origin?.chat === origin.chat && r.state.origin.run === origin.run)) {
+  if (own.some((r) => !r.otherChat && r.sealed && r.state.origin?.chat === origin.chat && r.state.origin.run === origin.run)) {
     throw new ToolError('invalid_input', `This chat already started from that state on an earlier call, and its state carried on from there. ${WITHOUT}.`);
   }
   const at = theirs.findIndex((r) => r.runId === origin.run);

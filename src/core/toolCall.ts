@@ -69,9 +69,10 @@ export interface ToolCallOptions {
   rewindTo?: string;
   /**
    * Session mode, where a chat can start from another's state: the chat and run a `startFrom`
-   * token names, when this host's store made it; and another chat's recorded runs.
+   * token names, when this host's store made it (`expired` when it was long ago); and another
+   * chat's recorded runs.
    */
-  otherChats?: { readToken(token: string): ChatRun | undefined; runs(chat: string): Promise<StateRun[]> };
+  otherChats?: { readToken(token: string): ChatRun | 'expired' | undefined; runs(chat: string): Promise<StateRun[]> };
   /** How this host's user adds a domain to the allow-list ("the codeactSandbox.network.allow setting", "--allow-domain"). */
   networkAllowSetting?: string;
 }
@@ -159,6 +160,12 @@ function startFromOf(input: ToolInput, options: ToolCallOptions): ChatRun | unde
     throw new ToolError('invalid_input', "This host cannot start a chat from another chat's state. Call execute_code without `startFrom`.");
   }
   const origin = options.otherChats.readToken(input.startFrom);
+  if (origin === 'expired') {
+    throw new ToolError(
+      'invalid_input',
+      '`startFrom` has expired: a token is good for a day after the user chose the run. Call execute_code without `startFrom`, or ask the user to choose Start a New Chat from Here on the run again.',
+    );
+  }
   if (!origin) {
     throw new ToolError(
       'invalid_input',

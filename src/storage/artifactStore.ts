@@ -179,12 +179,12 @@ export class ArtifactStore {
 
   /** The token the person hands a new chat to start from the state after this run (chatOrigins.ts). */
   startToken(sessionDigest: string, runId: string): string {
-    return startToken(this.stateSeal, { chat: sessionDigest, run: runId });
+    return startToken(this.stateSeal, { chat: sessionDigest, run: runId }, this.now());
   }
 
-  /** The chat and run a start token names, when this store made it. */
-  readStartToken(token: string): ChatRun | undefined {
-    return readStartToken(this.stateSeal, token);
+  /** The chat and run a start token names, when this store made it less than a day ago ('expired' past that). */
+  readStartToken(token: string): ChatRun | 'expired' | undefined {
+    return readStartToken(this.stateSeal, token, this.now());
   }
 
   /** Reads chats' session runs from the index, and the copies a run folder keeps of another chat's. */

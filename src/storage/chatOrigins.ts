@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { stateChain, type ChatRun, type StateRun } from '../core/resume';
@@ -19,25 +20,33 @@ import { RUN_ID, SESSION_ID, parseRecord } from './storeIndex';
  * be made) the chain is followed into the other chat's records.
  *
  * The person hands the model a token for the run (the model passes it as `startFrom`): made and
- * checked by this store's key alone, so a model cannot name another chat's run by guessing.
+ * checked by this store's key alone, so a model cannot name another chat's run by guessing, and
+ * good for a day after it was made, so one left in a chat's history or a file does not open
+ * the run's state to any later chat.
  */
 
 /** Past this many chats started one from another, the chain is not followed further (its link is then missing). */
 const MAX_ORIGIN_DEPTH = 16;
 const PURPOSE = 'start-from';
+/** How long a token is good for after it was made. */
+export const START_TOKEN_MS = 24 * 60 * 60 * 1000;
 
-/** The token for starting a new chat from the state after `run` of `chat`. */
-export function startToken(seal: StateSeal, { chat, run }: ChatRun): string {
-  return `${chat}.${run}.${seal.tag(PURPOSE, [chat, run])}`;
+/** The token for starting a new chat from the state after `run` of `chat`, made at `now` (ms). */
+export function startToken(seal: StateSeal, { chat, run }: ChatRun, now: number): string {
+  const made = Math.floor(now / 1000).toString(36);
+  return `${chat}.${run}.${made}.${seal.tag(PURPOSE, [chat, run, made])}`;
 }
 
-/** The chat and run a token names, when this store made it; undefined for anything else. */
-export function readStartToken(seal: StateSeal, token: string): ChatRun | undefined {
+/** The chat and run a token names, when this store made it less than a day before `now`; `expired` past that; undefined for anything else. */
+export function readStartToken(seal: StateSeal, token: string, now: number): ChatRun | 'expired' | undefined {
   const parts = token.trim().split('.');
-  if (parts.length !== 3) return undefined;
-  const [chat, run, tag] = parts as [string, string, string];
-  if (!SESSION_ID.test(chat) || !RUN_ID.test(run)) return undefined;
-  return seal.checkTag(PURPOSE, [chat, run], tag) ? { chat, run } : undefined;
+  if (parts.length !== 4) return undefined;
+  const [chat, run, made, tag] = parts as [string, string, string, string];
+  if (!SESSION_ID.test(chat) || !RUN_ID.test(run) || !/^[0-9a-z]{1,10}$/.test(made)) return undefined;
+  if (!seal.checkTag(PURPOSE, [chat, run, made], tag)) return undefined;
+  const age = now - parseInt(made, 36) * 1000;
+  // A token from the future (a clock set back since) is as good as one made now, for its day.
+  return age <= START_TOKEN_MS && age >= -START_TOKEN_MS ? { chat, run } : 'expired';
 }
 
 /** A session run as the store reads it: the chain's view of it, and its record (to copy). */
@@ -46,8 +55,8 @@ export type StoredStateRun = StateRun & { record: RunRecord };
 /** How the chain reads a chat's runs: its records, and the copies kept in one run's folder. */
 export interface OriginReader {
   own(chat: string): Promise<StoredStateRun[]>;
-  /** The copies in the run folder of `chat`'s `runId`, oldest first; undefined when there are none. */
-  copies(chat: string, runId: string): StoredStateRun[] | undefined;
+  /** The copies in the run folder of `chat`'s `runId` that started from `origin`, oldest first; undefined when there are none that end there. */
+  copies(chat: string, runId: string, origin: ChatRun): StoredStateRun[] | undefined;
 }
 
 /**
@@ -55,15 +64,31 @@ export interface OriginReader {
  * preceded by the runs it re-ran: their copies, else that chat's runs up to the one it started
  * after (themselves so stitched). An unsealed record's origin is not followed: the chain refuses it.
  */
-export async function stitchedStateRuns(reader: OriginReader, chat: string, depth = 0): Promise<StoredStateRun[]> {
+export function stitchedStateRuns(reader: OriginReader, chat: string): Promise<StoredStateRun[]> {
+  return stitch(reader, chat, new Map(), new Set());
+}
+
+/**
+ * Each chat is stitched once per read (`done`), and a chat met again while it is being stitched
+ * (one started from itself, a loop of records) is a missing link there, not a walk without end.
+ */
+async function stitch(reader: OriginReader, chat: string, done: Map<string, StoredStateRun[]>, visiting: Set<string>): Promise<StoredStateRun[]> {
+  const known = done.get(chat);
+  if (known) return known;
   const runs = await reader.own(chat);
-  if (depth >= MAX_ORIGIN_DEPTH) return runs;
+  if (visiting.has(chat) || visiting.size >= MAX_ORIGIN_DEPTH) return runs;
+  visiting.add(chat);
   const out: StoredStateRun[] = [];
   for (const run of runs) {
     const origin = run.state.origin;
-    if (origin && run.sealed) out.push(...(reader.copies(chat, run.runId) ?? upTo(await stitchedStateRuns(reader, origin.chat, depth + 1), origin.run)));
+    if (origin && run.sealed) {
+      const before = reader.copies(chat, run.runId, origin) ?? upTo(await stitch(reader, origin.chat, done, visiting), origin.run);
+      out.push(...before.map((r) => ({ ...r, otherChat: true })));
+    }
     out.push(run);
   }
+  visiting.delete(chat);
+  done.set(chat, out);
   return out;
 }
 
@@ -81,52 +106,85 @@ export function originReader(records: (chat: string) => RunRecord[], runDir: (ch
   });
   return {
     own: async (chat) => records(chat).flatMap((r) => (r.state ? [asRun(r)] : [])),
-    copies: (chat, runId) => readOrigin(runDir(chat, runId), asRun),
+    copies: (chat, runId, origin) => readOrigin(runDir(chat, runId), origin, asRun),
   };
 }
 
 const ORIGIN_DIR = 'origin';
+/** Larger than any record the store writes (a record keeps each stream's shown part only). */
+const MAX_COPY_BYTES = 16 * 1024 * 1024;
 
 /**
  * Copies into `runDir` (the folder of the run that started from `origin`) the records of the
  * kept runs that rebuilt its state, as they are: the chain of the other chat's runs up to
  * `origin.run`. Nothing when there is no such chain (the call was refused by then anyway).
+ * Written whole in a folder of its own, then put in place: a half-written set is never read.
  */
 export async function keepOrigin(reader: OriginReader, runDir: string, origin: ChatRun): Promise<void> {
   const theirs = upTo(await stitchedStateRuns(reader, origin.chat), origin.run);
   const chain = stateChain(theirs);
   if (chain.kind !== 'ok') return;
-  const dir = path.join(runDir, ORIGIN_DIR);
-  fs.mkdirSync(dir);
-  for (const [i, run] of (chain.runs as StoredStateRun[]).entries()) {
-    writeFileAtomic(path.join(dir, `${String(i + 1).padStart(4, '0')}.json`), JSON.stringify(run.record));
+  const tmp = path.join(runDir, `${ORIGIN_DIR}.${randomBytes(4).toString('hex')}.tmp`);
+  fs.mkdirSync(tmp);
+  try {
+    for (const [i, run] of (chain.runs as StoredStateRun[]).entries()) {
+      writeFileAtomic(path.join(tmp, `${String(i + 1).padStart(4, '0')}.json`), JSON.stringify(run.record));
+    }
+    fs.renameSync(tmp, path.join(runDir, ORIGIN_DIR));
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
   }
 }
 
-/** The copies in `runDir`, oldest first, each checked as a record is; undefined when there are none. */
-function readOrigin(runDir: string, toRun: (record: RunRecord) => StoredStateRun): StoredStateRun[] | undefined {
+/**
+ * The copies in `runDir`, oldest first, each checked as a record is; undefined when there are
+ * none, or they are not whole (a copy that does not read as a record) or do not end at `origin`:
+ * then the chain is followed into the other chat's records. Only a folder of regular files is
+ * read (never through a link, never waiting on a FIFO).
+ */
+function readOrigin(runDir: string, origin: ChatRun, toRun: (record: RunRecord) => StoredStateRun): StoredStateRun[] | undefined {
   const dir = path.join(runDir, ORIGIN_DIR);
   let names: string[];
   try {
+    if (!fs.lstatSync(dir).isDirectory()) return undefined;
     names = fs.readdirSync(dir).filter((n) => /^\d{4}\.json$/.test(n)).sort();
   } catch {
     return undefined;
   }
   const runs: StoredStateRun[] = [];
   for (const name of names) {
-    let text: string;
-    let claimed: { sessionKeyDigest?: unknown; runId?: unknown };
+    const text = readRegularFile(path.join(dir, name), MAX_COPY_BYTES);
+    let claimed: { sessionKeyDigest?: unknown; runId?: unknown } | undefined;
     try {
-      text = fs.readFileSync(path.join(dir, name), 'utf8');
-      claimed = (JSON.parse(text) ?? {}) as typeof claimed;
+      claimed = text === undefined ? undefined : ((JSON.parse(text) ?? {}) as typeof claimed);
     } catch {
-      continue;
+      claimed = undefined;
     }
-    // A copy that does not parse is a missing link: the chain stops there with a sentence.
-    const record = typeof claimed.sessionKeyDigest === 'string' && typeof claimed.runId === 'string' ? parseRecord(text, claimed.sessionKeyDigest, claimed.runId) : undefined;
-    if (record?.state) runs.push(toRun(record));
+    const record = typeof claimed?.sessionKeyDigest === 'string' && typeof claimed.runId === 'string' ? parseRecord(text!, claimed.sessionKeyDigest, claimed.runId) : undefined;
+    if (!record?.state) return undefined;
+    runs.push(toRun(record));
   }
-  return runs.length ? runs : undefined;
+  const last = runs.at(-1)?.record;
+  return last && last.sessionKeyDigest === origin.chat && last.runId === origin.run ? runs : undefined;
+}
+
+/** The file's text when it is a regular file of at most `max` bytes; undefined otherwise. */
+function readRegularFile(file: string, max: number): string | undefined {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile() || stat.size > max) return undefined;
+    return fs.readFileSync(fd, 'utf8');
+  } catch {
+    return undefined;
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /** The runs up to and with `runId`; none when it is not among them (the chain's link is then missing). */

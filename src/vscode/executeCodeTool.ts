@@ -10,6 +10,7 @@ import { SessionStates } from '../core/sessionState';
 import { executeToolCall } from '../core/toolCall';
 import type { ArtifactStore } from '../storage/artifactStore';
 import { RunRecording } from '../storage/runRecorder';
+import { runTime } from '../storage/storeIndex';
 import { parseToolInput, type ToolInput } from '../core/toolInput';
 import type { SettingsReader } from './config';
 import { CONFIG_SECTION } from './ids';
@@ -64,8 +65,8 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     // The chat is about to run a program: create its sandbox now, while the invocation is set up,
     // so the first call finds it warm. Not when the person is asked first: a declined run leaves
     // nothing running.
-    if (!s.confirmBeforeRun) this.provider.prewarm?.(key);
     const input = (options.input ?? {}) as Partial<Record<keyof ToolInput, unknown>>;
+    if (!s.confirmBeforeRun && input.startFrom === undefined) this.provider.prewarm?.(key);
     const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
     const facts: InvocationFacts = {
       code: typeof input.code === 'string' ? input.code : '',
@@ -74,10 +75,14 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
       where: `sandbox \`${this.currentImage() ?? s.image}\`, ${sessionDisplayName(key)}`,
       allowed: networkOf(s, CONFIG_SECTION).policy?.allow ?? [],
       building: this.building(),
-      ...goingBackOf(input, s.state === 'session', this.goingBack.has(sessionDigest(key))),
+      ...goingBackOf(input, s.state === 'session', this.goingBack.has(sessionDigest(key)), (token) => {
+        const run = this.store.readStartToken(token);
+        return run && run !== 'expired' ? new Date(runTime(run.run)).toLocaleString() : undefined;
+      }),
     };
     const prepared: vscode.PreparedToolInvocation = { invocationMessage: invocationMessage(facts) };
-    if (s.confirmBeforeRun) {
+    // Another chat's state comes into this one: the person says yes to it here, whatever the setting.
+    if (s.confirmBeforeRun || facts.goingBack?.by === 'startFrom') {
       prepared.confirmationMessages = { title: 'Run Python in the sandbox?', message: new vscode.MarkdownString(confirmationText(facts)) };
     }
     return prepared;
@@ -101,6 +106,9 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     const recording = new RunRecording(this.store, sessionKey);
     const digest = sessionDigest(sessionKey);
     const rewindTo = settings.state === 'session' ? this.goingBack.get(digest) : undefined;
+    // The model's own way (reset, rewind, startFrom) sets the person's choice aside only when the call runs.
+    const modelChose = input.reset === true || input.rewind !== undefined || input.startFrom !== undefined;
+    let ran = false;
     try {
       const { report, files } = await executeToolCall(
         this.provider,
@@ -117,6 +125,7 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
         },
         abort.signal,
       );
+      ran = true;
       const pruned = await this.store.prune(settings.artifactsBudgetMb * 1024 * 1024);
       if (pruned.deletedRuns > 0) this.log.info(`deleted the ${pruned.deletedRuns} oldest run(s) to stay within the storage budget`);
       if (report.cancelled) throw new vscode.CancellationError();
@@ -129,8 +138,9 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
       throw this.toModelError(e);
     } finally {
       subscription.dispose();
-      // Taken by this call, done or refused (a retry runs on the current state); a newer choice stays.
-      if (rewindTo && this.goingBack.get(digest) === rewindTo) this.goingBack.delete(digest);
+      // Taken by this call, done or refused (a retry runs on the current state); a newer choice
+      // stays, and so does one the model's refused reset, rewind or startFrom never set aside.
+      if (rewindTo && (ran || !modelChose) && this.goingBack.get(digest) === rewindTo) this.goingBack.delete(digest);
     }
   }
 

@@ -24,19 +24,32 @@ export interface InvocationFacts {
  * model's `reset`, `rewind` or `startFrom` in this very call (the model did not know of it); or
  * the other chat's state the person's message handed over (`startFrom`).
  */
-export type GoingBack = { by: 'model'; calls: number } | { by: 'person' } | { by: 'person'; setAsideBy: 'reset' | 'rewind' | 'startFrom' } | { by: 'startFrom' };
+export type GoingBack =
+  | { by: 'model'; calls: number }
+  | { by: 'person' }
+  | { by: 'person'; setAsideBy: 'reset' | 'rewind' | 'startFrom' }
+  /** `run`: when the run the token names ran (the view's label); undefined when it is not a token this store made now. */
+  | { by: 'startFrom'; run?: string };
 
 /**
  * Whether the call goes back first, from its input as given (not yet checked) and whether the
  * person chose a run to go back to in this chat (session mode only).
  */
-export function goingBackOf(input: { reset?: unknown; rewind?: unknown; startFrom?: unknown }, sessionMode: boolean, personChose: boolean): { goingBack?: GoingBack } {
+export function goingBackOf(
+  input: { reset?: unknown; rewind?: unknown; startFrom?: unknown },
+  sessionMode: boolean,
+  personChose: boolean,
+  startFromRun: (token: string) => string | undefined = () => undefined,
+): { goingBack?: GoingBack } {
   if (!sessionMode) return {};
   const rewind = typeof input.rewind === 'number' && Number.isInteger(input.rewind) && input.rewind > 0 ? input.rewind : undefined;
   const startFrom = typeof input.startFrom === 'string' && input.reset !== true && rewind === undefined;
   const setAsideBy = input.reset === true ? 'reset' : startFrom ? 'startFrom' : rewind !== undefined ? 'rewind' : undefined;
   if (personChose) return { goingBack: setAsideBy ? { by: 'person', setAsideBy } : { by: 'person' } };
-  if (startFrom) return { goingBack: { by: 'startFrom' } };
+  if (startFrom) {
+    const run = startFromRun(input.startFrom as string);
+    return { goingBack: run ? { by: 'startFrom', run } : { by: 'startFrom' } };
+  }
   return rewind !== undefined && input.reset !== true ? { goingBack: { by: 'model', calls: rewind } } : {};
 }
 
@@ -66,7 +79,7 @@ export function invocationMessage(f: InvocationFacts): string {
 }
 
 function goingTo(g: Exclude<GoingBack, { setAsideBy: string }>): string {
-  if (g.by === 'startFrom') return "starting from the other chat's state you chose";
+  if (g.by === 'startFrom') return g.run ? `starting from another chat's state after its run of ${g.run}` : 'starting from a state that is not one you offered (refused)';
   return `going back ${g.by === 'model' ? plural(g.calls, 'kept call') : 'to the run you chose'}`;
 }
 
@@ -79,7 +92,8 @@ function goingBackText(g: GoingBack | undefined): string {
   if (!g) return '';
   if ('setAsideBy' in g) return ` The model's \`${g.setAsideBy}\` comes first, so the chat does not go back to the run you chose in the CodeAct Sandbox view (the model is told).`;
   if (g.by === 'startFrom') {
-    return " First this chat starts from the state another chat had after the run you chose in the CodeAct Sandbox view: in a new sandbox, that chat's kept calls run again, with the workspace files as they are now and the allow-list of today.";
+    if (!g.run) return ' The model asks to start from another chat\'s state with a token that is not one you offered from the CodeAct Sandbox view (or is more than a day old): the call is refused.';
+    return ` First this chat starts from the state another chat had after its run of ${g.run}, which you chose in the CodeAct Sandbox view: in a new sandbox, that chat's kept calls run again, with the workspace files as they are now and the allow-list of today.`;
   }
   const to = g.by === 'model' ? `back ${plural(g.calls, 'kept call')}` : 'back to the run you chose in the CodeAct Sandbox view';
   return ` First the chat's state goes ${to}: in a new sandbox, its earlier kept calls run again, with the workspace files as they are now and the allow-list of today.`;

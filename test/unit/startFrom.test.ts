@@ -1,4 +1,5 @@
 import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -10,6 +11,7 @@ import { SessionStates } from '../../src/core/sessionState';
 import { executeToolCall, type ToolCallOptions } from '../../src/core/toolCall';
 import { ArtifactStore } from '../../src/storage/artifactStore';
 import type { RunRecord } from '../../src/storage/runRecord';
+import { START_TOKEN_MS } from '../../src/storage/chatOrigins';
 import { outcome } from './storeFixtures';
 
 /**
@@ -77,27 +79,39 @@ describe('starting a chat from another chat’s state (unit)', () => {
     it("names the chat and run it was made for, and only this store's token does", () => {
       const { chosen } = chatA();
       const token = store.startToken('a', chosen);
-      assert.match(token, /^a\.\d{8}T\d{9}Z-[0-9a-f]{6}\.[0-9a-f]{20}$/);
+      assert.match(token, /^a\.\d{8}T\d{9}Z-[0-9a-f]{6}\.[0-9a-z]{1,10}\.[0-9a-f]{20}$/);
       assert.deepEqual(store.readStartToken(token), { chat: 'a', run: chosen });
       assert.deepEqual(store.readStartToken(`  ${token}\n`), { chat: 'a', run: chosen });
-      // Another store's key, another run under this tag, a tag changed, and what is not a token.
+      // Another store's key, another chat or time under this tag, a tag changed, and what is not a token.
       const other = new ArtifactStore(path.join(root, 'other'));
-      const [, , tag] = token.split('.');
+      const [, , made, tag] = token.split('.');
       for (const forged of [
         other.startToken('a', chosen),
-        `b.${chosen}.${tag}`,
-        `a.${chosen}.${tag!.replace(/.$/, (c) => (c === '0' ? '1' : '0'))}`,
-        `a.${chosen}`,
-        `../a.${chosen}.${tag}`,
+        `b.${chosen}.${made}.${tag}`,
+        `a.${chosen}.${(parseInt(made!, 36) + 1).toString(36)}.${tag}`,
+        `a.${chosen}.${made}.${tag!.replace(/.$/, (c) => (c === '0' ? '1' : '0'))}`,
+        `a.${chosen}.${tag}`,
+        `../a.${chosen}.${made}.${tag}`,
         '',
       ]) {
         assert.equal(store.readStartToken(forged), undefined, forged);
       }
     });
 
+    it('is good for a day after it was made: past that it is expired', () => {
+      let now = Date.UTC(2026, 0, 1);
+      const timed = new ArtifactStore(root, { now: () => now });
+      const { chosen } = chatA();
+      const token = timed.startToken('a', chosen);
+      now += START_TOKEN_MS;
+      assert.deepEqual(timed.readStartToken(token), { chat: 'a', run: chosen });
+      now += 1000;
+      assert.equal(timed.readStartToken(token), 'expired');
+    });
+
     it('is refused by a store that has no key yet, which does not make one', () => {
       const fresh = new ArtifactStore(path.join(root, 'fresh'));
-      assert.equal(fresh.readStartToken(`a.20260101T000000000Z-abcdef.${'0'.repeat(20)}`), undefined);
+      assert.equal(fresh.readStartToken(`a.20260101T000000000Z-abcdef.t0.${'0'.repeat(20)}`), undefined);
       assert.equal(fs.existsSync(path.join(root, 'fresh', '.state-key')), false);
     });
   });
@@ -155,6 +169,37 @@ describe('starting a chat from another chat’s state (unit)', () => {
         (await new ArtifactStore(root).stateRuns('b')).map((r) => [r.program, r.sealed]),
         [['print(x)', false]],
       );
+    });
+    it('reads each chat once, and a chat that started from itself is a missing link, not a walk without end', async () => {
+      record('b', 'x = 0', { reset: false, kept: true, from: '', now: 'b0' });
+      const first = (await store.stateRuns('b'))[0]!.runId;
+      // Twelve starts of chat b from its own first run, their copies gone: a walk per origin would be 12^16 reads.
+      const starts: string[] = [];
+      for (let i = 0; i < 12; i++) starts.push(record('b', `print(${i})`, { reset: false, kept: true, from: 'b0', now: `b${i + 1}`, origin: { chat: 'b', run: first } }));
+      await store.stateRuns('b');
+      for (const run of starts) fs.rmSync(path.join(root, 'b', run, 'origin'), { recursive: true, force: true });
+      const runs = await new ArtifactStore(root).stateRuns('b');
+      assert.equal(runs.length, 13 + 12 * 1);
+      assert.deepEqual(runs.slice(0, 3).map((r) => [r.program, r.otherChat ?? false]), [['x = 0', false], ['x = 0', true], ['print(0)', false]]);
+    });
+
+    it("never waits on a FIFO among the copies, and copies that do not end at the run started from are not taken", async () => {
+      const { chosen, third } = chatA();
+      const forked = record('b', 'print(x)', { reset: false, kept: true, from: 'a2', now: 'b1', origin: { chat: 'a', run: chosen } });
+      await store.stateRuns('b');
+      const origin = path.join(root, 'b', forked, 'origin');
+      const programs = async () => (await new ArtifactStore(root).stateRuns('b')).map((r) => r.program);
+
+      // A copy of a later run of chat "a" put last: not the run the record names, so chat a's records are read.
+      fs.copyFileSync(path.join(root, 'a', third, 'run.json'), path.join(origin, '0003.json'));
+      assert.deepEqual(await programs(), ['x = 1', 'x += 10', 'print(x)']);
+      fs.rmSync(path.join(origin, '0003.json'));
+      await store.deleteSession('a');
+      assert.deepEqual(await programs(), ['x = 1', 'x += 10', 'print(x)']);
+
+      fs.rmSync(path.join(origin, '0002.json'));
+      execFileSync('mkfifo', [path.join(origin, '0002.json')]);
+      assert.deepEqual(await programs(), ['print(x)']);
     });
   });
 
@@ -216,6 +261,16 @@ describe('starting a chat from another chat’s state (unit)', () => {
       assert.deepEqual([ran, renewed()], [[], 1]);
     });
 
+    it("takes a token for a run the chat's chain came through in another chat: only this chat's own starts count as taken", async () => {
+      const z = record('z', 'x = 1', { reset: false, kept: true, from: '', now: 'z1' }, '/sandbox/runs/0001-zzzzzz');
+      record('a', 'x += 10', { reset: false, kept: true, from: 'z1', now: 'a1', origin: { chat: 'z', run: z } }, '/sandbox/runs/0001-aaaaaa');
+      const a = (await store.stateRuns('a')).at(-1)!.runId;
+      record('b', 'y = x', { reset: false, kept: true, from: 'a1', now: 'b1', origin: { chat: 'a', run: a } });
+      const { sandbox, ran } = fakeSandbox();
+      await call(sandbox, new SessionStates(), { chat: 'z', run: z });
+      assert.deepEqual(ran, ['x = 1 @ /sandbox/runs/0001-zzzzzz', 'print(x)']);
+    });
+
     it("a failing re-run ends in a partial state that still names where the chat started, so its chain goes on there", async () => {
       const first = record('a', 'x = 1', { reset: false, kept: true, from: '', now: 'a1' }, '/sandbox/runs/0001-aaaaaa');
       const chosen = record('a', 'raise ValueError', { reset: false, kept: true, from: 'a1', now: 'a2' }, '/sandbox/runs/0002-aaaaaa');
@@ -237,7 +292,10 @@ describe('starting a chat from another chat’s state (unit)', () => {
       filesOut: { mode: 'declared', caps: {} as never, savedWhere: 'here' },
       ...extra,
     });
-    const other = { readToken: (t: string) => (t === 'good' ? { chat: 'a', run: 'r' } : undefined), runs: async () => [] as StateRun[] };
+    const other = {
+      readToken: (t: string) => (t === 'good' ? { chat: 'a', run: 'r' } : t === 'old' ? ('expired' as const) : undefined),
+      runs: async () => [] as StateRun[],
+    };
     const never = { acquire: async () => assert.fail('no sandbox may be asked for') };
 
     it('is refused with a sentence the model can act on: with reset or rewind, without session state, on a host without it, a token not made here', async () => {
@@ -251,6 +309,11 @@ describe('starting a chat from another chat’s state (unit)', () => {
           "The user has not turned on session state, so this chat cannot start from another chat's state. Call execute_code without `startFrom`, and tell the user that starting from another chat's state needs the codeactSandbox.state setting at session.",
         ],
         [{ startFrom: 'good' }, session, "This host cannot start a chat from another chat's state. Call execute_code without `startFrom`."],
+        [
+          { startFrom: 'old' },
+          { ...session, otherChats: other },
+          '`startFrom` has expired: a token is good for a day after the user chose the run. Call execute_code without `startFrom`, or ask the user to choose Start a New Chat from Here on the run again.',
+        ],
         [
           { startFrom: 'a.b.c' },
           { ...session, otherChats: other },

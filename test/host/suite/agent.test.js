@@ -405,7 +405,12 @@ describe('agent mode calls execute_code (host)', function () {
         return asked && reply.toolCall ? { toolCall: { ...reply.toolCall, input: { ...reply.toolCall.input, startFrom: asked[1] } } } : reply;
       });
       try {
-        await ask(message + program('print(forked * 6)'));
+        // Another chat's state coming in is always asked, whatever confirmBeforeRun says.
+        const asked = await ask(message + program('print(forked * 6)'));
+        assert.deepEqual({ type: asked.type, toolId: asked.toolId }, { type: 'confirmation', toolId: 'execute_code' });
+        await h.snapshot('start-chat-from-run-confirmation');
+        await vscode.commands.executeCommand('workbench.action.chat.acceptTool');
+        await h.waitFor(() => toolResults().length === before + 2, 60000, 'the result after accepting');
       } finally {
         model.script(undefined);
       }

@@ -55,16 +55,27 @@ describe('what chat shows before a call (unit)', function () {
     assert.deepEqual(goingBackOf({ rewind: 1 }, true, true), { goingBack: { by: 'person', setAsideBy: 'rewind' } });
   });
 
-  it("says when the chat first starts from another chat's state (that chat's programs run again here)", function () {
+  it("says when the chat first starts from another chat's state (that chat's programs run again here), and when the token is not one offered", function () {
+    const question = (goingBack: InvocationFacts['goingBack']) => confirmationText({ ...base, code: 'x', ...(goingBack ? { goingBack } : {}) }).split('\n')[0];
+    const asked = 'The program (1 line) runs in the sandbox `img`, chat 3f2a. It gets none of your files. It has no network.';
     assert.equal(
-      confirmationText({ ...base, code: 'x', goingBack: { by: 'startFrom' } }).split('\n')[0],
-      "The program (1 line) runs in the sandbox `img`, chat 3f2a. It gets none of your files. It has no network. First this chat starts from the state another chat had after the run you chose in the CodeAct Sandbox view: in a new sandbox, that chat's kept calls run again, with the workspace files as they are now and the allow-list of today.",
+      question({ by: 'startFrom', run: '1/2/2026, 3:04:05 AM' }),
+      `${asked} First this chat starts from the state another chat had after its run of 1/2/2026, 3:04:05 AM, which you chose in the CodeAct Sandbox view: in a new sandbox, that chat's kept calls run again, with the workspace files as they are now and the allow-list of today.`,
     );
-    assert.equal(invocationMessage({ ...base, goingBack: { by: 'startFrom' } }), "Running 2 lines of Python in the sandbox `img`, chat 3f2a, after starting from the other chat's state you chose");
-    assert.deepEqual(goingBackOf({ startFrom: 'a.b.c' }, true, false), { goingBack: { by: 'startFrom' } });
-    assert.deepEqual(goingBackOf({ startFrom: 'a.b.c' }, false, false), {});
+    assert.equal(
+      question({ by: 'startFrom' }),
+      `${asked} The model asks to start from another chat's state with a token that is not one you offered from the CodeAct Sandbox view (or is more than a day old): the call is refused.`,
+    );
+    assert.equal(
+      invocationMessage({ ...base, goingBack: { by: 'startFrom', run: '1/2/2026, 3:04:05 AM' } }),
+      "Running 2 lines of Python in the sandbox `img`, chat 3f2a, after starting from another chat's state after its run of 1/2/2026, 3:04:05 AM",
+    );
+    const label = (token: string) => (token === 'a.b.c.d' ? 'then' : undefined);
+    assert.deepEqual(goingBackOf({ startFrom: 'a.b.c.d' }, true, false, label), { goingBack: { by: 'startFrom', run: 'then' } });
+    assert.deepEqual(goingBackOf({ startFrom: 'made.up' }, true, false, label), { goingBack: { by: 'startFrom' } });
+    assert.deepEqual(goingBackOf({ startFrom: 'a.b.c.d' }, false, false, label), {});
     // Refused at the call with reset or rewind: the question says what the input says without it.
-    assert.deepEqual(goingBackOf({ startFrom: 'a.b.c', reset: true }, true, false), {});
-    assert.deepEqual(goingBackOf({ startFrom: 'a.b.c' }, true, true), { goingBack: { by: 'person', setAsideBy: 'startFrom' } });
+    assert.deepEqual(goingBackOf({ startFrom: 'a.b.c.d', reset: true }, true, false, label), {});
+    assert.deepEqual(goingBackOf({ startFrom: 'a.b.c.d' }, true, true, label), { goingBack: { by: 'person', setAsideBy: 'startFrom' } });
   });
 });
