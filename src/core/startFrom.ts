@@ -2,9 +2,9 @@
  * `startFrom`: a chat begins from the state another chat had after one of its runs, which the
  * person chose in the view ("Start a New Chat from Here") and handed over in their message as a
  * token the store made. The other chat's kept runs up to that one are re-run in a new sandbox
- * of this chat; the call's record names that run (its `origin`), so this chat's chain goes on
- * in the other chat's records (a resume or a rewind follows it there). The other chat is not
- * changed.
+ * of this chat; the call's record names that run (its `origin`) and the store keeps copies of
+ * the re-run runs' records with it (storage/chatOrigins.ts), so this chat's chain goes on
+ * through them (a resume or a rewind follows it there). The other chat is not changed.
  */
 import { ToolError, describeError } from './errors';
 import type { Logger } from './logger';

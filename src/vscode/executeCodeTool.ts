@@ -63,8 +63,8 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     // prepareInvocation gets no token; the chat session arrives as chatSessionResource (newer builds).
     const key = sessionKeyFromToken(options as unknown) ?? this.windowKey;
     // The chat is about to run a program: create its sandbox now, while the invocation is set up,
-    // so the first call finds it warm. Not when the person is asked first: a declined run leaves
-    // nothing running.
+    // so the first call finds it warm. Not when the person is asked first (always, for
+    // `startFrom`): a declined run leaves nothing running.
     const input = (options.input ?? {}) as Partial<Record<keyof ToolInput, unknown>>;
     if (!s.confirmBeforeRun && input.startFrom === undefined) this.provider.prewarm?.(key);
     const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
