@@ -14,6 +14,16 @@ export async function startGuest(container: Dockerode.Container, source: string,
   return (await withDeadline(exec.start({ hijack: true, stdin: false }), Math.max(1, giveUp - Date.now()), 'start exec')) as NodeJS.ReadableStream;
 }
 
+/** Resolves when a started guest's output ends, which it does when its process exits; never rejects. */
+export function guestEnded(output: NodeJS.ReadableStream): Promise<void> {
+  return new Promise<void>((resolve) => {
+    output.on('end', resolve);
+    output.on('close', resolve);
+    output.on('error', () => resolve());
+    output.resume();
+  });
+}
+
 /** The container cgroup's count of OOM kills since it started; undefined when it cannot be read. */
 export async function oomKillCount(docker: Dockerode, container: Dockerode.Container): Promise<number | undefined> {
   const stream = await startGuest(container, oomCountSource(), ENGINE_DEADLINE_MS);

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
 import type { NetworkActivity } from '../../core/network';
-import { startGuest } from '../container';
+import { guestEnded, startGuest } from '../container';
 import { ENGINE_DEADLINE_MS, withDeadline } from '../engine';
 import { parseLogLine } from './accessLog';
 import { CallRecord } from './callRecord';
@@ -46,13 +46,7 @@ export async function startMark(sandbox: Dockerode.Container, egress: Egress): P
   const nonce = randomBytes(6).toString('hex');
   const time = Date.now() - 1000;
   try {
-    const s = await startGuest(sandbox, markSource(egress.proxyAddress, nonce), ENGINE_DEADLINE_MS);
-    await new Promise<void>((resolve) => {
-      s.on('end', resolve);
-      s.on('close', resolve);
-      s.on('error', () => resolve());
-      s.resume();
-    });
+    await guestEnded(await startGuest(sandbox, markSource(egress.proxyAddress, nonce), ENGINE_DEADLINE_MS));
     return { nonce, time };
   } catch {
     return undefined;
@@ -82,6 +76,7 @@ export async function runActivity(
   let previousSeen = previous === undefined;
   const from = previous ? previous.time : since;
   let stream: (NodeJS.ReadableStream & { destroy(): void }) | undefined;
+  let markerEnded: Promise<void> | undefined;
   const result = (complete: boolean) => ({ activity: record.finish(complete), ...(mark ? { mark } : {}) });
   try {
     // The marker goes at once, not after the log's answer: Podman answers a follow request only
@@ -94,7 +89,7 @@ export async function runActivity(
     let abandoned = false;
     following.then((s) => abandoned && s.destroy(), () => {});
     try {
-      (await startGuest(sandbox, markSource(egress.proxyAddress, nonce), ENGINE_DEADLINE_MS)).resume();
+      markerEnded = guestEnded(await startGuest(sandbox, markSource(egress.proxyAddress, nonce), ENGINE_DEADLINE_MS));
       stream = await following;
     } catch {
       abandoned = true;
@@ -127,11 +122,15 @@ export async function runActivity(
       stream!.on('end', () => resolve(false));
       stream!.on('error', () => resolve(false));
     });
-    const ended = await withDeadline(marked, MARK_WAIT_MS, 'read the proxy log').catch(() => false);
-    return result(ended && previousSeen);
+    const seen = await withDeadline(marked, MARK_WAIT_MS, 'read the proxy log').catch(() => false);
+    return result(seen && previousSeen);
   } catch {
     return result(false);
   } finally {
     stream?.destroy();
+    // The marker runs as the sandbox's user: one still exiting when the next call starts is a
+    // process that call did not start, and a session call that finds one cannot keep its state.
+    // It ends as soon as the proxy closes its connection (its own timeout bounds it otherwise).
+    if (markerEnded) await withDeadline(markerEnded, MARK_WAIT_MS, 'end the marker').catch(() => {});
   }
 }

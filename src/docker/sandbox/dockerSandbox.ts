@@ -8,7 +8,7 @@ import type { CollectOutcome, OutputSink, ProgramExit, ProgramRun, Sandbox } fro
 import { collectFiles, layOutWorkArea, putRunFiles } from '../files';
 import { ENGINE_DEADLINE_MS, SandboxGoneError, engineFailure, isEngineFailure, isGoneStatus, statusCode, withDeadline, type RuntimeChoice } from '../engine';
 import { ExecStrategy, KILL_GRACE_MS, RunnerChannel, WarmStrategy, type ExitInfo, type StrategyResult, type WarmOps } from '../run';
-import { RUNS_DIR, SandboxLock, killAllSparingSource, oomKillCount, removeQuietly, startGuest, type SandboxSpec } from '../container';
+import { RUNS_DIR, SandboxLock, guestEnded, killAllSparingSource, oomKillCount, removeQuietly, startGuest, type SandboxSpec } from '../container';
 import { imageDistributions } from '../images';
 import { networkNote } from '../../core/network';
 import { egressNames, ensureEgress, proxyRunning, releaseEgress, runActivity, sidecarEgress, startMark, type Egress, type RunMark } from '../network';
@@ -375,13 +375,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
 
   private async killLeftovers(): Promise<void> {
     try {
-      const s = await this.startKiller(KILL_GRACE_MS);
-      await new Promise<void>((resolve) => {
-        s.on('end', resolve);
-        s.on('close', resolve);
-        s.on('error', () => resolve());
-        s.resume();
-      });
+      await guestEnded(await this.startKiller(KILL_GRACE_MS));
     } catch (e) {
       // A fork bomb may leave no room for the killer; the stats and tar checks still hold.
       this.log.warn(`sandbox ${this.name}: could not stop leftover processes before collecting (${describeError(e)})`);
