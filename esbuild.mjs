@@ -32,6 +32,7 @@ function joinRunner() {
     // Each part travels as a raw triple-quoted string, which holds any text but these.
     if (text.includes("'''") || !text.endsWith('\n')) fail(`${file} must end with a newline and may not hold three single quotes in a row (it travels as r'''...''')`);
   }
+  for (const part of parts) part.text = withoutCommentLines(part.text);
   const start = parts.pop();
   return [
     `# The CodeAct Sandbox runner, joined by esbuild.mjs from ${RUNNER_DIR}/ (edit the parts there).`,
@@ -42,6 +43,16 @@ function joinRunner() {
     'del _codeact_part, _codeact_text',
     start.text,
   ].join('\n');
+}
+
+/**
+ * A part as it ships: each line that is only a comment left empty, so that every line keeps its
+ * number (a traceback still names the part's own line) while the source's one argument stays well
+ * under Linux's limit. test/python/test_joined.py checks that each part still parses to exactly
+ * the same tree, so no line of a string was taken for a comment.
+ */
+function withoutCommentLines(text) {
+  return text.replace(/^[ \t]*#.*$/gm, '');
 }
 
 function fail(message) {

@@ -179,14 +179,17 @@ def declined_reply(reason, written):
     return {'t': 'declined', 'reason': reason, 'written': written}
 
 
-def state_reply(base, now, kept, holder, reason=None):
+def state_reply(base, now, kept, holder, reason=None, dropped=None):
     """Session mode's part of the exit reply: the state the program started from and the one the
     next call starts from (ids, '' for empty), whether this call's state was kept, the holder's pid
-    (0: none; the host's own kill of leftovers spares it) and, when a call that succeeded could not
-    be kept, why (threads, processes, sockets)."""
+    (0: none; the host's own kill of leftovers spares it), when a call that succeeded could not
+    be kept, why (threads, processes, sockets), and when PID 1 gave up the state because its
+    holder failed PID 1's check, why (`dropped`)."""
     info = {'from': base, 'now': now, 'kept': kept, 'holder': holder}
     if reason:
         info['reason'] = reason
+    if dropped:
+        info['dropped'] = dropped
     return info
 
 

@@ -110,12 +110,32 @@ def _live_pids():
     return pids
 
 
-def _kill_all(pid, spare=()):
+def _until_only(me, spare):
+    """Kills every live process but PID 1, `me` and `spare` until none is left. Bounded: a process
+    stuck in the kernel (uninterruptible sleep) dies when it comes out, and PID 1 must not hang on
+    it (supervise gives up on such a kill after 5 s as well)."""
+    give_up = time.monotonic() + 3
+    while time.monotonic() < give_up:
+        others = [p for p in _live_pids() if p != 1 and p != me and p not in spare]
+        if not others:
+            return True
+        for p in others:
+            try:
+                os.kill(p, _SIGKILL)
+            except OSError:
+                pass
+    return False
+
+
+def _kill_all(pid, spare=(), wait=False):
     """The program's group (`pid`; None from docker exec, which knows no group), then every other
     process of ours (those that left the group); PID 1 and the caller are never hit by kill(-1).
     `spare`: state holders, which kill(-1) would take too (same uid): then everything is stopped
-    first (a stopped process cannot fork, so a fork bomb cannot outrun the loop), and each process
-    but PID 1, the caller and the holders is killed until no other is left."""
+    first (a stopped process cannot fork, so a fork bomb cannot outrun the loop), each process
+    but PID 1, the caller and the holders is killed until no other is left, and the holders that
+    were running go on. `wait` (the host's kill after a call): also without holders, returns
+    only once every process killed is dead (a zombie has closed its sockets, so the proxy has
+    logged its connections before the call's end-of-record marker), or after the same bound."""
     if pid is not None:
         try:
             os.killpg(pid, _SIGKILL)
@@ -126,25 +146,18 @@ def _kill_all(pid, spare=()):
             os.kill(-1, _SIGKILL)
         except OSError:
             pass
+        if wait:
+            _until_only(os.getpid(), ())
         return
+    # A holder PID 1 stopped between calls stays stopped: continued, it would run the state's
+    # code outside any call (see PID 1's check of a holder).
+    held = [p for p in spare if (_proc_status(p) or (None,))[0] not in (b'T', b't')]
     try:
         os.kill(-1, _SIGSTOP)
     except OSError:
         pass
-    me = os.getpid()
-    # Bounded: a process stuck in the kernel (uninterruptible sleep) dies when it comes out, and
-    # PID 1 must not hang on it (supervise gives up on such a kill after 5 s as well).
-    give_up = time.monotonic() + 3
-    while time.monotonic() < give_up:
-        others = [p for p in _live_pids() if p != 1 and p != me and p not in spare]
-        if not others:
-            break
-        for p in others:
-            try:
-                os.kill(p, _SIGKILL)
-            except OSError:
-                pass
-    for p in spare:
+    _until_only(os.getpid(), spare)
+    for p in held:
         try:
             os.kill(p, _SIGCONT)
         except OSError:

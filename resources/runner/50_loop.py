@@ -39,6 +39,8 @@ class Runner:
         # Holders killed and not yet reaped: a large one takes a moment to go, and a program must
         # not be told it left them running.
         self.dying = set()
+        # Why the state was given up before this call's program started (verify_holder), for its reply.
+        self.dropped = None
         # Preloading on first use: the config's lists, and the learnable modules programs imported
         # since (the runner starts over with them once it is idle; see relearn).
         self.preload_config = []
@@ -332,11 +334,14 @@ class Runner:
         # has just made (mkdir fails on one that exists) holds program.py alone: only one the host
         # wrote, with the program's files, is listed (five syscalls, tens of µs each under gVisor).
         why = None if session else self.stale() or (None if made else _shadowing(d, self.extra))
-        if why:
-            self.channel.send(b'D', rid, declined_reply(why, True))
-            return None
         self.await_exits()
         oom_before = self.oom.read()
+        if why:
+            # A fork of this interpreter would not be what `python3 file` is now (pip made the user
+            # site, a file would shadow a preloaded module): the child execs a new interpreter
+            # instead. It is still PID 1's child, so whatever it leaves ends with the call, as on
+            # the warm path; `docker exec` would leave a daemon running into later calls.
+            return self.run_cold(rid, req, why, poller, oom_before)
         if session:
             # A session program must find no process it did not start (see Program.hold).
             self.drop_waiting()
@@ -354,8 +359,18 @@ class Runner:
         base = ''
         notice = None
         if session and self.state and not req['reset']:
+            # Stopped since it was checked, and nobody of ours continues it: checked again all the same.
+            self.dropped = self.verify_holder(self.state['pid'])
+            if self.dropped is not None:
+                _log('the state holder fails the check before the call (%s); its state is given up' % self.dropped)
+                self.drop_state()
+        if session and self.state and not req['reset']:
             st = self.state
             msg = ('F%s\n%s' % (d, ','.join(str(p) for p in self.not_the_programs()))).encode()
+            try:
+                os.kill(st['pid'], _SIGCONT)
+            except OSError:
+                pass
             if _send(st['sock'], msg, (out_w, err_w, theirs.fileno())):
                 pid = self.await_start(link)
             if pid is None:
@@ -400,6 +415,25 @@ class Runner:
         if theirs is not None:
             theirs.close()
         return self.started(rid, req, pid, out_r, err_r, poller, oom_before, link, base, notice)
+
+    def run_cold(self, rid, req, why, poller, oom_before):
+        """Runs a fresh program in a new interpreter (exec), supervised as any other. Returns the
+        child's exec in the child (it never returns there); None in the runner."""
+        _log('running %s in a new interpreter (%s)' % (req['dir'], why))
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError as e:
+            for fd in (out_r, out_w, err_r, err_w):
+                os.close(fd)
+            self.channel.send(b'D', rid, declined_reply('fork: %s' % e.strerror, True))
+            return None
+        if pid == 0:
+            _exec_program(req['dir'], out_w, err_w)
+        os.close(out_w)
+        os.close(err_w)
+        return self.started(rid, req, pid, out_r, err_r, poller, oom_before, None, '', None)
 
     def started(self, rid, req, pid, out_r, err_r, poller, oom_before, link, base, notice):
         """A run whose program is under way: says so, supervises it, then forks the next child
@@ -539,9 +573,24 @@ class Runner:
         self.channel.send(b'X', rid, reply)
         w.release()
 
+    def verify_holder(self, pid, others=()):
+        """Stops `pid` and checks it from outside (see holder_problem): None when it may hold the
+        state, else why not."""
+        if not _stop_holder(pid, self.wake_r):
+            return 'gone' if _proc_status(pid) is None else 'stop'
+        return holder_problem(pid, set(others) | self.dying | set(self.exiting))
+
     def commit(self, pid, link, base, keep, status, unkept):
         """The end of a session call: the program that is now a holder replaces the previous one
-        (killed only now), or, when the call did not succeed, the previous holder stays."""
+        (killed only now), or, when the call did not succeed, the previous holder stays. Either
+        way the holder is stopped and checked by PID 1 first (verify_holder): the program said it
+        was kept, and what the program says is not taken."""
+        dropped, self.dropped = self.dropped, None
+        if keep:
+            why = self.verify_holder(pid, self.spared())
+            if why is not None:
+                _log('a program said it was kept, and its process fails the check (%s): not kept' % why)
+                keep, unkept = False, why
         if keep:
             old = self.state
             self.state = {'pid': pid, 'sock': link, 'id': os.urandom(4).hex()}
@@ -555,5 +604,11 @@ class Runner:
             link.close()
             if status == 0 and unkept is None:
                 unkept = 'link'  # exited 0 without saying it was kept (it closed its link)
+            # The state stays only as it was: the holder ran during the call (it forked the program).
+            if self.state is not None:
+                dropped = self.verify_holder(self.state['pid'])
+                if dropped is not None:
+                    _log('the state holder fails the check after the call (%s); its state is given up' % dropped)
+                    self.drop_state()
         now, holder = (self.state['id'], self.state['pid']) if self.state else ('', 0)
-        return state_reply(base, now, keep, holder, None if keep or status != 0 else unkept)
+        return state_reply(base, now, keep, holder, None if keep or status != 0 else unkept, dropped)

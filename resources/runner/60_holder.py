@@ -99,3 +99,103 @@ def _oom_adj(value=None):
         return value
     except (OSError, ValueError):
         return None
+
+
+# PID 1's own check of a holder. The holder's checks (Program.unkeepable) run in the program's
+# process, where the program can replace them: the runner's globals are one frame above its own,
+# and sys.stdout, sys.modules and `random` are the program's objects. So a holder is taken as the
+# state only as PID 1 sees it from outside, stopped (SIGSTOP, which no handler can catch or
+# block): one thread, no other process of the sandbox, no inet socket open. It stays stopped
+# between calls, so the state runs no code outside a call, and it is checked again before each
+# fork and whenever a call that failed leaves it the state.
+_INET_TABLES = ('/proc/net/tcp', '/proc/net/tcp6', '/proc/net/udp', '/proc/net/udp6', '/proc/net/raw', '/proc/net/raw6')
+# How long a holder may take to stop (a process in the kernel stops on its way out).
+HOLDER_STOP_SECONDS = 5.0
+
+
+def _inet_sockets(uid):
+    """Inet sockets of `uid` in the sandbox's network namespace that a process holds open (a closed
+    one waiting out TIME_WAIT has inode 0). Read by PID 1 when no other process of the sandbox is
+    running, so every one found is the holder's."""
+    n = 0
+    for path in _INET_TABLES:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            chunks = []
+            while True:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        except OSError:
+            chunks = []
+        finally:
+            os.close(fd)
+        n += inet_sockets_in(b''.join(chunks), uid)
+    return n
+
+
+def inet_sockets_in(table, uid):
+    """How many rows of a /proc/net/{tcp,udp,raw}[6] table are sockets of `uid` still open."""
+    n = 0
+    for line in table.split(b'\n')[1:]:
+        fields = line.split()
+        # sl local rem st queues timer retransmits uid timeout inode ...
+        if len(fields) >= 10 and fields[7].isdigit() and int(fields[7]) == uid and fields[9].isdigit() and fields[9] != b'0':
+            n += 1
+    return n
+
+
+def _stop_holder(pid, wake_r):
+    """Stops `pid` and waits until the kernel says it is stopped: True; False when it is gone, or
+    not stopped within HOLDER_STOP_SECONDS. PID 1's SIGCHLD (a child that stops reports it)
+    wakes the wait; a holder still reparenting is looked at again every few ms."""
+    try:
+        os.kill(pid, _SIGSTOP)
+    except OSError:
+        return False
+    poller = None
+    deadline = time.monotonic() + HOLDER_STOP_SECONDS
+    while True:
+        st = _proc_status(pid)
+        if st is None or st[0] in (b'Z', b'X', b'x'):
+            return False
+        if st[0] in (b'T', b't'):
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        if poller is None:
+            poller = select.poll()
+            poller.register(wake_r, select.POLLIN)
+        try:
+            if poller.poll(min(5, int(left * 1000) + 1)):
+                # Only the wake-up is taken here; reap() still finds every exit.
+                os.read(wake_r, 4096)
+        except (InterruptedError, BlockingIOError):
+            pass
+
+
+def holder_problem(pid, others):
+    """Why the stopped process `pid` cannot hold the state, as the host's words for it (threads,
+    processes, sockets), or None. `others`: processes that are not its doing (an earlier holder,
+    ones PID 1 killed and has not reaped)."""
+    try:
+        fd = os.open('/proc/%d/status' % pid, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            status = os.read(fd, 4096).decode('ascii', 'replace')
+        finally:
+            os.close(fd)
+    except OSError:
+        return 'gone'
+    if proc_number(status, 'Threads') != 1:
+        return 'threads'
+    me = os.getpid()
+    if any(p not in (1, me, pid) and p not in others for p in _live_pids()):
+        return 'processes'
+    if _inet_sockets(os.getuid()):
+        return 'sockets'
+    return None

@@ -106,6 +106,39 @@ def _late_sites():
     sys.path[k:k] = added
 
 
+def _exec_program(d, out_w, err_w):
+    """In a child of PID 1: becomes `python3 <d>/program.py` by exec, started as `docker exec` starts
+    it (the environment the runner started with, default signal dispositions, nothing blocked, no
+    descriptor but 0-2), in a session of its own. Never returns."""
+    try:
+        os.setsid()
+        null = os.open('/dev/null', os.O_RDONLY)
+        os.dup2(null, 0, inheritable=True)
+        os.dup2(out_w, 1, inheritable=True)
+        os.dup2(err_w, 2, inheritable=True)
+        for fd in os.listdir('/proc/self/fd'):
+            if int(fd) > 2:
+                try:
+                    os.close(int(fd))
+                except OSError:
+                    pass
+        _signal.set_wakeup_fd(-1)
+        for s in _signal.valid_signals():
+            try:
+                _signal.signal(s, _signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass  # SIGKILL, SIGSTOP
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
+        os.chdir(d)
+        path = d + '/program.py'
+        os.execvpe('python3', ['python3', path], _START_ENV)
+    except BaseException as e:  # noqa: BLE001 - nothing of the runner's may run on in this child
+        try:
+            os.write(2, ('python3: cannot start %s: %s\n' % (d, e)).encode('utf-8', 'backslashreplace'))
+        finally:
+            os._exit(127)
+
+
 class Program:
     """In a forked child: what it takes from the runner to become the program, and its end."""
 
@@ -306,8 +339,20 @@ class Program:
         """Becomes the state holder once the program succeeded; returns None when it cannot be kept
         (PID 1 is told why, and the program ends as usual). In the holder, it waits for PID 1's
         fork requests, and returns only in the process of the next program, ready to run it."""
+        # Whatever runs the program's objects comes before the checks: the flush of its sys.stdout,
+        # the names of its sys.modules (a key's own hash), its `random`. Code of the program's that
+        # runs after them (it can replace them, and the runner's own functions) is PID 1's to
+        # catch: it stops and checks this process once it says it is kept (Runner.verify_holder).
+        flushed = self._flush_std_files()
+        # What each next program starts with, made once.
+        forked = ForkModules(sys.modules)
+        random = sys.modules.get('random')
+        try:
+            seed = random.getstate() if random is not None else None
+        except Exception:  # noqa: BLE001 - the program's own `random`, replaced
+            random = seed = None
         why = self.unkeepable()
-        if why is None and self._flush_std_files() < 0:
+        if why is None and flushed < 0:
             why = 'flush'
         if why:
             _send(self.ctl, b'N' + why.encode())
@@ -341,8 +386,7 @@ class Program:
         self.held_mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
         if not _send(self.ctl, b'K'):
             os._exit(0)
-        # What each next program starts with, made once, while the host reads this call's result.
-        forked = ForkModules(sys.modules)
+        # PID 1 stops this process now, and continues it for each fork it asks for.
         while True:
             data, fds = _recv(self.ctl, 3)
             if not data:
@@ -352,8 +396,6 @@ class Program:
                     os.close(fd)
                 continue
             d, _, spare = data[1:].decode('ascii', 'replace').partition('\n')
-            random = sys.modules.get('random')
-            seed = random.getstate() if random is not None else None
             try:
                 pid = os.fork()
             except OSError:

@@ -170,7 +170,8 @@ const stateId = z.string().regex(/^(?:[0-9a-f]{8})?$/);
 /**
  * A session call's state, as the runner saw it: the state the program started from and the one
  * the next call starts from (ids; '' is the empty state), whether this call's state was kept,
- * the pid of the process holding the state (0: none), and why a call that exited 0 could not be kept.
+ * the pid of the process holding the state (0: none), why a call that exited 0 could not be kept,
+ * and why PID 1 gave the state up.
  */
 export const stateReplySchema = z
   .object({
@@ -179,6 +180,8 @@ export const stateReplySchema = z
     kept: z.boolean(),
     holder: z.number().int().min(0),
     reason: z.string().max(40).optional(),
+    /** PID 1 gave the state up: its holder failed PID 1's own check (threads, processes, sockets). */
+    dropped: z.string().max(40).optional(),
   })
   .strict();
 

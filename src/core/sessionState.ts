@@ -18,6 +18,8 @@ export interface StateOutcome {
   kept: boolean;
   /** Why a call that exited 0 could not be kept (threads, processes, sockets, ...). */
   reason?: string;
+  /** The state was given up: the process holding it failed the sandbox's own check (threads, processes, sockets, ...). */
+  dropped?: string;
   /** The sandbox stopped or was restarted while the program ran: the state went with it. */
   ended?: boolean;
 }
@@ -29,6 +31,17 @@ const UNKEPT: Record<string, string> = {
   sockets: 'it left sockets open',
   flush: 'its output could not be flushed',
   link: 'it closed its link to the sandbox',
+  stop: 'its process could not be stopped between calls',
+  gone: 'its process ended',
+};
+
+/** Why the process holding a state failed the sandbox's own check, as a clause. */
+const HOLDER_FAILED: Record<string, string> = {
+  threads: 'it was running threads',
+  processes: 'other processes were running',
+  sockets: 'it held sockets open',
+  stop: 'it could not be stopped',
+  gone: 'it had ended',
 };
 
 /** Why a successful call's state was not kept, as a clause ("it left threads running"). */
@@ -43,6 +56,11 @@ export const STATE_LINES = {
   unkept: (why: string) => `State: not kept, because ${why}; the next call starts from the state before this call.`,
   ended: 'State: lost, because the sandbox stopped while this call ran; the next call starts from an empty state.',
   lost: 'The earlier state was lost (the sandbox was removed or restarted), so this call started from an empty state.',
+  /** The process holding the state failed the sandbox's own check before this call's program started. */
+  droppedBefore: (why: string) => `The earlier state was given up, because the process holding it failed the sandbox's check (${why}), so this call started from an empty state.`,
+  /** ... or after a call that did not succeed, which would have left it the state. */
+  droppedAfter: (why: string) =>
+    `State: given up, because the process holding it failed the sandbox's check after this call (${why}); the next call starts from an empty state.`,
   unavailable:
     "State: not available to this call, because the sandbox's warm interpreter is not running; it ran as a fresh program and nothing was kept.",
 } as const;
@@ -143,6 +161,11 @@ export class SessionStates {
         : outcome.now
           ? STATE_LINES.unchanged
           : STATE_LINES.unchangedEmpty;
+    if (outcome.dropped) {
+      const why = HOLDER_FAILED[outcome.dropped] ?? outcome.dropped;
+      // Given up before the program (it started from the empty state), or after a call that failed.
+      return outcome.from === '' ? `${STATE_LINES.droppedBefore(why)} ${verdict}` : STATE_LINES.droppedAfter(why);
+    }
     return lost ? `${STATE_LINES.lost} ${verdict}` : verdict;
   }
 }

@@ -116,7 +116,7 @@ describe('preloading on first use (integration)', function () {
       'open(os.path.join(site.getusersitepackages(), "x.pth"), "w").write("import os; os.getpid() == 1 and open(\'/sandbox/tmp/pth-in-pid1\', \'w\')\\n")\n' +
       'import decimal\nprint(decimal.Decimal(2))';
     assert.equal((await run(p, key, site)).text, 'stdout:\n2');
-    // Not told of a restart, the host has the same runner; later fresh calls see the user site (docker exec).
+    // Not told of a restart, the host has the same runner; later fresh calls see the user site (a new interpreter the runner execs).
     await warmSandbox(p, key);
     assert.equal((await run(p, key, 'import os\nprint(os.path.exists("/sandbox/tmp/pth-in-pid1"))')).text, 'stdout:\nFalse');
   });

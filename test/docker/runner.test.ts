@@ -202,8 +202,9 @@ describe('the warm runner (integration)', function () {
       assert.notEqual(a.text, b.text);
     });
 
-    it('leaves a program that a file next to it would shadow to docker exec', async function () {
-      // The runner has `ctypes` loaded; a fresh interpreter would import the shared ctypes.py.
+    it('runs a program that a file next to it would shadow in a new interpreter, as python3 file would', async function () {
+      // The runner has `ctypes` loaded; a fresh interpreter would import the shared ctypes.py: the
+      // runner's child execs one (still its child, so the call's processes end with it).
       const file = Buffer.from('WHO = "the shared file"\n');
       const staged: StagedFile = { name: 'ctypes.py', size: file.length, open: () => Readable.from([file]) };
       const code = 'import ctypes\nprint(ctypes.WHO)';

@@ -62,4 +62,19 @@ describe('session state lines (unit)', () => {
     );
     assert.equal(states.settle('chat', { reset: false, succeeded: true, outcome: kept('', 'bbbbbbbb') }), STATE_LINES.kept);
   });
+
+  it('says the state was given up when its holder failed the sandbox\'s check, before the call or after a failed one', () => {
+    const states = new SessionStates();
+    states.settle('chat', { reset: false, succeeded: true, outcome: kept('', 'aaaaaaaa') });
+    assert.equal(
+      states.settle('chat', { reset: false, succeeded: false, outcome: { from: 'aaaaaaaa', now: '', kept: false, dropped: 'threads' } }),
+      "State: given up, because the process holding it failed the sandbox's check after this call (it was running threads); the next call starts from an empty state.",
+    );
+    states.settle('chat', { reset: false, succeeded: true, outcome: kept('', 'bbbbbbbb') });
+    assert.equal(
+      states.settle('chat', { reset: false, succeeded: true, outcome: { from: '', now: 'cccccccc', kept: true, dropped: 'sockets' } }),
+      "The earlier state was given up, because the process holding it failed the sandbox's check (it held sockets open), so this call started from an empty state. State: kept for the next call.",
+    );
+    assert.equal(states.settle('chat', { reset: false, succeeded: true, outcome: kept('cccccccc', 'dddddddd') }), STATE_LINES.kept);
+  });
 });

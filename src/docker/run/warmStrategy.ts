@@ -115,7 +115,7 @@ export class WarmStrategy implements RunStrategy {
         // The runner says whether the kernel OOM-killed its child when it can tell; else the cgroup is asked.
         const oomKilled = outcome.oomKilled ?? (exitCode === KILLED_STATUS && (await ops.newOomKill()));
         const s = outcome.state;
-        const state = s ? { from: s.from, now: s.now, kept: s.kept, holder: s.holder, ...(s.reason ? { reason: s.reason } : {}) } : undefined;
+        const state = s ? { from: s.from, now: s.now, kept: s.kept, holder: s.holder, ...(s.reason ? { reason: s.reason } : {}), ...(s.dropped ? { dropped: s.dropped } : {}) } : undefined;
         return { kind: 'exit', exit: { exitCode, ...(oomKilled ? { oomKilled: true } : {}), ...(state ? { state } : {}) } };
       }
       case 'declined':

@@ -1,0 +1,178 @@
+import * as assert from 'node:assert/strict';
+import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
+import { NOTHING_PRINTED } from '../../src/core/format';
+import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
+import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
+import { dockerCli, log, runLimits, uniqueSessionKey, useDocker } from './helpers';
+
+/**
+ * A session program against the state holder it becomes. The holder's own checks run in the
+ * program's process, where the program can replace them (the runner's globals are one frame above
+ * its own): PID 1 stops the holder and checks it from outside, keeps it stopped between calls, and
+ * checks it again before each fork. Each attack here was kept, its thread alive at the next call,
+ * before PID 1 checked.
+ */
+function call(provider: DockerSandboxProvider, states: SessionStates, sessionKey: string, code: string, outputs?: string[]): Promise<ExecuteReport> {
+  return executeCode(
+    provider,
+    log,
+    {
+      code,
+      sessionKey,
+      state: { reset: false, states },
+      ...(outputs
+        ? {
+            filesOut: {
+              outputs: { mode: 'declared' as const, names: outputs },
+              caps: { maxFiles: 5, maxFileBytes: 1024, maxTotalBytes: 1024 },
+              sink: async (name: string, size: number, body: NodeJS.ReadableStream) => {
+                for await (const _chunk of body) void _chunk;
+                return { name, size };
+              },
+              savedWhere: 'in the test',
+            },
+          }
+        : {}),
+    },
+    runLimits(),
+  );
+}
+
+/** A thread that writes for as long as it lives: what a survivor between calls would be doing. */
+const BEAT = [
+  'import sys, threading, time',
+  'def beat():',
+  '    while True:',
+  "        open('/sandbox/tmp/beat', 'a').write('x')",
+  '        time.sleep(0.01)',
+  '# The runner one frame above the program: its globals, and the Program that runs it.',
+  'runner = sys._getframe(1).f_globals',
+].join('\n');
+
+/** Replaces the runner's _send so that `act` runs after the holder's own checks, just before it says it is kept. */
+function afterTheChecks(act: string): string {
+  return [
+    BEAT,
+    "send = runner['_send']",
+    'def sending(sock, data, fds=()):',
+    "    if data == b'K':",
+    `        ${act}`,
+    '    return send(sock, data, fds)',
+    "runner['_send'] = sending",
+    'x = 0',
+  ].join('\n');
+}
+
+/** The largest thread count of any other process of the sandbox, as the next program sees it. */
+const THREADS_ELSEWHERE = [
+  'import os',
+  'counts = [1]',
+  "for p in os.listdir('/proc'):",
+  '    if p.isdigit() and int(p) not in (1, os.getpid()):',
+  '        try:',
+  "            for line in open('/proc/%s/status' % p):",
+  "                if line.startswith('Threads:'):",
+  '                    counts.append(int(line.split()[1]))',
+  '        except OSError:',
+  '            pass',
+  'print(x, max(counts))',
+].join('\n');
+
+const KEPT = STATE_LINES.kept;
+
+describe('the state holder against its own program (integration)', function () {
+  const sandboxes = useDocker();
+
+  const attacks: [string, string, string][] = [
+    ['replaces its check and starts a thread', `${BEAT}\nrunner['_program'].unkeepable = lambda: None\nx = 0\nthreading.Thread(target=beat, daemon=True).start()`, 'it left threads running'],
+    ['starts a thread after the checks', afterTheChecks('threading.Thread(target=beat, daemon=True).start()'), 'it left threads running'],
+    ['forks a child after the checks', afterTheChecks("import os\n        if os.fork() == 0:\n            time.sleep(60)\n            os._exit(0)"), 'it left child processes running'],
+    [
+      'opens a listening socket after the checks',
+      afterTheChecks("import socket\n        globals()['held'] = socket.socket()\n        held.bind(('127.0.0.1', 0))\n        held.listen()"),
+      'it left sockets open',
+    ],
+    // The program's own objects the holder used after its checks: each starts a thread once the
+    // program's last line has armed it (sys.stdout is flushed once at the end before the holder's turn).
+    [
+      'leaves a sys.stdout whose flush starts a thread',
+      `${BEAT}\nclass Out:\n    n = 0\n    def write(self, s):\n        return len(s)\n    def flush(self):\n        Out.n += 1\n        if Out.n == 2:\n            threading.Thread(target=beat, daemon=True).start()\nx = 0\nsys.stdout = Out()`,
+      'it left threads running',
+    ],
+    [
+      'leaves a module name whose hash starts a thread',
+      `${BEAT}\narmed = []\nclass Name(str):\n    def __hash__(self):\n        if armed and not armed[0]:\n            armed[0] = threading.Thread(target=beat, daemon=True)\n            armed[0].start()\n        return str.__hash__(self)\nsys.modules[Name('codeact_probe')] = sys\nx = 0\narmed.append(None)`,
+      'it left threads running',
+    ],
+    [
+      'leaves a random module whose state starts a thread',
+      `${BEAT}\nclass Random:\n    def getstate(self):\n        threading.Thread(target=beat, daemon=True).start()\n        return None\n    def setstate(self, state):\n        pass\nx = 0\nsys.modules['random'] = Random()`,
+      'it left threads running',
+    ],
+  ];
+
+  for (const [what, code, why] of attacks) {
+    it(`a program that ${what} is not kept, and nothing of it runs at the next call`, async function () {
+      const provider = sandboxes.makeProvider();
+      const states = new SessionStates();
+      const key = uniqueSessionKey('holder-attack');
+      assert.equal((await call(provider, states, key, 'x = 41')).text, `${NOTHING_PRINTED}\n\n${KEPT}`);
+      assert.equal((await call(provider, states, key, code)).text, `${NOTHING_PRINTED}\n\n${STATE_LINES.unkept(why)}`);
+      assert.equal((await call(provider, states, key, THREADS_ELSEWHERE)).text, `stdout:\n41 1\n\n${KEPT}`);
+    });
+  }
+
+  it('gives the state up when its holder starts a thread as it forks a call that then fails', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('holder-fork');
+    // Passes every check when it is kept: the thread comes only with the next fork request.
+    const armed = [
+      BEAT,
+      "recv = runner['_recv']",
+      'def receiving(sock, nfds=0):',
+      '    got = recv(sock, nfds)',
+      "    if got[0][:1] == b'F':",
+      '        threading.Thread(target=beat, daemon=True).start()',
+      '    return got',
+      "runner['_recv'] = receiving",
+      'x = 41',
+    ].join('\n');
+    assert.equal((await call(provider, states, key, armed)).text, `${NOTHING_PRINTED}\n\n${KEPT}`);
+    assert.equal((await call(provider, states, key, 'raise SystemExit(1)')).text, `exit code: 1\n\n${STATE_LINES.droppedAfter('it was running threads')}`);
+    const next = THREADS_ELSEWHERE.replace('print(x, max(counts))', "print('x' in globals(), max(counts))");
+    assert.equal((await call(provider, states, key, next)).text, `stdout:\nFalse 1\n\n${KEPT}`);
+  });
+
+  it('keeps the holder stopped between calls, also after the host stops what a call left to collect its files', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('holder-stopped');
+    const saved = await call(provider, states, key, "x = 41\nopen('out.txt', 'w').write('42')", ['out.txt']);
+    assert.ok(saved.text.endsWith(KEPT), saved.text);
+    // From outside: every process of the sandbox user but PID 1 (the holder, and no other) is stopped.
+    const states_ = await dockerCli(
+      'exec',
+      '-u',
+      '65534:65534',
+      saved.sandboxId,
+      'python3',
+      '-c',
+      [
+        'import os',
+        'seen = []',
+        "for p in os.listdir('/proc'):",
+        '    if p.isdigit() and int(p) not in (1, os.getpid()):',
+        '        try:',
+        "            fields = dict(l.split(':', 1) for l in open('/proc/%s/status' % p) if ':' in l)",
+        '        except OSError:',
+        '            continue',
+        "        if fields['Uid'].split()[0] == str(os.getuid()):",
+        "            seen.append(fields['State'].split()[0])",
+        'print(sorted(seen))',
+      ].join('\n'),
+    );
+    assert.equal(states_.trim(), "['T']");
+    assert.equal((await call(provider, states, key, 'print(x)')).text, `stdout:\n41\n\n${KEPT}`);
+  });
+});
