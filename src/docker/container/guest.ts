@@ -39,12 +39,14 @@ export const KEEPER_SOURCE = [
  * Stops a program and everything it started, from `docker exec` (no runner to ask): kill(-1)
  * reaches every process this uid may signal except PID 1 and the caller, i.e. exactly the
  * program's processes. With `spare` (a session's state holder, which kill(-1) would take too),
- * everything is stopped first and each other process killed until none is left. The runner's own
- * _kill_all does it (part 05); only integers reach the source.
+ * everything is stopped first and each other process killed until none is left (a holder PID 1
+ * stopped stays stopped). It ends once every process it killed is dead, so the call's connections
+ * are closed and logged before the call's end is marked. The runner's own _kill_all does it (part
+ * 05); only integers reach the source.
  */
 export function killAllSparingSource(spare: readonly number[]): string {
   const pids = spare.filter((p) => Number.isInteger(p) && p > 1);
-  return `${guestSource()}\n_kill_all(None, (${pids.map((p) => `${p},`).join(' ')}))\n`;
+  return `${guestSource()}\n_kill_all(None, (${pids.map((p) => `${p},`).join(' ')}), wait=True)\n`;
 }
 
 export { GUEST_PYTHON_FLAGS } from './pythonFlags';

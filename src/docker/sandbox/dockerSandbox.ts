@@ -344,6 +344,10 @@ export class DockerSandbox implements Sandbox, WarmOps {
         if (run.signal.aborted) return done({ exitCode: null });
       }
       const result = await this.execStrategy.run(workDir, run);
+      // docker exec ends nothing the program started: a daemon it left (a double fork) would run
+      // into later calls, its connections in their records or in none. Every way a program runs
+      // ends its processes, and waits for them, before the call's end is reported.
+      await this.killLeftovers();
       return done(result.kind === 'exit' ? result.exit : { exitCode: null });
     } catch (e) {
       throw this.translate(e);
