@@ -137,6 +137,40 @@ describe('files in and out (integration)', function () {
     assert.deepEqual(fs.readdirSync(r.writer.filesDir), []);
   });
 
+  it("never reads the image's files through a run folder the program replaced with a link", async function () {
+    const tail = 'Only regular files within the limits are saved, and never in part.';
+    // Its own run folder: a link to /etc, where shadow is root's alone.
+    const own = await call("import os, shutil\nd = os.getcwd()\nos.chdir('/')\nshutil.rmtree(d)\nos.symlink('/etc', d)\nprint('swapped')", { outputs: ['shadow', 'hostname'] });
+    assert.equal(own.report.text, `stdout:\nswapped\n\nNot saved: shadow (its run folder was replaced by a symbolic link); hostname (its run folder was replaced by a symbolic link). ${tail}`);
+    assert.deepEqual(fs.readdirSync(own.writer.filesDir), []);
+    // The runs folder itself: a link to a folder of the program's, where its run folder's name leads to /etc.
+    const key = uniqueSessionKey('files-runs-link');
+    const runs = [
+      'import os',
+      "name = os.path.basename(os.getcwd())",
+      "os.mkdir('/sandbox/elsewhere')",
+      "os.symlink('/etc', '/sandbox/elsewhere/' + name)",
+      "os.rename('/sandbox/runs', '/sandbox/runs-moved')",
+      "os.symlink('/sandbox/elsewhere', '/sandbox/runs')",
+      "print('swapped')",
+    ].join('\n');
+    const moved = await call(runs, { outputs: ['shadow'], sessionKey: key });
+    assert.equal(moved.report.text, `stdout:\nswapped\n\nNot saved: shadow (the sandbox's runs folder was replaced by a symbolic link). ${tail}`);
+    assert.deepEqual(fs.readdirSync(moved.writer.filesDir), []);
+    // Then straight to /etc: the next call's files are copied into a work area laid out again, not
+    // through the link into the image's own layer.
+    const etc = await call("import os\nos.unlink('/sandbox/runs')\nos.symlink('/etc', '/sandbox/runs')\nprint('swapped')", { sessionKey: key });
+    assert.equal(etc.report.text, 'stdout:\nswapped');
+    const next = await call("import os\nprint(open('data/sales.csv').read().count(','), os.path.islink('/sandbox/runs'), os.path.exists('/etc/' + os.path.basename(os.getcwd())))", {
+      files: ['data/sales.csv'],
+      sessionKey: key,
+    });
+    assert.equal(
+      next.report.text,
+      "stdout:\n3 False False\n\nThe sandbox's work area had been changed so that nothing could be copied into it safely (its runs folder was replaced by a link), so the sandbox was restarted first; files written by earlier calls are gone.",
+    );
+  });
+
   it('refuses an over-cap output whole and keeps the ones that fit', async function () {
     const r = await call('open("big.bin", "wb").write(b"x" * (3 * 1024 * 1024))\nopen("small.txt", "w").write("ok")', {
       outputs: ['big.bin', 'small.txt'],

@@ -98,6 +98,15 @@ export async function collectFiles(
   sink: OutputSink,
 ): Promise<CollectOutcome> {
   const outcome: CollectOutcome = { saved: [], missing: [], refused: [] };
+  // The engine reads as root and follows a link in any folder of a path but the last: a program
+  // that replaced its run folder, or the runs folder, with one would have the image's own files
+  // read (its /etc/shadow, a Dev Container's secrets). Nothing of the program's runs now (its
+  // processes were stopped first), so what is checked here is what is read below.
+  const replaced = await replacedFolder(container, runDir);
+  if (replaced) {
+    for (const name of names) outcome.refused.push({ name, reason: replaced });
+    return outcome;
+  }
   let total = 0;
   for (const name of names) {
     if (outcome.saved.length >= caps.maxFiles) {
@@ -136,6 +145,38 @@ export async function collectFiles(
     }
   }
   return outcome;
+}
+
+/**
+ * Why the folders a call's files are read from or copied into cannot be trusted: the runs folder
+ * or the run's own folder is a link (or no folder at all). Undefined when both are the folders the
+ * sandbox made (a run folder the program removed is no reason: its files are simply missing).
+ */
+export async function replacedFolder(container: Dockerode.Container, runDir: string): Promise<string | undefined> {
+  const runs = path.posix.dirname(runDir);
+  for (const [folder, what] of [
+    [runs, "the sandbox's runs folder"],
+    [runDir, 'its run folder'],
+  ] as const) {
+    const stat = await statPath(container, folder);
+    if (!stat) return undefined;
+    if (isLink(stat, folder)) return `${what} was replaced by a symbolic link`;
+    if (((stat.mode & MODE.dir) >>> 0) === 0) return `${what} was replaced by something that is not a folder`;
+  }
+  return undefined;
+}
+
+/**
+ * Why the runs folder cannot take a call's files: the engine writes as root and follows a link
+ * there, past the read-only root (the image's own layer). Undefined when it is the folder the
+ * sandbox made. Checked when nothing of the chat's runs (a state's holder is stopped between calls).
+ */
+export async function runsFolderProblem(container: Dockerode.Container, runs: string): Promise<string | undefined> {
+  const stat = await statPath(container, runs);
+  if (!stat) return 'its runs folder was removed';
+  if (isLink(stat, runs)) return 'its runs folder was replaced by a link';
+  if (((stat.mode & MODE.dir) >>> 0) === 0) return 'its runs folder was replaced by something that is not a folder';
+  return undefined;
 }
 
 /** Reads a single-file archive; the tar header is checked again, since it is what is really sent. */

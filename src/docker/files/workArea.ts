@@ -4,8 +4,8 @@ import type { Logger } from '../../core/logger';
 import type { ProgramRun } from '../../core/sandbox';
 import { archiveOf } from './archive';
 import { isNoSpace, withDeadline } from '../engine';
-import { WORK_ROOT } from '../container';
-import { runArchive } from './transfer';
+import { RUNS_DIR, WORK_ROOT } from '../container';
+import { runArchive, runsFolderProblem } from './transfer';
 
 /** Lays out /sandbox (a tmpfs: empty after every start): home, tmp and the runs folder. */
 export async function layOutWorkArea(container: Dockerode.Container, deadlineMs: number): Promise<void> {
@@ -50,6 +50,14 @@ export interface WorkAreaHost {
  */
 export async function putRunFiles(host: WorkAreaHost, callId: string, run: ProgramRun, deadlineMs: number): Promise<string[]> {
   const { workAreaMb } = host.spec.limits;
+  const notes: string[] = [];
+  const problem = await withDeadline(runsFolderProblem(host.container, RUNS_DIR), deadlineMs, 'check the work area');
+  if (problem) {
+    // A program made it so; a restart lays the work area out again (a tmpfs: empty after it).
+    host.log.warn(`sandbox ${host.name}: ${problem}; restarting it before copying files in`);
+    await host.restart();
+    notes.push(`The sandbox's work area had been changed so that nothing could be copied into it safely (${problem}), so the sandbox was restarted first; files written by earlier calls are gone.`);
+  }
   const put = () =>
     withDeadline(
       host.container.putArchive(runArchive(`runs/${callId}`, run.code, run.files ?? []), { path: WORK_ROOT }),
@@ -59,7 +67,7 @@ export async function putRunFiles(host: WorkAreaHost, callId: string, run: Progr
     );
   try {
     await put();
-    return [];
+    return notes;
   } catch (e) {
     if (!isNoSpace(e)) throw e;
   }
