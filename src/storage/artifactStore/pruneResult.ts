@@ -1,0 +1,5 @@
+export interface PruneResult {
+  deletedRuns: number;
+  freedBytes: number;
+  totalBytes: number;
+}
