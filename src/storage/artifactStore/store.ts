@@ -7,10 +7,12 @@ import type { ChatRun, StateRun } from '../../core/resume';
 import { keepOrigin, originReader, readStartToken, startToken, stitchedStateRuns, type OriginReader } from '../chatOrigins';
 import { StateSeal } from '../stateSeal';
 import { RUN_ID, SESSION_ID, StoreIndex, compare, measureRun, nodeStoreFs, parseRecord, runTime, scanStore, type StoreFs } from '../storeIndex';
+import { evictionPlan, type BudgetRun } from './budget';
+import { liveChains } from './chains';
 import { StoreEvents, type Disposable } from './events';
 import { RunFolders } from './folders';
 import { readable, sessionSummaries, type SessionSummary } from './listing';
-import type { PruneResult } from './pruneResult';
+import { PruneTally, type PruneResult } from './pruneResult';
 
 /**
  * Files a program produced, and a record of its run, on plain disk (folders.ts has the layout).
@@ -22,7 +24,8 @@ import type { PruneResult } from './pruneResult';
  * answered from an index: the disk is walked the first time the store is used (and after
  * `reload`, or when an update of the index failed); after that a finished run is measured once,
  * and a deleted one is forgotten. Runs another window sharing the root adds later are seen after
- * `reload` (its unfinished runs known to the index are measured again before each prune).
+ * `reload` (its unfinished runs known to the index are measured again before each prune). Which
+ * runs a prune deletes: budget.ts.
  */
 
 export interface ArtifactStoreOptions {
@@ -35,6 +38,11 @@ export interface ArtifactStoreOptions {
   unfinishedGraceMs?: number;
   /** The file operations behind listing and pruning; tests count them. */
   fs?: StoreFs;
+}
+
+export interface PruneOptions {
+  /** The chat (its digest) whose call the prune follows: it pays first (budget.ts). */
+  caller?: string;
 }
 
 export class ArtifactStore {
@@ -213,30 +221,39 @@ export class ArtifactStore {
   }
 
   /**
-   * Deletes whole runs, oldest first across all sessions, until the store fits `budgetBytes`.
-   * Runs still being written are never touched, so the result may stay over budget. Reads only
-   * the runs that are unfinished or deleted; the rest comes from the index.
+   * Deletes whole runs until the store fits `budgetBytes`, in the order budget.ts sets: the
+   * caller's runs first, a chat's state whole or not at all. Runs still being written are never
+   * touched, so the result may stay over budget. Reads only the runs that are unfinished or
+   * deleted, and, over budget, the copies chats keep of others' records; the rest comes from the index.
    */
-  prune(budgetBytes: number): Promise<PruneResult> {
+  prune(budgetBytes: number, { caller }: PruneOptions = {}): Promise<PruneResult> {
+    if (caller !== undefined) this.sessionDir(caller);
     return this.serial(async () => {
       const index = await this.remeasureUnfinished(await this.loaded());
-      let total = index.totalBytes;
-      let deletedRuns = 0;
-      let freedBytes = 0;
-      for (const { sessionDigest, runId, run } of total > budgetBytes ? index.allRunsOldestFirst() : []) {
-        if (total <= budgetBytes) break;
-        if (this.active.has(`${sessionDigest}/${runId}`)) continue;
-        if (!run.finished && this.now() - runTime(runId) < this.unfinishedGraceMs) continue;
-        const gone = await this.removeRun(sessionDigest, runId);
-        await this.folders.removeSessionIfEmpty(sessionDigest);
-        total -= run.bytes;
-        // A folder another window deleted first frees nothing here.
-        if (gone) continue;
-        freedBytes += run.bytes;
-        deletedRuns++;
+      const total = index.totalBytes;
+      if (total <= budgetBytes) return { deletedRuns: 0, freedBytes: 0, totalBytes: total, chats: [] };
+      const runs: BudgetRun[] = index.allRunsOldestFirst().map(({ sessionDigest: chat, runId, run }) => ({
+        chat,
+        runId,
+        bytes: run.bytes,
+        deletable: !this.active.has(`${chat}/${runId}`) && (run.finished || this.now() - runTime(runId) >= this.unfinishedGraceMs),
+      }));
+      const chains = await liveChains(this.originReader(index), index.sessionDigests());
+      const plan = evictionPlan({ runs, chains, over: total - budgetBytes, ...(caller !== undefined ? { caller } : {}) });
+      const labels = new Map(index.sessionDigests().map((chat) => [chat, readable(index, chat)[0]?.sessionLabel ?? '']));
+      const tally = new PruneTally(total, (chat) => labels.get(chat) ?? '');
+      for (const step of plan) {
+        for (const { chat, run: runId } of step.kind === 'run' ? [{ chat: step.chat, run: step.runId }] : step.runs) {
+          const bytes = index.get(chat, runId)?.bytes ?? 0;
+          const gone = await this.removeRun(chat, runId);
+          await this.folders.removeSessionIfEmpty(chat);
+          tally.deleted(chat, runId, bytes, gone, step.kind === 'states');
+        }
+        if (step.kind === 'states') for (const chat of step.chats) tally.stateLost(chat);
       }
-      if (deletedRuns > 0) this.events.changed();
-      return { deletedRuns, freedBytes, totalBytes: total };
+      const result = tally.done();
+      if (result.deletedRuns > 0) this.events.changed();
+      return result;
     });
   }
 
