@@ -56,6 +56,7 @@ export const STATE_LINES = {
   unkept: (why: string) => `State: not kept, because ${why}; the next call starts from the state before this call.`,
   ended: 'State: lost, because the sandbox stopped while this call ran; the next call starts from an empty state.',
   lost: 'The earlier state was lost (the sandbox was removed or restarted), so this call started from an empty state.',
+  dropped: "This chat's earlier state was deleted to keep the stored runs within the storage budget, so this call started from an empty state.",
   /** The process holding the state failed the sandbox's own check before this call's program started. */
   droppedBefore: (why: string) => `The earlier state was given up, because the process holding it failed the sandbox's check (${why}), so this call started from an empty state.`,
   /** ... or after a call that did not succeed, which would have left it the state. */
@@ -87,6 +88,26 @@ export class SessionStates {
   private readonly aliases = new Map<string, { here: string; recorded: string }>();
   /** A rebuild under way, which the chat's other calls wait for (their programs must not run between its runs). */
   private readonly inFlight = new Map<string, Promise<unknown>>();
+  /**
+   * Chats whose kept runs the storage budget deleted: their state can no longer be rebuilt or gone
+   * back in, so their next call starts from an empty state (a new chain), and says why.
+   */
+  private readonly dropped = new Set<string>();
+
+  /** The chats this host knows a state of. */
+  chats(): string[] {
+    return [...this.expected.keys()];
+  }
+
+  /** The storage budget deleted the chat's state (its kept runs): its next call starts from an empty state. */
+  dropState(sessionKey: string): void {
+    this.dropped.add(sessionKey);
+  }
+
+  /** Whether the chat's next call must start from an empty state, because its state was deleted. */
+  stateDropped(sessionKey: string): boolean {
+    return this.dropped.has(sessionKey);
+  }
 
   /** The id the records know a state by: a rebuilt state's own id is mapped back, for as long as its sandbox holds it. */
   recorded(sessionKey: string, id: string): string {
@@ -145,6 +166,8 @@ export class SessionStates {
   /** Records the call's outcome and returns the line its result ends with. */
   settle(sessionKey: string, call: StateCall): string {
     const before = this.expected.get(sessionKey);
+    // Taken by the call that ran: from an empty state (said so below), or another way (going back, another chat's state).
+    const dropped = this.dropped.delete(sessionKey) && call.reset;
     const { outcome } = call;
     if (!outcome) return STATE_LINES.unavailable;
     if (outcome.ended) {
@@ -166,6 +189,6 @@ export class SessionStates {
       // Given up before the program (it started from the empty state), or after a call that failed.
       return outcome.from === '' ? `${STATE_LINES.droppedBefore(why)} ${verdict}` : STATE_LINES.droppedAfter(why);
     }
-    return lost ? `${STATE_LINES.lost} ${verdict}` : verdict;
+    return dropped ? `${STATE_LINES.dropped} ${verdict}` : lost ? `${STATE_LINES.lost} ${verdict}` : verdict;
   }
 }

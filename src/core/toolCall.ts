@@ -7,6 +7,7 @@ import type { FilesOutCaps, RunLimits } from './limits';
 import type { Logger } from './logger';
 import type { NetworkActivity } from './network';
 import type { CollectedFile, SandboxProvider, StagedFile } from './sandbox';
+import type { SessionRequest } from './rebuild';
 import type { SessionStates } from './sessionState';
 import type { ChatRun, ResumeSource, RewindTarget, StateRun } from './resume';
 import type { FilesInCaps } from './settings';
@@ -119,7 +120,7 @@ export async function executeToolCall(
         ...(recorder ? { spillDir: recorder.dir } : {}),
         ...(files.length ? { files } : {}),
         ...(filesOut && recorder ? { filesOut: { ...filesOut, sink: (name, size, body) => recorder.addFile(name, body, size) } } : {}),
-        ...(options.states ? { state: { reset: input.reset === true, states: options.states, ...resumeFrom(options), ...rewindOf(input, options, startFrom) } } : {}),
+        ...(options.states ? { state: sessionRequest(input, options, options.states, startFrom) } : {}),
         ...(options.networkAllowSetting ? { networkAllowSetting: options.networkAllowSetting } : {}),
       },
       options.limits,
@@ -131,6 +132,16 @@ export async function executeToolCall(
   }
   recorder?.finish(outcomeRecord(input, options, report, files));
   return { report, files: report.files };
+}
+
+/**
+ * The call's state: an empty one on the model's `reset`, and also when the storage budget deleted
+ * the chat's state since its last call (unless the call goes back, or starts from another chat's).
+ */
+function sessionRequest(input: ToolInput, options: ToolCallOptions, states: SessionStates, startFrom: ChatRun | undefined): SessionRequest {
+  const rewind = rewindOf(input, options, startFrom);
+  const reset = input.reset === true || (rewind.rewind === undefined && states.stateDropped(options.sessionKey));
+  return { reset, states, ...resumeFrom(options), ...rewind };
 }
 
 /**

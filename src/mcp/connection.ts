@@ -7,7 +7,7 @@ import { executeToolCall } from '../core/toolCall';
 import { rehearseCallPath } from '../core/rehearsal';
 import { parseToolInput } from '../core/toolInput';
 import type { DockerSandboxProvider, Owner } from '../docker';
-import type { ArtifactStore } from '../storage/artifactStore';
+import { pruneAfterCall, type ArtifactStore } from '../storage/artifactStore';
 import { readImageAttachments } from '../storage/imageAttachments';
 import { RunRecording } from '../storage/runRecorder';
 import { folderSource } from '../storage/workspaceFolder';
@@ -97,10 +97,15 @@ export class McpConnection {
         toolCallOptions(config, { sessionKey: parts.sessionKey, workspace, recording, savedWhere: `in ${filesDir}`, states: this.states }),
         signal,
       );
-      const pruned = await parts.store.prune(DEFAULTS.artifactsBudgetMb * MB);
-      if (pruned.deletedRuns > 0) config.log.info(`deleted the ${pruned.deletedRuns} oldest run(s) to stay within ${DEFAULTS.artifactsBudgetMb} MB`);
-      const images = DEFAULTS.attachImages ? readImageAttachments(filesDir, files, DEFAULTS.attachImageMaxKb * 1024, config.log) : [];
-      return successResult(report.text, images);
+      const pruned = await pruneAfterCall(parts.store, {
+        budgetBytes: DEFAULTS.artifactsBudgetMb * MB,
+        sessionKey: parts.sessionKey,
+        run: { runId: recording.writer.runId, savedFiles: files.length },
+        states: this.states,
+      });
+      if (pruned.log) config.log.info(pruned.log);
+      const images = DEFAULTS.attachImages && !pruned.runDeleted ? readImageAttachments(filesDir, files, DEFAULTS.attachImageMaxKb * 1024, config.log) : [];
+      return successResult(pruned.model ? `${report.text}\n\n${pruned.model}` : report.text, images);
     } catch (e) {
       return failureResult(e, config.log);
     } finally {

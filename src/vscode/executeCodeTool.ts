@@ -8,7 +8,7 @@ import { sessionDigest, sessionDisplayName, sessionKeyFromToken } from '../core/
 import { filesInCapsOf, filesOutCapsOf, networkOf, runLimitsOf } from '../core/settings';
 import { SessionStates } from '../core/sessionState';
 import { executeToolCall } from '../core/toolCall';
-import type { ArtifactStore } from '../storage/artifactStore';
+import { pruneAfterCall, type ArtifactStore } from '../storage/artifactStore';
 import { RunRecording } from '../storage/runRecorder';
 import { runTime } from '../storage/storeIndex';
 import { parseToolInput, type ToolInput } from '../core/toolInput';
@@ -126,11 +126,16 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
         abort.signal,
       );
       ran = true;
-      const pruned = await this.store.prune(settings.artifactsBudgetMb * 1024 * 1024);
-      if (pruned.deletedRuns > 0) this.log.info(`deleted the ${pruned.deletedRuns} oldest run(s) to stay within the storage budget`);
+      const pruned = await pruneAfterCall(this.store, {
+        budgetBytes: settings.artifactsBudgetMb * 1024 * 1024,
+        sessionKey,
+        ...(recording.begun ? { run: { runId: recording.begun.runId, savedFiles: files.length } } : {}),
+        states: this.states,
+      });
+      if (pruned.log) this.log.info(pruned.log);
       if (report.cancelled) throw new vscode.CancellationError();
-      const parts: (vscode.LanguageModelTextPart | vscode.LanguageModelDataPart)[] = [new vscode.LanguageModelTextPart(report.text)];
-      if (settings.attachImages && recording.begun) parts.push(...this.imageParts(recording.begun.filesDir, files, settings.attachImageMaxKb * 1024));
+      const parts: (vscode.LanguageModelTextPart | vscode.LanguageModelDataPart)[] = [new vscode.LanguageModelTextPart(pruned.model ? `${report.text}\n\n${pruned.model}` : report.text)];
+      if (settings.attachImages && recording.begun && !pruned.runDeleted) parts.push(...this.imageParts(recording.begun.filesDir, files, settings.attachImageMaxKb * 1024));
       return new vscode.LanguageModelToolResult(parts);
     } catch (e) {
       if (e instanceof vscode.CancellationError) throw e;

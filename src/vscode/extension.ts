@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import { describeError, isToolError } from '../core/errors';
 import { checkManifestCaps } from '../core/files/manifest';
 import { currentOwner } from '../docker';
-import { ArtifactStore } from '../storage/artifactStore';
+import { ArtifactStore, pruneSentence } from '../storage/artifactStore';
 import { VERSION } from '../version';
 import { codeactApi, type CodeactApi } from './api';
 import { registerArtifactView } from './artifactTree';
@@ -55,7 +55,14 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
     context.subscriptions.push({ dispose: () => void sandboxes.dispose() });
 
     // The first use walks the store: in the background, never blocking activation.
-    void store.prune(initial.artifactsBudgetMb * 1024 * 1024).catch((e: unknown) => logger.warn(`could not prune the stored runs: ${describeError(e)}`));
+    const budgetBytes = initial.artifactsBudgetMb * 1024 * 1024;
+    void store
+      .prune(budgetBytes)
+      .then((result) => {
+        const said = pruneSentence(result, budgetBytes);
+        if (said) logger.info(said);
+      })
+      .catch((e: unknown) => logger.warn(`could not prune the stored runs: ${describeError(e)}`));
     const { provider: tree, commands: viewCommands } = registerArtifactView(
       store,
       ui,

@@ -6,7 +6,7 @@ import { NOTHING_PRINTED } from '../../src/core/format';
 import { sessionDigest } from '../../src/core/session';
 import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
 import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
-import { ArtifactStore } from '../../src/storage/artifactStore';
+import { ArtifactStore, pruneAfterCall } from '../../src/storage/artifactStore';
 import { RunRecording } from '../../src/storage/runRecorder';
 import { sessionCall, sessionHost as host, type SessionHost } from './fixtures/sessionHost';
 import { IMAGE, dockerCli, testSpec, uniqueSessionKey, useDocker } from './helpers';
@@ -76,7 +76,7 @@ describe('session state survives its sandbox: resume by replay (integration)', f
     );
   });
 
-  it('a record changed on disk is refused and never run; a run removed to keep within the storage budget stops the replay', async function () {
+  it('a record changed on disk is refused and never run; the storage budget takes a state whole, and the next call starts from an empty state', async function () {
     const provider = sandboxes.makeProvider();
     const h = host(root);
     const key = uniqueSessionKey('resume-refused');
@@ -94,18 +94,19 @@ describe('session state survives its sandbox: resume by replay (integration)', f
     const peek = "import os\nprint(['x' in globals(), os.path.exists('/sandbox/home/ran')])";
     assert.equal(await call(provider, restarted, key, peek), refused('the record of one of them was changed, or was not written for this chat'));
 
-    // The budget: the oldest run goes first, and with it the start of the chain.
+    // The budget takes a chat's state whole, never its first run alone: the call that pushed the
+    // store over is told, and the next call starts from an empty state though its sandbox still holds one.
     const budget = host(path.join(root, 'budget'));
     const other = uniqueSessionKey('resume-budget');
     assert.equal(await call(provider, budget, other, "x = 'mine'"), QUIET_KEPT);
     assert.equal(await call(provider, budget, other, "y = 'also'"), QUIET_KEPT);
-    const pruned = await budget.store.prune((await budget.store.totalBytes()) - 1);
-    assert.equal(pruned.deletedRuns, 1);
-    await removeSandbox(provider, other);
-    assert.equal(
-      await call(provider, budget, other, peek),
-      refused('the record of one of them is missing (deleted, or removed to keep within the storage budget)'),
+    const pruned = await pruneAfterCall(budget.store, { budgetBytes: (await budget.store.totalBytes()) - 1, sessionKey: other, states: budget.states });
+    assert.deepEqual(
+      [pruned.result.deletedRuns, pruned.model],
+      [2, 'State: deleted after this call, with 2 stored runs of this chat and their files, to keep the stored runs within the storage budget; the next call starts from an empty state.'],
     );
+    assert.equal(await call(provider, budget, other, peek), `stdout:\n[False, False]\n\n${STATE_LINES.dropped} ${KEPT}`);
+    assert.equal(await call(provider, budget, other, "print('x' in globals())"), `stdout:\nFalse\n\n${KEPT}`);
   });
 
   it("goes back kept calls on the model's word or to a run the person chose, in a new sandbox, never further than the chat's kept calls", async function () {

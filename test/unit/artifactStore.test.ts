@@ -277,7 +277,7 @@ describe('artifact store (unit)', () => {
     it('lists nothing, and counts nothing, before the root exists', async () => {
       assert.deepEqual(await u.store.listSessions(), []);
       assert.equal(await u.store.totalBytes(), 0);
-      assert.deepEqual(await u.store.prune(0), { deletedRuns: 0, freedBytes: 0, totalBytes: 0 });
+      assert.deepEqual(await u.store.prune(0), { deletedRuns: 0, freedBytes: 0, totalBytes: 0, chats: [] });
       assert.equal(await u.store.clear(), 0);
     });
   });

@@ -17,7 +17,7 @@ describe('artifact store sizes and pruning (unit)', () => {
       assert.equal(await u.store.totalBytes(), 1000 + 24 + recordBytes);
     });
 
-    it('deletes the oldest runs across sessions until the store fits the budget', async () => {
+    it("with no calling chat, deletes the least recently used chat's runs first, each chat's oldest first, until the store fits", async () => {
       const runs = [];
       for (const session of ['b', 'a', 'c', 'a', 'b']) {
         runs.push(await finishedRun(session, 1000));
@@ -27,15 +27,28 @@ describe('artifact store sizes and pruning (unit)', () => {
       const total = sizes.reduce((x, y) => x + y, 0);
       assert.equal(await u.store.totalBytes(), total);
 
-      // Room for the newest two runs and a little of the third: the three oldest go.
-      const budget = sizes[3]! + sizes[4]! + 10;
-      assert.deepEqual(await u.store.prune(budget), { deletedRuns: 3, freedBytes: sizes[0]! + sizes[1]! + sizes[2]!, totalBytes: sizes[3]! + sizes[4]! });
-      assert.deepEqual((await u.store.listRuns('a')).map((r) => r.runId), [runs[3]!.runId]);
-      assert.deepEqual((await u.store.listRuns('b')).map((r) => r.runId), [runs[4]!.runId]);
-      assert.deepEqual(fs.readdirSync(u.root).sort(), ['a', 'b']);
+      // Room for b's two runs and a little more: c (used longest ago) goes, then a, oldest first.
+      const budget = sizes[0]! + sizes[4]! + 10;
+      assert.deepEqual(await u.store.prune(budget), {
+        deletedRuns: 3,
+        freedBytes: sizes[2]! + sizes[1]! + sizes[3]!,
+        totalBytes: sizes[0]! + sizes[4]!,
+        chats: [
+          { chat: 'c', label: 'label c', runs: [runs[2]!.runId] },
+          { chat: 'a', label: 'label a', runs: [runs[1]!.runId, runs[3]!.runId] },
+        ],
+      });
+      assert.deepEqual((await u.store.listRuns('a')).map((r) => r.runId), []);
+      assert.deepEqual((await u.store.listRuns('b')).map((r) => r.runId), [runs[4]!.runId, runs[0]!.runId]);
+      assert.deepEqual(fs.readdirSync(u.root).sort(), ['b']);
 
-      assert.deepEqual(await u.store.prune(budget), { deletedRuns: 0, freedBytes: 0, totalBytes: sizes[3]! + sizes[4]! });
-      assert.deepEqual(await u.store.prune(0), { deletedRuns: 2, freedBytes: sizes[3]! + sizes[4]!, totalBytes: 0 });
+      assert.deepEqual(await u.store.prune(budget), { deletedRuns: 0, freedBytes: 0, totalBytes: sizes[0]! + sizes[4]!, chats: [] });
+      assert.deepEqual(await u.store.prune(0), {
+        deletedRuns: 2,
+        freedBytes: sizes[0]! + sizes[4]!,
+        totalBytes: 0,
+        chats: [{ chat: 'b', label: 'label b', runs: [runs[0]!.runId, runs[4]!.runId] }],
+      });
     });
 
     it('never deletes the run being written, even when it is the oldest', async () => {
@@ -55,9 +68,9 @@ describe('artifact store sizes and pruning (unit)', () => {
       const theirs = otherWindow.beginRun('s', 'l');
       await theirs.addFile('x', Buffer.alloc(100), 100);
       u.now += HOUR;
-      assert.deepEqual(await u.store.prune(0), { deletedRuns: 0, freedBytes: 0, totalBytes: 100 });
+      assert.deepEqual(await u.store.prune(0), { deletedRuns: 0, freedBytes: 0, totalBytes: 100, chats: [] });
       u.now += 24 * HOUR;
-      assert.deepEqual(await u.store.prune(0), { deletedRuns: 1, freedBytes: 100, totalBytes: 0 });
+      assert.deepEqual(await u.store.prune(0), { deletedRuns: 1, freedBytes: 100, totalBytes: 0, chats: [{ chat: 's', label: '', runs: [theirs.runId] }] });
     });
   });
 
@@ -118,20 +131,20 @@ describe('artifact store sizes and pruning (unit)', () => {
           const s = new ArtifactStore(dir, { now: () => u.now, fs: counting.fs });
           const total = dirBytes(dir);
           // The first use walks the whole store, once.
-          assert.deepEqual(await s.prune(total), { deletedRuns: 0, freedBytes: 0, totalBytes: total });
+          assert.deepEqual(await s.prune(total), { deletedRuns: 0, freedBytes: 0, totalBytes: total, chats: [] });
           assert.equal(counting.calls.readFile, count);
           assert.equal(counting.calls.readdir, 1 + 1 + 2 * count);
 
           counting.reset();
           const within = await oneCall(s, 10 * total);
-          assert.deepEqual(within, { deletedRuns: 0, freedBytes: 0, totalBytes: dirBytes(dir) });
+          assert.deepEqual(within, { deletedRuns: 0, freedBytes: 0, totalBytes: dirBytes(dir), chats: [] });
           costs.push({ ...counting.calls });
 
           // Over budget by a little: only the oldest run goes, and only it is read.
           counting.reset();
           const oldest = dirBytes(path.join(dir, 'old', ids[0]!));
           const over = await oneCall(s, dirBytes(dir) + 100);
-          assert.deepEqual(over, { deletedRuns: 1, freedBytes: oldest, totalBytes: dirBytes(dir) });
+          assert.deepEqual(over, { deletedRuns: 1, freedBytes: oldest, totalBytes: dirBytes(dir), chats: [{ chat: 'old', label: 'label old', runs: [ids[0]!] }] });
           assert.equal(fs.existsSync(path.join(dir, 'old', ids[0]!)), false);
           costs.push({ ...counting.calls });
         }
@@ -188,9 +201,9 @@ describe('artifact store sizes and pruning (unit)', () => {
       assert.equal(await u.store.totalBytes(), 0);
       const writing = u.store.beginRun('s', 'l');
       await writing.addFile('a.bin', Buffer.alloc(300), 300);
-      assert.deepEqual(await u.store.prune(1_000_000), { deletedRuns: 0, freedBytes: 0, totalBytes: 300 });
+      assert.deepEqual(await u.store.prune(1_000_000), { deletedRuns: 0, freedBytes: 0, totalBytes: 300, chats: [] });
       await writing.addFile('b.bin', Buffer.alloc(200), 200);
-      assert.deepEqual(await u.store.prune(1_000_000), { deletedRuns: 0, freedBytes: 0, totalBytes: 500 });
+      assert.deepEqual(await u.store.prune(1_000_000), { deletedRuns: 0, freedBytes: 0, totalBytes: 500, chats: [] });
     });
 
     it("does not count a run another window deleted first as freed", async () => {
@@ -199,7 +212,7 @@ describe('artifact store sizes and pruning (unit)', () => {
       const kept = await finishedRun('s', 10);
       assert.equal(await u.store.totalBytes(), dirBytes(u.root));
       fs.rmSync(gone.dir, { recursive: true });
-      assert.deepEqual(await u.store.prune(dirBytes(kept.dir)), { deletedRuns: 0, freedBytes: 0, totalBytes: dirBytes(kept.dir) });
+      assert.deepEqual(await u.store.prune(dirBytes(kept.dir)), { deletedRuns: 0, freedBytes: 0, totalBytes: dirBytes(kept.dir), chats: [] });
     });
 
     it("lists another window's unfinished run once it finished, and its new runs after reload", async () => {

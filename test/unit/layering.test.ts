@@ -34,6 +34,15 @@ describe('import layering lint rules (unit)', function () {
     assert.deepEqual(await violations('src/storage/x.ts', use("import { LABEL as a } from '../docker/container/labels';")), ['storage imports only core']);
   });
 
+  it('the artifact store is entered by its index.ts alone, from storage and the adapters; its parts import one another', async () => {
+    const door = 'import the artifact store through src/storage/artifactStore/index.ts';
+    assert.deepEqual(await violations('src/vscode/x.ts', use("import { sessionSummaries as a } from '../storage/artifactStore/listing';")), [door]);
+    assert.deepEqual(await violations('src/storage/x.ts', use("import { ArtifactStore as a } from './artifactStore/store';")), [door]);
+    assert.deepEqual(await violations('src/standalone/x.ts', use("import { RunFolders as a } from '../storage/artifactStore/folders';")), [door]);
+    assert.deepEqual(await violations('src/storage/x.ts', use("import { ArtifactStore as a } from './artifactStore';")), []);
+    assert.deepEqual(await violations('src/storage/artifactStore/x.ts', use("import { readable as a } from './listing';")), []);
+  });
+
   it('outside src/vscode nothing imports vscode at run time; a type import is allowed there', async () => {
     assert.deepEqual(await violations('src/cli/main.ts', use("import * as a from 'vscode';")), [
       'only src/vscode imports vscode at run time (import type is fine)',

@@ -77,4 +77,23 @@ describe('session state lines (unit)', () => {
     );
     assert.equal(states.settle('chat', { reset: false, succeeded: true, outcome: kept('cccccccc', 'dddddddd') }), STATE_LINES.kept);
   });
+
+  it('makes a chat whose state the storage budget deleted start its next call from an empty state, says so once, and only for that chat', () => {
+    const states = new SessionStates();
+    states.settle('chat', { reset: false, succeeded: true, outcome: kept('', 'aaaaaaaa') });
+    states.settle('other', { reset: false, succeeded: true, outcome: kept('', 'cccccccc') });
+    assert.deepEqual(states.chats(), ['chat', 'other']);
+    states.dropState('chat');
+    assert.deepEqual([states.stateDropped('chat'), states.stateDropped('other')], [true, false]);
+    assert.equal(
+      states.settle('chat', { reset: true, succeeded: true, outcome: kept('', 'bbbbbbbb') }),
+      "This chat's earlier state was deleted to keep the stored runs within the storage budget, so this call started from an empty state. State: kept for the next call.",
+    );
+    assert.equal(states.stateDropped('chat'), false);
+    assert.equal(states.settle('chat', { reset: false, succeeded: true, outcome: kept('bbbbbbbb', 'dddddddd') }), STATE_LINES.kept);
+    // A call that went another way (back, or to another chat's state) took it without a word of it.
+    states.dropState('other');
+    assert.equal(states.settle('other', { reset: false, succeeded: true, outcome: kept('eeeeeeee', 'ffffffff') }), `${STATE_LINES.lost} ${STATE_LINES.kept}`);
+    assert.equal(states.stateDropped('other'), false);
+  });
 });

@@ -127,3 +127,14 @@ export async function finishedRunIn(store: ArtifactStore, session: string, size:
   w.finish(outcome());
   return w;
 }
+
+/**
+ * A finished session-mode run of `chat` with one `size`-byte file (none for 0), as the pipeline
+ * records it: its state went from `from` to `now` (kept unless they are equal), sealed by the store.
+ */
+export async function sessionRunIn(store: ArtifactStore, chat: string, size: number, from: string, now: string, over: Partial<RunOutcome> = {}) {
+  const w = store.beginRun(chat, `label ${chat}`);
+  if (size > 0) await w.addFile('out.bin', Buffer.alloc(size, 1), size);
+  w.finish(outcome({ program: `# ${chat} ${now}`, filesIn: [], state: { reset: false, kept: from !== now, from, now }, ...over }));
+  return w;
+}

@@ -1,24 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { RunRecord } from './runRecord';
-import { FILES_DIR, RECORD_FILE, RunWriter, STREAM_FILES, resolveInside } from './runWriter';
-import type { ChatRun, StateRun } from '../core/resume';
-import { keepOrigin, originReader, readStartToken, startToken, stitchedStateRuns, type OriginReader } from './chatOrigins';
-import { StateSeal } from './stateSeal';
-import { RUN_ID, SESSION_ID, StoreIndex, compare, measureRun, nodeStoreFs, parseRecord, runTime, scanStore, type StoreFs } from './storeIndex';
-
-export { RunRecord, StoredFile, type RunOutcome } from './runRecord';
-export { FILES_DIR, RECORD_FILE, RunWriter, STREAM_FILES, writeFileAtomic } from './runWriter';
-export type { StoreFs } from './storeIndex';
+import type { RunRecord } from '../runRecord';
+import { FILES_DIR, RECORD_FILE, RunWriter, STREAM_FILES, resolveInside } from '../runWriter';
+import type { ChatRun, StateRun } from '../../core/resume';
+import { keepOrigin, originReader, readStartToken, startToken, stitchedStateRuns, type OriginReader } from '../chatOrigins';
+import { StateSeal } from '../stateSeal';
+import { RUN_ID, SESSION_ID, StoreIndex, compare, measureRun, nodeStoreFs, parseRecord, runTime, scanStore, type StoreFs } from '../storeIndex';
+import { evictionPlan, type BudgetRun } from './budget';
+import { liveChains } from './chains';
+import { StoreEvents, type Disposable } from './events';
+import { RunFolders } from './folders';
+import { readable, sessionSummaries, type SessionSummary } from './listing';
+import { PruneTally, type PruneResult } from './pruneResult';
 
 /**
- * Files a program produced, and a record of its run, on plain disk:
- *
- *     root/<sessionDigest>/<runId>/run.json
- *     root/<sessionDigest>/<runId>/files/<name>
- *     root/<sessionDigest>/<runId>/stdout.txt, stderr.txt   (whole streams, when cut for the model)
- *
+ * Files a program produced, and a record of its run, on plain disk (folders.ts has the layout).
  * The root is the host's choice and must be somewhere the agent's own file tools do not write:
  * these bytes were authored by model-written code, so the store never overwrites and never lets
  * a name leave its run's folder.
@@ -27,26 +24,9 @@ export type { StoreFs } from './storeIndex';
  * answered from an index: the disk is walked the first time the store is used (and after
  * `reload`, or when an update of the index failed); after that a finished run is measured once,
  * and a deleted one is forgotten. Runs another window sharing the root adds later are seen after
- * `reload` (its unfinished runs known to the index are measured again before each prune).
+ * `reload` (its unfinished runs known to the index are measured again before each prune). Which
+ * runs a prune deletes: budget.ts.
  */
-
-export interface SessionSummary {
-  sessionDigest: string;
-  /** From the session's newest run. */
-  sessionLabel: string;
-  runCount: number;
-  latestRunId: string;
-  latestStartedAt: string;
-  /** The session's first run kept: when it started, and its program (the view labels the chat by them). */
-  firstStartedAt: string;
-  firstProgram: string;
-}
-
-export interface PruneResult {
-  deletedRuns: number;
-  freedBytes: number;
-  totalBytes: number;
-}
 
 export interface ArtifactStoreOptions {
   /** Milliseconds since the epoch; tests pass a fake clock. */
@@ -60,8 +40,9 @@ export interface ArtifactStoreOptions {
   fs?: StoreFs;
 }
 
-export interface Disposable {
-  dispose(): void;
+export interface PruneOptions {
+  /** The chat (its digest) whose call the prune follows: it pays first (budget.ts). */
+  caller?: string;
 }
 
 export class ArtifactStore {
@@ -69,14 +50,14 @@ export class ArtifactStore {
   private readonly unfinishedGraceMs: number;
   private readonly fsp: StoreFs;
   private readonly active = new Set<string>();
-  private readonly listeners = new Set<() => void>();
-  private readonly fileListeners = new Set<(count: number) => void>();
+  private readonly events = new StoreEvents();
   private lastStamp = 0;
   /** Undefined until the first walk, and again when it can no longer be trusted. */
   private index: StoreIndex | undefined;
   /** Every operation on the index runs after the previous one, so none sees another half done. */
   private tail: Promise<unknown> = Promise.resolve();
   private readonly stateSeal: StateSeal;
+  private readonly folders: RunFolders;
 
   constructor(
     readonly root: string,
@@ -86,6 +67,7 @@ export class ArtifactStore {
     this.unfinishedGraceMs = options.unfinishedGraceMs ?? 24 * 60 * 60 * 1000;
     this.fsp = options.fs ?? nodeStoreFs;
     this.stateSeal = new StateSeal(root);
+    this.folders = new RunFolders(root, this.fsp);
   }
 
   /**
@@ -128,8 +110,8 @@ export class ArtifactStore {
           const origin = record.state?.origin && this.stateSeal.check(record) ? record.state.origin : undefined;
           if (origin) void this.serial(async () => keepOrigin(this.originReader(await this.loaded()), dir, origin)).catch(() => undefined);
           void this.serial(() => this.remeasure(sessionDigest, runId, record)).catch(() => undefined);
-          this.emit();
-          if (record.files.length > 0) this.emitFiles(record.files.length);
+          this.events.changed();
+          if (record.files.length > 0) this.events.filesAdded(record.files.length);
         } else {
           this.index?.delete(sessionDigest, runId);
         }
@@ -139,27 +121,7 @@ export class ArtifactStore {
 
   /** Sessions with at least one readable run, the most recently used first. */
   listSessions(): Promise<SessionSummary[]> {
-    return this.serial(async () => {
-      const index = await this.loaded();
-      const sessions: SessionSummary[] = [];
-      for (const sessionDigest of index.sessionDigests()) {
-        const runs = readable(index, sessionDigest);
-        if (runs.length === 0) continue;
-        const newest = runs[0]!;
-        const first = runs.at(-1)!;
-        sessions.push({
-          sessionDigest,
-          sessionLabel: newest.sessionLabel,
-          runCount: runs.length,
-          latestRunId: newest.runId,
-          latestStartedAt: newest.startedAt,
-          firstStartedAt: first.startedAt,
-          firstProgram: first.program,
-        });
-      }
-      // Run ids sort by time; startedAt strings need not (fractions of a second are optional).
-      return sessions.sort((a, b) => compare(b.latestRunId, a.latestRunId));
-    });
+    return this.serial(async () => sessionSummaries(await this.loaded()));
   }
 
   /** Finished runs of a session, newest first. A missing or corrupt run.json hides that run; it never throws. */
@@ -206,8 +168,7 @@ export class ArtifactStore {
   }
 
   runDir(sessionDigest: string, runId: string): string {
-    if (!RUN_ID.test(runId)) throw new Error(`not a run id: ${JSON.stringify(runId)}`);
-    return path.join(this.sessionDir(sessionDigest), runId);
+    return this.folders.runDir(sessionDigest, runId);
   }
 
   /** Where a stored file is, for opening it; the name is held to the same rules as when it was written. */
@@ -218,17 +179,17 @@ export class ArtifactStore {
   /** The whole stream kept beside a run, when it was cut for the model. */
   async streamFile(sessionDigest: string, runId: string, stream: keyof typeof STREAM_FILES): Promise<string | undefined> {
     const file = path.join(this.runDir(sessionDigest, runId), STREAM_FILES[stream]);
-    return (await exists(this.fsp, file)) ? file : undefined;
+    return (await this.folders.exists(file)) ? file : undefined;
   }
 
   /** False when there was nothing to delete, or the run is still being written. */
   deleteRun(sessionDigest: string, runId: string): Promise<boolean> {
     const dir = this.runDir(sessionDigest, runId);
     return this.serial(async () => {
-      if (this.active.has(`${sessionDigest}/${runId}`) || !(await exists(this.fsp, dir))) return false;
+      if (this.active.has(`${sessionDigest}/${runId}`) || !(await this.folders.exists(dir))) return false;
       await this.removeRun(sessionDigest, runId);
-      await this.removeIfEmpty(this.sessionDir(sessionDigest));
-      this.emit();
+      await this.folders.removeSessionIfEmpty(sessionDigest);
+      this.events.changed();
       return true;
     });
   }
@@ -238,7 +199,7 @@ export class ArtifactStore {
     this.sessionDir(sessionDigest);
     return this.serial(async () => {
       const deleted = await this.deleteSessionQuietly(sessionDigest);
-      if (deleted > 0) this.emit();
+      if (deleted > 0) this.events.changed();
       return deleted;
     });
   }
@@ -248,8 +209,8 @@ export class ArtifactStore {
     return this.serial(async () => {
       let deleted = 0;
       // The disk, not the index: "delete all" includes runs another window added since the walk.
-      for (const name of await this.dirNames(this.root)) if (SESSION_ID.test(name)) deleted += await this.deleteSessionQuietly(name);
-      if (deleted > 0) this.emit();
+      for (const name of await this.folders.names(this.root)) if (SESSION_ID.test(name)) deleted += await this.deleteSessionQuietly(name);
+      if (deleted > 0) this.events.changed();
       return deleted;
     });
   }
@@ -260,30 +221,39 @@ export class ArtifactStore {
   }
 
   /**
-   * Deletes whole runs, oldest first across all sessions, until the store fits `budgetBytes`.
-   * Runs still being written are never touched, so the result may stay over budget. Reads only
-   * the runs that are unfinished or deleted; the rest comes from the index.
+   * Deletes whole runs until the store fits `budgetBytes`, in the order budget.ts sets: the
+   * caller's runs first, a chat's state whole or not at all. Runs still being written are never
+   * touched, so the result may stay over budget. Reads only the runs that are unfinished or
+   * deleted, and, over budget, the copies chats keep of others' records; the rest comes from the index.
    */
-  prune(budgetBytes: number): Promise<PruneResult> {
+  prune(budgetBytes: number, { caller }: PruneOptions = {}): Promise<PruneResult> {
+    if (caller !== undefined) this.sessionDir(caller);
     return this.serial(async () => {
       const index = await this.remeasureUnfinished(await this.loaded());
-      let total = index.totalBytes;
-      let deletedRuns = 0;
-      let freedBytes = 0;
-      for (const { sessionDigest, runId, run } of total > budgetBytes ? index.allRunsOldestFirst() : []) {
-        if (total <= budgetBytes) break;
-        if (this.active.has(`${sessionDigest}/${runId}`)) continue;
-        if (!run.finished && this.now() - runTime(runId) < this.unfinishedGraceMs) continue;
-        const gone = await this.removeRun(sessionDigest, runId);
-        await this.removeIfEmpty(this.sessionDir(sessionDigest));
-        total -= run.bytes;
-        // A folder another window deleted first frees nothing here.
-        if (gone) continue;
-        freedBytes += run.bytes;
-        deletedRuns++;
+      const total = index.totalBytes;
+      if (total <= budgetBytes) return { deletedRuns: 0, freedBytes: 0, totalBytes: total, chats: [] };
+      const runs: BudgetRun[] = index.allRunsOldestFirst().map(({ sessionDigest: chat, runId, run }) => ({
+        chat,
+        runId,
+        bytes: run.bytes,
+        deletable: !this.active.has(`${chat}/${runId}`) && (run.finished || this.now() - runTime(runId) >= this.unfinishedGraceMs),
+      }));
+      const chains = await liveChains(this.originReader(index), index.sessionDigests());
+      const plan = evictionPlan({ runs, chains, over: total - budgetBytes, ...(caller !== undefined ? { caller } : {}) });
+      const labels = new Map(index.sessionDigests().map((chat) => [chat, readable(index, chat)[0]?.sessionLabel ?? '']));
+      const tally = new PruneTally(total, (chat) => labels.get(chat) ?? '');
+      for (const step of plan) {
+        for (const { chat, run: runId } of step.kind === 'run' ? [{ chat: step.chat, run: step.runId }] : step.runs) {
+          const bytes = index.get(chat, runId)?.bytes ?? 0;
+          const gone = await this.removeRun(chat, runId);
+          await this.folders.removeSessionIfEmpty(chat);
+          tally.deleted(chat, runId, bytes, gone, step.kind === 'states');
+        }
+        if (step.kind === 'states') for (const chat of step.chats) tally.stateLost(chat);
       }
-      if (deletedRuns > 0) this.emit();
-      return { deletedRuns, freedBytes, totalBytes: total };
+      const result = tally.done();
+      if (result.deletedRuns > 0) this.events.changed();
+      return result;
     });
   }
 
@@ -292,40 +262,18 @@ export class ArtifactStore {
     return this.serial(async () => {
       this.index = undefined;
       await this.loaded();
-      this.emit();
+      this.events.changed();
     });
   }
 
   /** Called after runs are added or deleted, for a view to refresh. */
   onDidChange(listener: () => void): Disposable {
-    this.listeners.add(listener);
-    return { dispose: () => this.listeners.delete(listener) };
+    return this.events.onDidChange(listener);
   }
 
   /** Called when a finished run kept files, with how many (the view's badge). */
   onDidAddFiles(listener: (count: number) => void): Disposable {
-    this.fileListeners.add(listener);
-    return { dispose: () => this.fileListeners.delete(listener) };
-  }
-
-  private emitFiles(count: number): void {
-    for (const listener of [...this.fileListeners]) {
-      try {
-        listener(count);
-      } catch {
-        // As emit: a view's failure is not the run's.
-      }
-    }
-  }
-
-  private emit(): void {
-    for (const listener of [...this.listeners]) {
-      try {
-        listener();
-      } catch {
-        // A failing view must not fail the run that changed the store.
-      }
-    }
+    return this.events.onDidAddFiles(listener);
   }
 
   private serial<T>(op: () => Promise<T>): Promise<T> {
@@ -368,62 +316,25 @@ export class ArtifactStore {
   }
 
   private sessionDir(sessionDigest: string): string {
-    if (!SESSION_ID.test(sessionDigest)) throw new Error(`not a session digest: ${JSON.stringify(sessionDigest)}`);
-    return path.join(this.root, sessionDigest);
+    return this.folders.sessionDir(sessionDigest);
   }
 
   /** Deletes a run's folder and forgets it; true when the folder was already gone. */
   private async removeRun(sessionDigest: string, runId: string): Promise<boolean> {
-    const dir = this.runDir(sessionDigest, runId);
-    const gone = !(await exists(this.fsp, dir));
-    if (!gone) await this.fsp.rm(dir, { recursive: true, force: true });
+    const gone = await this.folders.removeRun(sessionDigest, runId);
     this.index?.delete(sessionDigest, runId);
     return gone;
   }
 
   private async deleteSessionQuietly(sessionDigest: string): Promise<number> {
     let deleted = 0;
-    const runIds = (await this.dirNames(this.sessionDir(sessionDigest))).filter((n) => RUN_ID.test(n)).sort(compare);
+    const runIds = (await this.folders.names(this.sessionDir(sessionDigest))).filter((n) => RUN_ID.test(n)).sort(compare);
     for (const runId of runIds) {
       if (this.active.has(`${sessionDigest}/${runId}`)) continue;
       await this.removeRun(sessionDigest, runId);
       deleted++;
     }
-    await this.removeIfEmpty(this.sessionDir(sessionDigest));
+    await this.folders.removeSessionIfEmpty(sessionDigest);
     return deleted;
-  }
-
-  private async dirNames(dir: string): Promise<string[]> {
-    try {
-      return (await this.fsp.readdir(dir, { withFileTypes: true })).map((e) => e.name);
-    } catch {
-      return [];
-    }
-  }
-
-  private async removeIfEmpty(dir: string): Promise<void> {
-    try {
-      await this.fsp.rmdir(dir);
-    } catch {
-      // not empty, or already gone
-    }
-  }
-}
-
-/** A session's runs with a valid record, newest first. */
-function readable(index: StoreIndex, sessionDigest: string): RunRecord[] {
-  return index
-    .runsOf(sessionDigest)
-    .reverse()
-    .map((r) => r.run.record)
-    .filter((r): r is RunRecord => r !== undefined);
-}
-
-async function exists(fsp: StoreFs, file: string): Promise<boolean> {
-  try {
-    await fsp.lstat(file);
-    return true;
-  } catch {
-    return false;
   }
 }
