@@ -13,8 +13,8 @@ describe('guest programs (unit)', () => {
   });
 
   it('kill everything of the sandbox user, or all but the spared pids; only integers above 1 reach the source', () => {
-    assert.equal(killAllSparingSource([]), `${part}\n_kill_all(None, ())\n`);
-    assert.equal(killAllSparingSource([42, 1, 0, 7.5, 43]), `${part}\n_kill_all(None, (42, 43,))\n`);
+    assert.equal(killAllSparingSource([]), `${part}\n_kill_all(None, (), wait=True)\n`);
+    assert.equal(killAllSparingSource([42, 1, 0, 7.5, 43]), `${part}\n_kill_all(None, (42, 43,), wait=True)\n`);
   });
 
   it('print the OOM-kill count, or nothing where no cgroup file has it', () => {
