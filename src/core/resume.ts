@@ -14,6 +14,7 @@ import type { Logger } from './logger';
 import type { NetworkActivity } from './network';
 import { duration, replayChain, seconds, type Replay, type ReplayFiles } from './replay';
 import type { Sandbox } from './sandbox';
+import type { TokenUse } from './startFrom';
 
 /** A run of a chat, by the chat's store digest and the run's id. */
 export interface ChatRun {
@@ -216,7 +217,7 @@ export async function resumeState(sandbox: Sandbox, source: ResumeSource, expect
 }
 
 /** How far back: `back` kept calls (the model's `rewind`), or to the state after a run the user chose in the view. */
-export type RewindTarget = { back: number } | { afterRun: string } | { startFrom: ChatRun };
+export type RewindTarget = { back: number } | { afterRun: string } | { startFrom: ChatRun; token?: TokenUse };
 
 /** Where `afterRun` is in the chat's chain: the number of kept calls after it, or why it cannot be gone back to. */
 export function callsAfter(chain: Chain, runId: string): { back: number } | { why: string } {

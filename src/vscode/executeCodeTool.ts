@@ -10,6 +10,7 @@ import { SessionStates } from '../core/sessionState';
 import { executeToolCall } from '../core/toolCall';
 import type { ArtifactStore } from '../storage/artifactStore';
 import { RunRecording } from '../storage/runRecorder';
+import { otherChats } from '../storage/startTokens';
 import { runTime } from '../storage/storeIndex';
 import { parseToolInput, type ToolInput } from '../core/toolInput';
 import type { SettingsReader } from './config';
@@ -27,6 +28,8 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
   private readonly states = new SessionStates();
   /** Runs the person chose to go back to (the view), by chat digest: taken by the chat's next call. */
   private readonly goingBack = new Map<string, string>();
+  /** A `startFrom` token's chat and run (the view's "Start a New Chat from Here"), and that chat's runs. */
+  private readonly otherChats: ReturnType<typeof otherChats>;
 
   constructor(
     private readonly provider: SandboxProvider,
@@ -39,13 +42,10 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     private readonly currentImage: () => string | undefined = () => undefined,
     /** Whether the sandbox image is being built now (the call will wait for it). */
     private readonly building: () => boolean = () => false,
-  ) {}
+  ) {
+    this.otherChats = otherChats(store);
+  }
 
-  /** A `startFrom` token's chat and run (the view's "Start a New Chat from Here"), and that chat's runs. */
-  private readonly otherChats = {
-    readToken: (token: string) => this.store.readStartToken(token),
-    runs: (chat: string) => this.store.stateRuns(chat),
-  };
 
   /** The view's "Go Back to This Run's State": the chat's next call starts from the state after `runId`. */
   goBackTo(sessionDigest: string, runId: string): void {
@@ -76,8 +76,8 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
       allowed: networkOf(s, CONFIG_SECTION).policy?.allow ?? [],
       building: this.building(),
       ...goingBackOf(input, s.state === 'session', this.goingBack.has(sessionDigest(key)), (token) => {
-        const run = this.store.readStartToken(token);
-        return run && run !== 'expired' ? new Date(runTime(run.run)).toLocaleString() : undefined;
+        const reading = this.store.readStartToken(token);
+        return 'origin' in reading ? new Date(runTime(reading.origin.run)).toLocaleString() : undefined;
       }),
     };
     const prepared: vscode.PreparedToolInvocation = { invocationMessage: invocationMessage(facts) };
