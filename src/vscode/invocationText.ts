@@ -163,6 +163,9 @@ export function confirmationText(f: InvocationFacts): string {
   const shared = f.files.length ? `It gets a copy of ${names(f.files)} from your workspace, and no other file of yours.` : 'It gets none of your files.';
   const saved = f.outputs.length ? ` It declares ${names(f.outputs)} as outputs, saved in the CodeAct Sandbox view.` : '';
   const network = f.allowed.length ? ` It may reach ${names(f.allowed)} through the recording proxy, and nothing else on the network.` : ' It has no network.';
-  const preview = f.code.length > PREVIEW_CHARS ? `${f.code.slice(0, PREVIEW_CHARS)}\n# ... (${f.code.length - PREVIEW_CHARS} more characters)` : f.code;
-  return `The program (${lines(f.code)}) runs in the ${where(f)}. ${shared}${saved}${network}${goingBackText(f.goingBack)}${rebuildText(f.rebuild)}${hiddenText(f.code)}\n\n${codeBlock(preview, 'python')}`;
+  const cut = f.code.length > PREVIEW_CHARS;
+  const preview = cut ? `${f.code.slice(0, PREVIEW_CHARS)}\n# ... (${f.code.length - PREVIEW_CHARS} more characters)` : f.code;
+  // Said outside the block too: a line inside it is the program's to write.
+  const shown = cut ? `; only its first ${PREVIEW_CHARS} of ${f.code.length} characters are shown below` : '';
+  return `The program (${lines(f.code)}${shown}) runs in the ${where(f)}. ${shared}${saved}${network}${goingBackText(f.goingBack)}${rebuildText(f.rebuild)}${hiddenText(f.code)}\n\n${codeBlock(preview, 'python')}`;
 }

@@ -159,3 +159,12 @@ describe('what chat shows before a call, against a program that writes Markdown 
     );
   });
 });
+
+describe('what chat shows of a long program (unit)', function () {
+  it('shows its beginning and says, outside the code block, that the rest is not shown', function () {
+    const code = `${'x = 1\n'.repeat(700)}# ... (0 more characters)\nimport os\n`;
+    const shown = rendered(confirmationText({ ...base, code }));
+    assert.equal(shown.text, 'The program (702 lines; only its first 4000 of 4236 characters are shown below) runs in the sandbox img, chat 3f2a. It gets none of your files. It has no network.');
+    assert.deepEqual(shown.blocks, [{ info: 'python', text: `${code.slice(0, 4000)}\n# ... (236 more characters)\n` }]);
+  });
+});
