@@ -57,7 +57,7 @@ async function rewindIn(sandbox: Sandbox, state: SessionRequest, call: RebuildCa
       state,
       call,
       'startFrom' in target
-        ? await startFromState(sandbox, state.resume, target.startFrom, call.timeoutMs, call.signal, call.log)
+        ? await startFromState(sandbox, state.resume, target.startFrom, target.token, call.timeoutMs, call.signal, call.log)
         : await rewindState(sandbox, state.resume, target, call.timeoutMs, call.signal, call.log),
     ),
   );

@@ -2,7 +2,8 @@
  * Re-running a chat's kept runs in a sandbox that holds no state (resume.ts decides which). Each
  * run goes back to the directory it first ran in, with its workspace files shared again. The
  * replay as a whole has a time budget (three times what the runs took when they were calls, at
- * least one call's limit), so a long chain cannot hold a call for hours.
+ * least one call's limit, and never more than REPLAY_BUDGET_MS), so a long chain cannot hold a
+ * call for hours: past it the replay ends with the state it reached (`partial`, `budgetMs` set).
  *
  * A run that fails now ends the replay with the state before it (`partial`). Anything that leaves
  * the sandbox's state unknown (the call's cancel, the sandbox stopping or failing) is
@@ -36,17 +37,24 @@ export interface ReplayFiles {
  */
 export type Replay =
   | { kind: 'done'; ms: number; now: string; notes: string[]; network?: NetworkActivity }
-  | { kind: 'partial'; replayed: number; of: number; failure: string; ms: number; now: string; recorded: string; notes: string[]; network?: NetworkActivity }
+  /** `budgetMs`: the replay stopped because it ran past its time budget, this long. */
+  | { kind: 'partial'; replayed: number; of: number; failure: string; budgetMs?: number; ms: number; now: string; recorded: string; notes: string[]; network?: NetworkActivity }
   | { kind: 'interrupted'; why: string; network?: NetworkActivity };
 
 /** Longest stderr tail quoted in a failed replay's sentence. */
 const FAILURE_TAIL = 300;
 /** The replay's budget, as a multiple of what its runs took as calls. */
 const BUDGET_FACTOR = 3;
+/**
+ * The most a replay may take in all, however long its runs took or may take: the call (and the
+ * person who was asked to allow it) waits for it, so minutes, not the hours 200 runs at their time
+ * limit could take.
+ */
+export const REPLAY_BUDGET_MS = 5 * 60 * 1000;
 
 export async function replayChain(sandbox: Sandbox, source: ReplayFiles, runs: readonly ReplayRun[], timeoutMs: number, signal: AbortSignal, log: Logger): Promise<Replay> {
   const started = Date.now();
-  const budgetMs = Math.max(timeoutMs, BUDGET_FACTOR * runs.reduce((sum, r) => sum + (r.durationMs ?? timeoutMs), 0));
+  const budgetMs = Math.min(REPLAY_BUDGET_MS, Math.max(timeoutMs, BUDGET_FACTOR * runs.reduce((sum, r) => sum + (r.durationMs ?? timeoutMs), 0)));
   const notes: string[] = [];
   const made: NetworkActivity[] = [];
   const network = () => {
@@ -56,7 +64,12 @@ export async function replayChain(sandbox: Sandbox, source: ReplayFiles, runs: r
   let now = '';
   for (const [i, run] of runs.entries()) {
     const left = budgetMs - (Date.now() - started);
-    const result = left <= 0 ? { failure: `the replay ran past its time budget of ${seconds(budgetMs)}` } : await replayOne(sandbox, source, run, Math.min(timeoutMs, left), signal);
+    const result: OneResult = left <= 0 ? { failure: '', overBudget: true } : await replayOne(sandbox, source, run, Math.min(timeoutMs, left), signal);
+    // A run stopped by what was left of the budget, not by its own limit, ran past the budget.
+    if ('failure' in result && (result.overBudget || (result.timedOut && left < timeoutMs))) {
+      result.overBudget = true;
+      result.failure = `the replay ran past its time budget of ${duration(budgetMs)}`;
+    }
     if (result.network) made.push({ ...result.network, connections: result.network.connections.map((c) => ({ ...c, replayOf: run.runId })) });
     if ('interrupted' in result) {
       log.warn(`resume: the replay stopped at run ${run.runId}: ${result.interrupted}${result.detail ? ` (${result.detail})` : ''}`);
@@ -66,7 +79,8 @@ export async function replayChain(sandbox: Sandbox, source: ReplayFiles, runs: r
     if ('failure' in result) {
       log.info(`resume: run ${run.runId} failed on replay: ${result.failure}`);
       const recorded = i === 0 ? '' : runs[i - 1]!.state.now!;
-      return { kind: 'partial', replayed: i, of: runs.length, failure: result.failure, ms: Date.now() - started, now, recorded, notes, ...network() };
+      const budget = result.overBudget ? { budgetMs } : {};
+      return { kind: 'partial', replayed: i, of: runs.length, failure: result.failure, ...budget, ms: Date.now() - started, now, recorded, notes, ...network() };
     }
     now = result.now;
   }
@@ -74,8 +88,10 @@ export async function replayChain(sandbox: Sandbox, source: ReplayFiles, runs: r
   return { kind: 'done', ms: Date.now() - started, now, notes, ...network() };
 }
 
-/** `network`: what the run did on the network, as far as it ran. */
-type OneResult = ({ now: string; notes?: string[] } | { failure: string; notes?: string[] } | { interrupted: string; detail?: string }) & { network?: NetworkActivity };
+/** `network`: what the run did on the network, as far as it ran; `timedOut`: stopped at the time limit it was given; `overBudget`: the replay's time was up. */
+type OneResult = ({ now: string; notes?: string[] } | { failure: string; notes?: string[]; timedOut?: boolean; overBudget?: boolean } | { interrupted: string; detail?: string }) & {
+  network?: NetworkActivity;
+};
 
 async function replayOne(sandbox: Sandbox, source: ReplayFiles, run: ReplayRun, timeoutMs: number, signal: AbortSignal): Promise<OneResult> {
   let files: StagedFile[] = [];
@@ -119,7 +135,7 @@ async function replayOne(sandbox: Sandbox, source: ReplayFiles, run: ReplayRun, 
     if (signal.aborted) return { interrupted: 'the call was cancelled', ...network };
     if (exit.replaced || exit.state?.ended) return { interrupted: 'the sandbox stopped while a run was re-run', ...network };
     const notes = exit.notes ?? [];
-    if (timedOut) return { failure: `it ran past the time limit of ${seconds(timeoutMs)}`, notes, ...network };
+    if (timedOut) return { failure: `it ran past the time limit of ${seconds(timeoutMs)}`, timedOut: true, notes, ...network };
     if (exit.oomKilled) return { failure: 'it ran out of memory', notes, ...network };
     if (exit.exitCode !== 0 || !exit.state?.kept) {
       const tail = lastLine(Buffer.concat(stderr).toString('utf8'));
@@ -148,4 +164,9 @@ function lastLine(text: string): string {
 
 export function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** A time budget in words: seconds under two minutes, else whole minutes. */
+export function duration(ms: number): string {
+  return ms < 120_000 ? seconds(ms) : `${Math.round(ms / 60_000)} minutes`;
 }

@@ -12,8 +12,9 @@
 import { ToolError, describeError } from './errors';
 import type { Logger } from './logger';
 import type { NetworkActivity } from './network';
-import { replayChain, seconds, type Replay, type ReplayFiles } from './replay';
+import { duration, replayChain, seconds, type Replay, type ReplayFiles } from './replay';
 import type { Sandbox } from './sandbox';
+import type { TokenUse } from './startFrom';
 
 /** A run of a chat, by the chat's store digest and the run's id. */
 export interface ChatRun {
@@ -122,8 +123,11 @@ export type ResumeOutcome =
   | ({ kind: 'rewound'; back: number; byUser: boolean; runs: number; ms: number; now: string; recorded: string; notes: string[] } & Replayed)
   /** `startFrom`: the chat started from the state another chat had after its run `origin.run`, re-running `runs` of that chat's kept runs. */
   | ({ kind: 'started'; origin: ChatRun; runs: number; ms: number; now: string; recorded: string; notes: string[] } & Replayed)
-  /** `cause`: the sandbox had been removed, the call went back, or it started from another chat's state (`origin`). */
-  | ({ kind: 'partial'; cause: 'removed' | 'rewind' | 'startFrom'; origin?: ChatRun; replayed: number; of: number; failure: string; ms: number; now: string; recorded: string; notes: string[] } & Replayed)
+  /**
+   * `cause`: the sandbox had been removed, the call went back, or it started from another chat's
+   * state (`origin`). `budgetMs`: the replay stopped at its time budget (replay.ts), not at a run that failed.
+   */
+  | ({ kind: 'partial'; cause: 'removed' | 'rewind' | 'startFrom'; origin?: ChatRun; replayed: number; of: number; failure: string; budgetMs?: number; ms: number; now: string; recorded: string; notes: string[] } & Replayed)
   /** The sandbox's state became unknown during the replay (cancel, the sandbox stopped): no program may run on it. */
   | ({ kind: 'interrupted'; why: string } & Replayed)
   | { kind: 'refused'; why: 'missing' | 'changed' | 'unrecorded' | 'unreadable' | 'long' };
@@ -169,11 +173,17 @@ export function resumeSentence(outcome: ResumeOutcome): string | undefined {
           : `, by re-running that chat's ${plural(outcome.runs, 'kept run')} in order (${seconds(outcome.ms)}). ` +
             'Values computed from time, randomness, the network or workspace files that changed since may differ from that chat; files those runs wrote were written again. Later calls of this chat do not change the other chat.')
       );
-    case 'partial':
+    case 'partial': {
+      const whose = outcome.cause === 'startFrom' ? "that chat's" : 'its';
+      const stopped =
+        outcome.budgetMs !== undefined
+          ? `${whose} ${plural(outcome.of, 'kept run')} did not finish within the ${duration(outcome.budgetMs)} a rebuild may take (${outcome.replayed} ran), `
+          : `${whose} kept run ${outcome.replayed + 1} of ${outcome.of} failed (${outcome.failure}), `;
       return (
-        `State: partly restored. ${PARTIAL[outcome.cause]} ${outcome.cause === 'startFrom' ? "that chat's" : 'its'} kept run ${outcome.replayed + 1} of ${outcome.of} failed (${outcome.failure}), ` +
+        `State: partly restored. ${PARTIAL[outcome.cause]} ${stopped}` +
         `so this call started from ${outcome.replayed === 0 ? 'an empty state' : `the state after run ${outcome.replayed}`}. Re-create what is missing, or start over with reset.`
       );
+    }
     case 'interrupted':
       return undefined;
     case 'refused':
@@ -207,7 +217,7 @@ export async function resumeState(sandbox: Sandbox, source: ResumeSource, expect
 }
 
 /** How far back: `back` kept calls (the model's `rewind`), or to the state after a run the user chose in the view. */
-export type RewindTarget = { back: number } | { afterRun: string } | { startFrom: ChatRun };
+export type RewindTarget = { back: number } | { afterRun: string } | { startFrom: ChatRun; token?: TokenUse };
 
 /** Where `afterRun` is in the chat's chain: the number of kept calls after it, or why it cannot be gone back to. */
 export function callsAfter(chain: Chain, runId: string): { back: number } | { why: string } {

@@ -126,4 +126,11 @@ export interface SandboxProvider {
    * tool), so the first call finds it warm. Never throws; failures surface at the call.
    */
   prewarm?(sessionKey: string): void;
+  /**
+   * Optional: the session's sandbox as the provider holds it now, answered without asking the
+   * engine: undefined when it holds none (the session's next call makes one, which holds no
+   * state); else its id, and whether it may hold a session state (false: nothing kept one in it
+   * since it was made). A sandbox removed behind the provider's back is found only at the call.
+   */
+  sessionSandbox?(sessionKey: string): { id: string; mayHoldState: boolean } | undefined;
 }

@@ -150,6 +150,11 @@ export class SessionStates {
     for (let running = this.inFlight.get(sessionKey); running; running = this.inFlight.get(sessionKey)) await running;
   }
 
+  /** Whether a rebuild of the chat's state was done (or tried) in this sandbox already: it is not tried there again. */
+  triedIn(sessionKey: string, sandboxId: string): boolean {
+    return this.rebuiltIn.get(sessionKey) === sandboxId;
+  }
+
   /** True the first time it is asked for this chat and sandbox: a state is rebuilt (resume) at most once in each. */
   firstTryIn(sessionKey: string, sandboxId: string): boolean {
     if (this.rebuiltIn.get(sessionKey) === sandboxId) return false;

@@ -10,6 +10,8 @@ import type { CollectedFile, SandboxProvider, StagedFile } from './sandbox';
 import type { SessionRequest } from './rebuild';
 import type { SessionStates } from './sessionState';
 import type { ChatRun, ResumeSource, RewindTarget, StateRun } from './resume';
+import { sessionDigest } from './session';
+import { refusedTokenMessage, type StartTokenReading } from './startFrom';
 import type { FilesInCaps } from './settings';
 import type { ToolInput } from './toolInput';
 
@@ -69,11 +71,16 @@ export interface ToolCallOptions {
   /** Session mode: the user chose, in the view, to go back to the state after this run of the chat. */
   rewindTo?: string;
   /**
-   * Session mode, where a chat can start from another's state: the chat and run a `startFrom`
-   * token names, when this host's store made it (`expired` when it was long ago); and another
-   * chat's recorded runs.
+   * Session mode, where a chat can start from another's state: what a `startFrom` token names
+   * (made by this host's store, good for minutes and for one chat: startFrom.ts), taking it for a
+   * chat (by its store digest) and giving it back; and another chat's recorded runs.
    */
-  otherChats?: { readToken(token: string): ChatRun | 'expired' | undefined; runs(chat: string): Promise<StateRun[]> };
+  otherChats?: {
+    readToken(token: string): StartTokenReading;
+    takeToken(token: string, chat: string): boolean;
+    giveBackToken(token: string, chat: string): void;
+    runs(chat: string): Promise<StateRun[]>;
+  };
   /** How this host's user adds a domain to the allow-list ("the codeactSandbox.network.allow setting", "--allow-domain"). */
   networkAllowSetting?: string;
 }
@@ -138,7 +145,7 @@ export async function executeToolCall(
  * The call's state: an empty one on the model's `reset`, and also when the storage budget deleted
  * the chat's state since its last call (unless the call goes back, or starts from another chat's).
  */
-function sessionRequest(input: ToolInput, options: ToolCallOptions, states: SessionStates, startFrom: ChatRun | undefined): SessionRequest {
+function sessionRequest(input: ToolInput, options: ToolCallOptions, states: SessionStates, startFrom: StartTarget | undefined): SessionRequest {
   const rewind = rewindOf(input, options, startFrom);
   const reset = input.reset === true || (rewind.rewind === undefined && states.stateDropped(options.sessionKey));
   return { reset, states, ...resumeFrom(options), ...rewind };
@@ -148,18 +155,20 @@ function sessionRequest(input: ToolInput, options: ToolCallOptions, states: Sess
  * Going back: the model's `rewind`, else a run the user chose in the view. The model's `reset` or
  * `rewind` overrides the user's choice, which the model did not know of: the result says so.
  */
-function rewindOf(input: ToolInput, options: ToolCallOptions, startFrom: ChatRun | undefined): { rewind?: RewindTarget; userChoiceSetAside?: 'reset' | 'rewind' | 'startFrom' } {
+function rewindOf(input: ToolInput, options: ToolCallOptions, startFrom: StartTarget | undefined): { rewind?: RewindTarget; userChoiceSetAside?: 'reset' | 'rewind' | 'startFrom' } {
   const by = input.reset ? ('reset' as const) : startFrom ? ('startFrom' as const) : ('rewind' as const);
   const setAside = options.rewindTo ? { userChoiceSetAside: by } : {};
-  if (startFrom) return { rewind: { startFrom }, ...setAside };
+  if (startFrom) return { rewind: startFrom, ...setAside };
   if (input.rewind) return { rewind: { back: input.rewind }, ...setAside };
   if (input.reset) return setAside;
   if (options.rewindTo) return { rewind: { afterRun: options.rewindTo } };
   return {};
 }
 
-/** The chat and run `startFrom` names, checked before anything runs. */
-function startFromOf(input: ToolInput, options: ToolCallOptions): ChatRun | undefined {
+type StartTarget = Extract<RewindTarget, { startFrom: unknown }>;
+
+/** The chat and run `startFrom` names, checked before anything runs, and the token's use (taken as the start begins). */
+function startFromOf(input: ToolInput, options: ToolCallOptions): StartTarget | undefined {
   if (input.startFrom === undefined) return undefined;
   if (input.reset === true || input.rewind !== undefined) {
     throw new ToolError('invalid_input', '`startFrom` starts this chat from the state the user chose: pass it without `reset` or `rewind`.');
@@ -167,23 +176,15 @@ function startFromOf(input: ToolInput, options: ToolCallOptions): ChatRun | unde
   if (!options.states) {
     throw new ToolError('invalid_input', "The user has not turned on session state, so this chat cannot start from another chat's state. Call execute_code without `startFrom`, and tell the user that starting from another chat's state needs the codeactSandbox.state setting at session.");
   }
-  if (!options.otherChats || !options.stateRuns) {
+  const other = options.otherChats;
+  if (!other || !options.stateRuns) {
     throw new ToolError('invalid_input', "This host cannot start a chat from another chat's state. Call execute_code without `startFrom`.");
   }
-  const origin = options.otherChats.readToken(input.startFrom);
-  if (origin === 'expired') {
-    throw new ToolError(
-      'invalid_input',
-      '`startFrom` has expired: a token is good for a day after the user chose the run. Call execute_code without `startFrom`, or ask the user to choose Start a New Chat from Here on the run again.',
-    );
-  }
-  if (!origin) {
-    throw new ToolError(
-      'invalid_input',
-      "`startFrom` is not a state the user offered: it must be the token from the user's message, copied exactly. Call execute_code without `startFrom`, or ask the user to choose Start a New Chat from Here on the run again.",
-    );
-  }
-  return origin;
+  const token = input.startFrom;
+  const chat = sessionDigest(options.sessionKey);
+  const reading = other.readToken(token);
+  if (!('origin' in reading)) throw new ToolError('invalid_input', refusedTokenMessage(reading, chat));
+  return { startFrom: reading.origin, token: { take: () => other.takeToken(token, chat), giveBack: () => other.giveBackToken(token, chat) } };
 }
 
 /** A resume's source: the chat's records (and other chats', to start from), and its replayed runs' files shared again under the same rules as a call's. */

@@ -5,7 +5,7 @@ import { stateChain, type ChatRun, type StateRun } from '../core/resume';
 import type { RunRecord } from './runRecord';
 import { writeFileAtomic } from './runWriter';
 import type { StateSeal } from './stateSeal';
-import { RUN_ID, SESSION_ID, parseRecord } from './storeIndex';
+import { parseRecord } from './storeIndex';
 
 /**
  * A chat started from another chat's state ("Start a New Chat from Here" in the view): its first
@@ -19,35 +19,11 @@ import { RUN_ID, SESSION_ID, parseRecord } from './storeIndex';
  * nothing from the new one. Until the copies are there (and for a record whose copies could not
  * be made) the chain is followed into the other chat's records.
  *
- * The person hands the model a token for the run (the model passes it as `startFrom`): made and
- * checked by this store's key alone, so a model cannot name another chat's run by guessing, and
- * good for a day after it was made, so one left in a chat's history or a file does not open
- * the run's state to any later chat.
+ * The token the person hands the model to start such a chat: startTokens.ts.
  */
 
 /** Past this many chats started one from another, the chain is not followed further (its link is then missing). */
 const MAX_ORIGIN_DEPTH = 16;
-const PURPOSE = 'start-from';
-/** How long a token is good for after it was made. */
-export const START_TOKEN_MS = 24 * 60 * 60 * 1000;
-
-/** The token for starting a new chat from the state after `run` of `chat`, made at `now` (ms). */
-export function startToken(seal: StateSeal, { chat, run }: ChatRun, now: number): string {
-  const made = Math.floor(now / 1000).toString(36);
-  return `${chat}.${run}.${made}.${seal.tag(PURPOSE, [chat, run, made])}`;
-}
-
-/** The chat and run a token names, when this store made it less than a day before `now`; `expired` past that; undefined for anything else. */
-export function readStartToken(seal: StateSeal, token: string, now: number): ChatRun | 'expired' | undefined {
-  const parts = token.trim().split('.');
-  if (parts.length !== 4) return undefined;
-  const [chat, run, made, tag] = parts as [string, string, string, string];
-  if (!SESSION_ID.test(chat) || !RUN_ID.test(run) || !/^[0-9a-z]{1,10}$/.test(made)) return undefined;
-  if (!seal.checkTag(PURPOSE, [chat, run, made], tag)) return undefined;
-  const age = now - parseInt(made, 36) * 1000;
-  // A token from the future (a clock set back since) is as good as one made now, for its day.
-  return age <= START_TOKEN_MS && age >= -START_TOKEN_MS ? { chat, run } : 'expired';
-}
 
 /** A session run as the store reads it: the chain's view of it, and its record (to copy). */
 export type StoredStateRun = StateRun & { record: RunRecord };

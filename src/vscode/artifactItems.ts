@@ -3,6 +3,7 @@
  * every node, and the document "Show Program and Output" opens. artifactTree.ts turns these into
  * VS Code's tree items.
  */
+import { codeBlock, inlineCode } from '../core/markdown';
 import { connectionLine, networkSummary } from '../core/network';
 import type { RunRecord, SessionSummary, StoredFile } from '../storage/artifactStore';
 import { COMMAND } from './ids';
@@ -16,8 +17,8 @@ export interface ArtifactItem {
   id: string;
   label: string;
   description: string;
-  /** Plain text, or a program shown as a Python code block. */
-  tooltip?: { text: string } | { python: string };
+  /** Plain text, or Markdown (a program shown as a Python code block). */
+  tooltip?: { text: string } | { markdown: string };
   /** A codicon id and a theme color id. */
   icon?: { id: string; color?: string };
   collapsible: 'expanded' | 'none';
@@ -58,7 +59,9 @@ export function artifactItem(node: ArtifactNode, context: ItemContext): Artifact
       id: `run:${node.sessionDigest}/${r.runId}`,
       label: `${time(new Date(r.startedAt))} ${firstLine(r.program)}`,
       description: `${runStatus(r)}${files ? ` · ${files} file${files === 1 ? '' : 's'}` : ''}${r.network ? ` · ${networkSummary(r.network)}` : ''}`,
-      tooltip: { python: r.program.slice(0, 2000) },
+      // VS Code's own appendCodeblock counts only backticks at a line's start, so an indented
+      // fence in the program would end the block: core/markdown.ts sizes the fence itself.
+      tooltip: { markdown: codeBlock(r.program.slice(0, 2000), 'python') },
       icon: ok ? { id: 'pass', color: 'testing.iconPassed' } : { id: 'error', color: 'testing.iconFailed' },
       collapsible: files ? 'expanded' : 'none',
       // A kept session run can be gone back to ("Go Back to This Run's State").
@@ -86,22 +89,19 @@ export function fileNodes(node: ArtifactNode & { kind: 'run' }): ArtifactNode[] 
 
 /** The Markdown document of one run: the program, the result as the model received it, where the rest is. */
 export function runDocument(r: RunRecord, streamFiles: readonly string[], when: string): string {
-  const fence = r.program.includes('```') ? '~~~~' : '```';
+  // The program and its output were written by the model and the program: neither may end its block in the preview.
   return [
-    `# Run ${when} (${r.image})`,
+    `# Run ${when} (${inlineCode(r.image)})`,
     '',
-    `${fence}python`,
-    r.program,
-    fence,
+    codeBlock(r.program, 'python'),
     '',
     '## Result (as the model received it)',
     '',
-    '~~~~text',
-    r.resultText,
-    '~~~~',
-    ...(streamFiles.length ? ['', `Full output kept in: ${streamFiles.join(', ')}`] : []),
-    ...(r.filesIn.length ? ['', `Files shared in: ${r.filesIn.join(', ')}`] : []),
-    ...(r.network ? ['', '## Network', '', `${networkSummary(r.network)}.`, '', ...r.network.connections.map((c) => `- ${connectionLine(c)}`)] : []),
+    codeBlock(r.resultText, 'text'),
+    ...(streamFiles.length ? ['', `Full output kept in: ${streamFiles.map(inlineCode).join(', ')}`] : []),
+    ...(r.filesIn.length ? ['', `Files shared in: ${r.filesIn.map(inlineCode).join(', ')}`] : []),
+    // Host names are the program's to choose (a blocked one is kept as it was asked for): a text block too.
+    ...(r.network ? ['', '## Network', '', codeBlock([`${networkSummary(r.network)}.`, ...r.network.connections.map(connectionLine)].join('\n'), 'text')] : []),
   ].join('\n');
 }
 

@@ -5,6 +5,7 @@ import { FileBadge, artifactItem, fileNodes, runDocument, storageUse, type Artif
 import type { CommandTable } from './commands';
 import { COMMAND, VIEW } from './ids';
 import type { Ui } from './ui';
+import { plainMarkdown } from './vscodeUi';
 
 export type { ArtifactNode } from './artifactItems';
 
@@ -47,7 +48,7 @@ export class ArtifactTreeProvider implements vscode.TreeDataProvider<ArtifactNod
     item.id = d.id;
     item.label = d.label;
     item.description = d.description;
-    if (d.tooltip) item.tooltip = 'python' in d.tooltip ? new vscode.MarkdownString().appendCodeblock(d.tooltip.python, 'python') : d.tooltip.text;
+    if (d.tooltip) item.tooltip = 'markdown' in d.tooltip ? plainMarkdown(d.tooltip.markdown) : d.tooltip.text;
     if (d.icon) item.iconPath = new vscode.ThemeIcon(d.icon.id, d.icon.color ? new vscode.ThemeColor(d.icon.color) : undefined);
     item.contextValue = d.contextValue;
     if (d.command) item.command = { ...d.command, arguments: [node] };

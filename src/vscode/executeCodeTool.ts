@@ -4,17 +4,18 @@ import * as vscode from 'vscode';
 import { ToolError, describeError, isToolError } from '../core/errors';
 import type { Logger } from '../core/logger';
 import type { CollectedFile, SandboxProvider } from '../core/sandbox';
-import { sessionDigest, sessionDisplayName, sessionKeyFromToken } from '../core/session';
-import { filesInCapsOf, filesOutCapsOf, networkOf, runLimitsOf } from '../core/settings';
+import { sessionDigest, sessionKeyFromToken } from '../core/session';
+import { filesInCapsOf, filesOutCapsOf, runLimitsOf } from '../core/settings';
 import { SessionStates } from '../core/sessionState';
 import { executeToolCall } from '../core/toolCall';
 import { pruneAfterCall, type ArtifactStore } from '../storage/artifactStore';
 import { RunRecording } from '../storage/runRecorder';
+import { otherChats } from '../storage/startTokens';
 import { runTime } from '../storage/storeIndex';
 import { parseToolInput, type ToolInput } from '../core/toolInput';
 import type { SettingsReader } from './config';
-import { CONFIG_SECTION } from './ids';
-import { confirmationText, goingBackOf, invocationMessage, type InvocationFacts } from './invocationText';
+import { holdsState, prepareCall } from './prepareCall';
+import { plainMarkdown } from './vscodeUi';
 import { workspaceSource } from './workspaceFiles';
 
 /**
@@ -27,6 +28,8 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
   private readonly states = new SessionStates();
   /** Runs the person chose to go back to (the view), by chat digest: taken by the chat's next call. */
   private readonly goingBack = new Map<string, string>();
+  /** A `startFrom` token's chat and run (the view's "Start a New Chat from Here"), and that chat's runs. */
+  private readonly otherChats: ReturnType<typeof otherChats>;
 
   constructor(
     private readonly provider: SandboxProvider,
@@ -39,13 +42,9 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     private readonly currentImage: () => string | undefined = () => undefined,
     /** Whether the sandbox image is being built now (the call will wait for it). */
     private readonly building: () => boolean = () => false,
-  ) {}
-
-  /** A `startFrom` token's chat and run (the view's "Start a New Chat from Here"), and that chat's runs. */
-  private readonly otherChats = {
-    readToken: (token: string) => this.store.readStartToken(token),
-    runs: (chat: string) => this.store.stateRuns(chat),
-  };
+  ) {
+    this.otherChats = otherChats(store);
+  }
 
   /** The view's "Go Back to This Run's State": the chat's next call starts from the state after `runId`. */
   goBackTo(sessionDigest: string, runId: string): void {
@@ -56,35 +55,25 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     return sessionKeyFromToken(token) ?? this.windowKey;
   }
 
-  prepareInvocation(
-    options: vscode.LanguageModelToolInvocationPrepareOptions<unknown>,
-  ): vscode.PreparedToolInvocation {
-    const s = this.settings.read();
+  async prepareInvocation(options: vscode.LanguageModelToolInvocationPrepareOptions<unknown>): Promise<vscode.PreparedToolInvocation> {
     // prepareInvocation gets no token; the chat session arrives as chatSessionResource (newer builds).
     const key = sessionKeyFromToken(options as unknown) ?? this.windowKey;
-    // The chat is about to run a program: create its sandbox now, while the invocation is set up,
-    // so the first call finds it warm. Not when the person is asked first (always, for
-    // `startFrom`): a declined run leaves nothing running.
-    const input = (options.input ?? {}) as Partial<Record<keyof ToolInput, unknown>>;
-    if (!s.confirmBeforeRun && input.startFrom === undefined) this.provider.prewarm?.(key);
-    const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
-    const facts: InvocationFacts = {
-      code: typeof input.code === 'string' ? input.code : '',
-      files: strings(input.files),
-      outputs: s.outputsMode === 'declared' ? strings(input.outputs) : [],
-      where: `sandbox \`${this.currentImage() ?? s.image}\`, ${sessionDisplayName(key)}`,
-      allowed: networkOf(s, CONFIG_SECTION).policy?.allow ?? [],
+    const call = await prepareCall(options.input, key, {
+      settings: this.settings.read(),
+      image: this.currentImage(),
       building: this.building(),
-      ...goingBackOf(input, s.state === 'session', this.goingBack.has(sessionDigest(key)), (token) => {
-        const run = this.store.readStartToken(token);
-        return run && run !== 'expired' ? new Date(runTime(run.run)).toLocaleString() : undefined;
-      }),
-    };
-    const prepared: vscode.PreparedToolInvocation = { invocationMessage: invocationMessage(facts) };
-    // Another chat's state comes into this one: the person says yes to it here, whatever the setting.
-    if (s.confirmBeforeRun || facts.goingBack?.by === 'startFrom') {
-      prepared.confirmationMessages = { title: 'Run Python in the sandbox?', message: new vscode.MarkdownString(confirmationText(facts)) };
-    }
+      personChose: (chat) => this.goingBack.get(chat),
+      readToken: (token) => this.store.readStartToken(token),
+      runLabel: ({ run }) => new Date(runTime(run)).toLocaleString(),
+      stateRuns: (chat) => this.store.stateRuns(chat),
+      holdsState: holdsState(this.provider, this.states),
+    });
+    // The chat is about to run a program: create its sandbox now, while the invocation is set up,
+    // so the first call finds it warm. Not when the person is asked first: a declined run leaves
+    // nothing running.
+    if (call.prewarm) this.provider.prewarm?.(key);
+    const prepared: vscode.PreparedToolInvocation = { invocationMessage: plainMarkdown(call.message) };
+    if (call.question) prepared.confirmationMessages = { title: 'Run Python in the sandbox?', message: plainMarkdown(call.question) };
     return prepared;
   }
 
@@ -175,3 +164,4 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     );
   }
 }
+

@@ -4,12 +4,14 @@
  *   (checked against the chain now, and again at the call); the chat's next call then starts from
  *   the state after it, rebuilt in a new sandbox, and its result says the user asked for it.
  * - "Start a New Chat from Here": a new agent chat opens with a message in its input that hands
- *   the model a token for the run (made by the store's key); the model passes it as `startFrom`
- *   and the new chat's first call starts from that state (core/startFrom.ts). The run's chat is
- *   not changed.
+ *   the model a token for the run (made by the store's key, good for minutes and for one chat:
+ *   storage/startTokens.ts); the model passes it as `startFrom` and the new chat's first call
+ *   starts from that state (core/startFrom.ts), which the person confirms first. The run's chat
+ *   is not changed.
  */
 import { WHY, callsAfter, stateChain } from '../core/resume';
 import type { StateMode } from '../core/sessionState';
+import { START_TOKEN_LIFETIME } from '../core/startFrom';
 import type { ArtifactStore } from '../storage/artifactStore';
 import type { ArtifactNode } from './artifactItems';
 import type { CommandTable } from './commands';
@@ -24,7 +26,7 @@ export interface GoBackTarget {
 /** The message a new chat starts with: for the person to read and add to, and for the model to act on. */
 export function startFromMessage(token: string, startedAt: string): string {
   // In local time, as the view labels the run.
-  return `Continue from the CodeAct Sandbox state an earlier chat had after its run of ${new Date(startedAt).toLocaleString()}: on your first execute_code call, pass "startFrom": "${token}". `;
+  return `Continue from the CodeAct Sandbox state an earlier chat had after its run of ${new Date(startedAt).toLocaleString()}: on your first execute_code call, pass "startFrom": "${token}" (good for one chat, within ${START_TOKEN_LIFETIME}). `;
 }
 
 export function goBackCommands(store: ArtifactStore, target: GoBackTarget, ui: Ui, stateMode: () => StateMode): CommandTable<typeof COMMAND.goBackToRun | typeof COMMAND.startChatFromRun> {

@@ -175,6 +175,10 @@ export class SandboxService implements SandboxProvider {
     }
   }
 
+  sessionSandbox(sessionKey: string): { id: string; mayHoldState: boolean } | undefined {
+    return this.provider?.sessionSandbox(sessionKey);
+  }
+
   async removeAll(): Promise<number> {
     return (await this.provider?.removeAll()) ?? 0;
   }

@@ -1,3 +1,4 @@
+import { inlineCode, plainText } from '../core/markdown';
 import type { BackendChoice } from '../docker';
 import type { ProgressUpdate } from './ui';
 
@@ -13,7 +14,8 @@ export function statusView(choice: BackendChoice, image: string, engineName: str
   const boundary = runtime === undefined ? '' : `\n\nRuntime: ${runtime}${RUNTIME_BOUNDARY[runtime] ? ` (${RUNTIME_BOUNDARY[runtime]})` : ''}`;
   return {
     text: `$(vm) Sandbox: ${choice.backend}${runtime === 'runsc' ? ' (gVisor)' : ''}`,
-    tooltip: `**CodeAct Sandbox**\n\n${choice.reason}\n\nImage: \`${image}\`\n\nEngine: ${engineName ?? 'the local Docker engine'}${boundary}`,
+    // The image and the engine's name come from settings and the engine: shown as they are, never as Markdown.
+    tooltip: `**CodeAct Sandbox**\n\n${choice.reason}\n\nImage: ${inlineCode(image)}\n\nEngine: ${engineName === undefined ? 'the local Docker engine' : plainText(engineName)}${boundary}`,
   };
 }
 

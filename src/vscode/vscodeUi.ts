@@ -35,7 +35,7 @@ export function createVscodeUi(): Ui {
       return {
         show: (text, tooltipMarkdown, warning) => {
           item.text = text;
-          item.tooltip = new vscode.MarkdownString(tooltipMarkdown);
+          item.tooltip = plainMarkdown(tooltipMarkdown);
           item.backgroundColor = warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
           item.command = warning?.command ?? command;
           item.show();
@@ -44,6 +44,17 @@ export function createVscodeUi(): Ui {
       };
     },
   };
+}
+
+/**
+ * Markdown that shows what it says and does nothing else: no HTML, no command links, no icons.
+ * The text's own parts are made safe where it is built (core/markdown.ts); this is the second wall.
+ */
+export function plainMarkdown(text: string): vscode.MarkdownString {
+  const md = new vscode.MarkdownString(text, false);
+  md.isTrusted = false;
+  md.supportHtml = false;
+  return md;
 }
 
 /** Runs the command of the button pressed, if any. */

@@ -58,6 +58,23 @@ describe('session state survives its sandbox: resume by replay (integration)', f
     assert.equal(await call(provider, h, key, 'print(x)'), `stdout:\n142\n\n${RESTORED(4)}\n\n${KEPT}`);
   });
 
+  it("says, without asking the engine, whether a chat's sandbox may hold its state: none before its first call or after it is removed, a new one holds none until a call keeps one", async function () {
+    const provider = sandboxes.makeProvider();
+    const h = host(root);
+    const key = uniqueSessionKey('holds');
+    assert.equal(provider.sessionSandbox(key), undefined);
+    // A sandbox made for the chat, no program run in it yet.
+    const lease = await provider.acquire(key, new AbortController().signal);
+    await lease.release?.();
+    assert.deepEqual(provider.sessionSandbox(key), { id: provider.active.get(key)!.id, mayHoldState: false });
+    assert.equal(await call(provider, h, key, 'x = 1'), QUIET_KEPT);
+    assert.deepEqual(provider.sessionSandbox(key), { id: provider.active.get(key)!.id, mayHoldState: true });
+    await provider.release(key);
+    assert.equal(provider.sessionSandbox(key), undefined);
+    // What the question then names is what the call does: the chat's one kept run runs again.
+    assert.equal(await call(provider, h, key, 'print(x)'), `stdout:\n1\n\n${RESTORED(1)}\n\n${KEPT}`);
+  });
+
   it('a replayed run that fails now is named, and the call starts from the state before it', async function () {
     const provider = sandboxes.makeProvider();
     const h = host(root);
@@ -181,6 +198,13 @@ describe('session state survives its sandbox: resume by replay (integration)', f
       code: 'invalid_input',
       message: 'This chat already started from that state on an earlier call, and its state carried on from there. Call execute_code without `startFrom`.',
     });
+    // The token, left in chat b's history, in a third chat: it started one chat already.
+    const c = uniqueSessionKey('fork-again');
+    await assert.rejects(call(provider, h, c, 'print(x)', { startFrom: token }), {
+      code: 'invalid_input',
+      message: '`startFrom` was used by another chat already: a token starts one chat, once. Call execute_code without `startFrom`, or ask the user to choose Start a New Chat from Here on the run again.',
+    });
+    assert.equal(provider.active.get(c), undefined);
 
     // The new chat's sandbox removed: its state comes back through the other chat's records.
     await removeSandbox(provider, b);

@@ -5,6 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { executeCode } from '../../src/core/executeCode';
 import { silentLogger } from '../../src/core/logger';
+import { REPLAY_BUDGET_MS, replayChain } from '../../src/core/replay';
 import { resumeSentence, stateChain, type ResumeSource, type StateRun } from '../../src/core/resume';
 import type { Sandbox, SandboxProvider } from '../../src/core/sandbox';
 import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
@@ -297,5 +298,77 @@ describe('resume: in the pipeline (unit)', () => {
     assert.match(first.text, /; it is an earlier state than the chat's last one, whose latest kept calls' records are gone\. Values computed/);
     assert.deepEqual(first.state, { reset: false, kept: false, from: 'b', now: 'b' });
     assert.deepEqual((await call('y = 1')).state, { reset: false, kept: true, from: 'b', now: 's3' });
+  });
+});
+
+describe('resume: the time a replay may take (unit)', () => {
+  /** Runs recorded as taking their whole time limit (120 s): three times 200 of them would be 20 hours. */
+  const runs = Array.from({ length: 200 }, (_, i) => ({ runId: `r${i}`, program: `x = ${i}`, filesIn: [], durationMs: 120_000, state: { now: `s${i + 1}` } }));
+  const realNow = Date.now;
+  let now = 0;
+  beforeEach(() => {
+    now = realNow();
+    Date.now = () => now;
+  });
+  afterEach(() => {
+    Date.now = realNow;
+  });
+
+  /** A sandbox whose each run takes `ms` of the (fake) clock, or, with `ms` undefined, runs until it is stopped. */
+  function sandbox(ms: (i: number) => number | undefined): { sandbox: Sandbox; ran: string[] } {
+    const ran: string[] = [];
+    return {
+      ran,
+      sandbox: {
+        id: 'fake',
+        image: 'fake:1',
+        async run(r) {
+          r.onStart();
+          const took = ms(ran.length);
+          ran.push(r.code);
+          if (took === undefined) {
+            await new Promise((resolve) => r.signal.addEventListener('abort', resolve, { once: true }));
+            return { exitCode: null, workDir: r.workDir! };
+          }
+          now += took;
+          return { exitCode: 0, workDir: r.workDir!, state: { from: '', now: `s${ran.length}`, kept: true } };
+        },
+        async collect() {
+          return { saved: [], missing: [], refused: [] };
+        },
+      },
+    };
+  }
+  const files = { files: async () => [] };
+
+  it('is bounded at 5 minutes in all, however long the runs took as calls: past it the replay ends where it got, and the model is told so', async () => {
+    assert.equal(REPLAY_BUDGET_MS, 5 * 60 * 1000);
+    const { sandbox: s, ran } = sandbox(() => 100_000);
+    const replay = await replayChain(s, files, runs, 120_000, new AbortController().signal, silentLogger);
+    assert.deepEqual(ran, ['x = 0', 'x = 1', 'x = 2']);
+    assert.deepEqual({ ...replay, ms: 0 }, {
+      kind: 'partial',
+      replayed: 3,
+      of: 200,
+      failure: 'the replay ran past its time budget of 5 minutes',
+      budgetMs: 300_000,
+      ms: 0,
+      now: 's3',
+      recorded: 's3',
+      notes: [],
+    });
+    assert.equal(
+      resumeSentence({ ...(replay as Extract<typeof replay, { kind: 'partial' }>), cause: 'removed' }),
+      "State: partly restored. This chat's sandbox had been removed; re-running its 200 kept runs did not finish within the 5 minutes a rebuild may take (3 ran), " +
+        'so this call started from the state after run 3. Re-create what is missing, or start over with reset.',
+    );
+  });
+
+  it('a run stopped by what was left of the budget ran past the budget, not past its own time limit', async () => {
+    // Two runs take all but 50 ms of the budget; the third runs until it is stopped.
+    const { sandbox: s, ran } = sandbox((i) => (i === 0 ? 200_000 : i === 1 ? 99_950 : undefined));
+    const replay = await replayChain(s, files, runs, 120_000, new AbortController().signal, silentLogger);
+    assert.equal(ran.length, 3);
+    assert.equal(replay.kind === 'partial' && [replay.replayed, replay.failure, replay.budgetMs].join(' | '), '2 | the replay ran past its time budget of 5 minutes | 300000');
   });
 });

@@ -5,13 +5,16 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { executeCode } from '../../src/core/executeCode';
 import { silentLogger } from '../../src/core/logger';
+import { sessionDigest } from '../../src/core/session';
 import { resumeSentence, stateChain, type ResumeSource, type StateRun } from '../../src/core/resume';
 import type { Sandbox } from '../../src/core/sandbox';
 import { SessionStates } from '../../src/core/sessionState';
 import { executeToolCall, type ToolCallOptions } from '../../src/core/toolCall';
 import { ArtifactStore } from '../../src/storage/artifactStore';
 import type { RunRecord } from '../../src/storage/runRecord';
-import { START_TOKEN_MS } from '../../src/storage/chatOrigins';
+import { RunRecording } from '../../src/storage/runRecorder';
+import { START_TOKEN_MS } from '../../src/core/startFrom';
+import { otherChats } from '../../src/storage/startTokens';
 import { outcome } from './storeFixtures';
 
 /**
@@ -80,8 +83,8 @@ describe('starting a chat from another chat’s state (unit)', () => {
       const { chosen } = chatA();
       const token = store.startToken('a', chosen);
       assert.match(token, /^a\.\d{8}T\d{9}Z-[0-9a-f]{6}\.[0-9a-z]{1,10}\.[0-9a-f]{20}$/);
-      assert.deepEqual(store.readStartToken(token), { chat: 'a', run: chosen });
-      assert.deepEqual(store.readStartToken(`  ${token}\n`), { chat: 'a', run: chosen });
+      assert.deepEqual(store.readStartToken(token), { origin: { chat: 'a', run: chosen } });
+      assert.deepEqual(store.readStartToken(`  ${token}\n`), { origin: { chat: 'a', run: chosen } });
       // Another store's key, another chat or time under this tag, a tag changed, and what is not a token.
       const other = new ArtifactStore(path.join(root, 'other'));
       const [, , made, tag] = token.split('.');
@@ -94,24 +97,59 @@ describe('starting a chat from another chat’s state (unit)', () => {
         `../a.${chosen}.${made}.${tag}`,
         '',
       ]) {
-        assert.equal(store.readStartToken(forged), undefined, forged);
+        assert.deepEqual(store.readStartToken(forged), { refused: 'unknown' }, forged);
+        assert.equal(store.takeStartToken(forged, 'b'), false, forged);
       }
     });
 
-    it('is good for a day after it was made: past that it is expired', () => {
+    it('is good for 15 minutes after it was made, not the hour a token left in a chat would be read in: past that it is expired, and cannot be taken', () => {
       let now = Date.UTC(2026, 0, 1);
       const timed = new ArtifactStore(root, { now: () => now });
       const { chosen } = chatA();
       const token = timed.startToken('a', chosen);
+      assert.equal(START_TOKEN_MS, 15 * 60 * 1000);
       now += START_TOKEN_MS;
-      assert.deepEqual(timed.readStartToken(token), { chat: 'a', run: chosen });
+      assert.deepEqual(timed.readStartToken(token), { origin: { chat: 'a', run: chosen } });
       now += 1000;
-      assert.equal(timed.readStartToken(token), 'expired');
+      assert.deepEqual(timed.readStartToken(token), { refused: 'expired' });
+      assert.equal(timed.takeStartToken(token, 'b'), false);
+      now = Date.UTC(2026, 0, 1) + 60 * 60 * 1000;
+      assert.deepEqual(timed.readStartToken(token), { refused: 'expired' });
+    });
+
+    it('starts one chat, once: the chat that takes it holds it, in every window of the store, until it gives it back', () => {
+      let now = Date.UTC(2026, 0, 1);
+      const timed = new ArtifactStore(root, { now: () => now });
+      const { chosen } = chatA();
+      const token = timed.startToken('a', chosen);
+      assert.equal(timed.takeStartToken(token, 'b'), true);
+      // Another chat, in this window or another one on the same store.
+      const window2 = new ArtifactStore(root, { now: () => now });
+      assert.equal(timed.takeStartToken(token, 'c'), false);
+      assert.equal(window2.takeStartToken(token, 'c'), false);
+      assert.equal(timed.takeStartToken(token, 'b'), false);
+      assert.deepEqual(window2.readStartToken(token), { refused: 'used', by: 'b' });
+      // Given back by a chat that did not take it: nothing changes.
+      timed.giveBackStartToken(token, 'c');
+      assert.deepEqual(timed.readStartToken(token), { refused: 'used', by: 'b' });
+      // Given back by the chat that took it (its start was interrupted): takeable again, once.
+      timed.giveBackStartToken(token, 'b');
+      assert.deepEqual(timed.readStartToken(token), { origin: { chat: 'a', run: chosen } });
+      assert.equal(window2.takeStartToken(token, 'c'), true);
+      assert.deepEqual(timed.readStartToken(token), { refused: 'used', by: 'c' });
+      // The record of a taken token goes once the token is past its time, when another is taken.
+      const taken = path.join(root, '.start-tokens');
+      assert.equal(fs.readdirSync(taken).length, 1);
+      now += START_TOKEN_MS + 1000;
+      assert.equal(timed.takeStartToken(timed.startToken('a', chosen), 'd'), true);
+      assert.equal(fs.readdirSync(taken).length, 1);
+      // The store's listing passes the record by.
+      return timed.listSessions().then((sessions) => assert.deepEqual(sessions.map((x) => x.sessionDigest), ['a']));
     });
 
     it('is refused by a store that has no key yet, which does not make one', () => {
       const fresh = new ArtifactStore(path.join(root, 'fresh'));
-      assert.equal(fresh.readStartToken(`a.20260101T000000000Z-abcdef.t0.${'0'.repeat(20)}`), undefined);
+      assert.deepEqual(fresh.readStartToken(`a.20260101T000000000Z-abcdef.t0.${'0'.repeat(20)}`), { refused: 'unknown' });
       assert.equal(fs.existsSync(path.join(root, 'fresh', '.state-key')), false);
     });
   });
@@ -271,6 +309,45 @@ describe('starting a chat from another chat’s state (unit)', () => {
       assert.deepEqual(ran, ['x = 1 @ /sandbox/runs/0001-zzzzzz', 'print(x)']);
     });
 
+    it("takes the user's token as the start begins, for one chat: another chat is refused before anything runs, an interrupted start gives it back", async () => {
+      const { chosen } = chatA();
+      const token = store.startToken('a', chosen);
+      const never: Sandbox = { ...fakeSandbox().sandbox, run: async () => assert.fail('nothing may run') };
+      const callIn = (key: string, sandbox: Sandbox) => {
+        const recording = new RunRecording(store, key);
+        return executeToolCall({ acquire: async () => sandbox }, silentLogger, { code: 'print(x)', startFrom: token }, {
+          sessionKey: key,
+          limits,
+          memoryMb: 512,
+          filesIn: { source: undefined, caps: {} as never },
+          filesOut: { mode: 'declared', caps: {} as never, savedWhere: 'here' },
+          record: recording.record,
+          states: new SessionStates(),
+          stateRuns: recording.stateRuns,
+          otherChats: otherChats(store),
+        });
+      };
+      // The sandbox stops under the first re-run: the chat did not start from the state, and may call again.
+      const broken = fakeSandbox().sandbox;
+      const failing: Sandbox = { ...broken, run: async (run) => (run.workDir ? Promise.reject(new Error('the sandbox is gone')) : broken.run(run)) };
+      await assert.rejects(callIn('chat:b', failing), { code: 'sandbox_failed' });
+      assert.deepEqual(store.readStartToken(token), { origin: { chat: 'a', run: chosen } });
+
+      const { sandbox, ran } = fakeSandbox();
+      await callIn('chat:b', sandbox);
+      assert.deepEqual(ran, ['x = 1 @ /sandbox/runs/0001-aaaaaa', 'x += 10 @ /sandbox/runs/0002-aaaaaa', 'print(x)']);
+      assert.deepEqual(store.readStartToken(token), { refused: 'used', by: sessionDigest('chat:b') });
+      // The token left in chat b's history, passed by another chat: refused, nothing run, nothing renewed.
+      await assert.rejects(callIn('chat:c', never), {
+        code: 'invalid_input',
+        message: '`startFrom` was used by another chat already: a token starts one chat, once. Call execute_code without `startFrom`, or ask the user to choose Start a New Chat from Here on the run again.',
+      });
+      await assert.rejects(callIn('chat:b', never), {
+        code: 'invalid_input',
+        message: 'This chat already started from that state on an earlier call, and its state carried on from there. Call execute_code without `startFrom`.',
+      });
+    });
+
     it("a failing re-run ends in a partial state that still names where the chat started, so its chain goes on there", async () => {
       const first = record('a', 'x = 1', { reset: false, kept: true, from: '', now: 'a1' }, '/sandbox/runs/0001-aaaaaa');
       const chosen = record('a', 'raise ValueError', { reset: false, kept: true, from: 'a1', now: 'a2' }, '/sandbox/runs/0002-aaaaaa');
@@ -292,8 +369,11 @@ describe('starting a chat from another chat’s state (unit)', () => {
       filesOut: { mode: 'declared', caps: {} as never, savedWhere: 'here' },
       ...extra,
     });
-    const other = {
-      readToken: (t: string) => (t === 'good' ? { chat: 'a', run: 'r' } : t === 'old' ? ('expired' as const) : undefined),
+    const other: NonNullable<ToolCallOptions['otherChats']> = {
+      readToken: (t: string) =>
+        t === 'good' ? { origin: { chat: 'a', run: 'r' } } : t === 'old' ? { refused: 'expired' } : t === 'taken' ? { refused: 'used', by: 'someone' } : t === 'mine' ? { refused: 'used', by: sessionDigest('b') } : { refused: 'unknown' },
+      takeToken: () => assert.fail('no token may be taken'),
+      giveBackToken: () => assert.fail('no token may be given back'),
       runs: async () => [] as StateRun[],
     };
     const never = { acquire: async () => assert.fail('no sandbox may be asked for') };
@@ -312,7 +392,17 @@ describe('starting a chat from another chat’s state (unit)', () => {
         [
           { startFrom: 'old' },
           { ...session, otherChats: other },
-          '`startFrom` has expired: a token is good for a day after the user chose the run. Call execute_code without `startFrom`, or ask the user to choose Start a New Chat from Here on the run again.',
+          '`startFrom` has expired: a token is good for 15 minutes after the user chose the run. Call execute_code without `startFrom`, or ask the user to choose Start a New Chat from Here on the run again.',
+        ],
+        [
+          { startFrom: 'taken' },
+          { ...session, otherChats: other },
+          '`startFrom` was used by another chat already: a token starts one chat, once. Call execute_code without `startFrom`, or ask the user to choose Start a New Chat from Here on the run again.',
+        ],
+        [
+          { startFrom: 'mine' },
+          { ...session, otherChats: other },
+          'This chat already started from that state on an earlier call, and its state carried on from there. Call execute_code without `startFrom`.',
         ],
         [
           { startFrom: 'a.b.c' },

@@ -183,6 +183,13 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     );
   }
 
+  sessionSandbox(sessionKey: string): { id: string; mayHoldState: boolean } | undefined {
+    const entry = this.entries.get(sessionKey);
+    // A retired one is replaced at the session's next call.
+    if (!entry || entry.retired) return undefined;
+    return { id: entry.sandbox.id, mayHoldState: !entry.sandbox.knownEmpty() };
+  }
+
   /** Never asks, builds or pulls: only an image already on the engine gets a sandbox ahead of time. */
   private async prewarmNow(sessionKey: string): Promise<boolean> {
     const spec = this.options.prewarmSpec ? await this.options.prewarmSpec() : await this.options.spec(new AbortController().signal);

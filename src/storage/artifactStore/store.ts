@@ -3,8 +3,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { RunRecord } from '../runRecord';
 import { FILES_DIR, RECORD_FILE, RunWriter, STREAM_FILES, resolveInside } from '../runWriter';
-import type { ChatRun, StateRun } from '../../core/resume';
-import { keepOrigin, originReader, readStartToken, startToken, stitchedStateRuns, type OriginReader } from '../chatOrigins';
+import type { StateRun } from '../../core/resume';
+import type { StartTokenReading } from '../../core/startFrom';
+import { keepOrigin, originReader, stitchedStateRuns, type OriginReader } from '../chatOrigins';
+import { giveBackStartToken, readStartToken, startToken, takeStartToken } from '../startTokens';
 import { StateSeal } from '../stateSeal';
 import { RUN_ID, SESSION_ID, StoreIndex, compare, measureRun, nodeStoreFs, parseRecord, runTime, scanStore, type StoreFs } from '../storeIndex';
 import { evictionPlan, type BudgetRun } from './budget';
@@ -139,14 +141,24 @@ export class ArtifactStore {
     return this.serial(async () => (await stitchedStateRuns(this.originReader(await this.loaded()), sessionDigest)).map(({ record: _, ...run }) => run));
   }
 
-  /** The token the person hands a new chat to start from the state after this run (chatOrigins.ts). */
+  /** The token the person hands a new chat to start from the state after this run (startTokens.ts). */
   startToken(sessionDigest: string, runId: string): string {
     return startToken(this.stateSeal, { chat: sessionDigest, run: runId }, this.now());
   }
 
-  /** The chat and run a start token names, when this store made it less than a day ago ('expired' past that). */
-  readStartToken(token: string): ChatRun | 'expired' | undefined {
-    return readStartToken(this.stateSeal, token, this.now());
+  /** The chat and run a start token names while it is good and untaken; else why not. */
+  readStartToken(token: string): StartTokenReading {
+    return readStartToken(this.stateSeal, this.root, token, this.now());
+  }
+
+  /** Takes a good token for the chat `sessionDigest`: true once, for the first chat that takes it (in any window of this store). */
+  takeStartToken(token: string, sessionDigest: string): boolean {
+    return takeStartToken(this.stateSeal, this.root, token, sessionDigest, this.now());
+  }
+
+  /** Gives back a token the chat took but did not start from (its replay was interrupted). */
+  giveBackStartToken(token: string, sessionDigest: string): void {
+    giveBackStartToken(this.stateSeal, this.root, token, sessionDigest);
   }
 
   /** Reads chats' session runs from the index, and the copies a run folder keeps of another chat's. */

@@ -4,6 +4,7 @@
  * Pure: the caller reads the records and the files; nothing here touches the disk.
  */
 import { formatBytes } from '../../core/format';
+import { inlineCode } from '../../core/markdown';
 import type { RunRecord, StoredFile } from '../runRecord';
 import { isSvg, svgImageHtml } from './svg';
 import type { CodeCell, MarkdownCell, Notebook, Output } from './nbformat';
@@ -78,9 +79,10 @@ function header(input: NotebookInput, runs: readonly RunRecord[], options: Noteb
   if (first && last) {
     lines.push(`${runs.length} run${runs.length === 1 ? '' : 's'} in the CodeAct Sandbox, ${when(first.startedAt)} to ${when(last.startedAt)} (exported ${when(input.now.toISOString())}).`, '');
   }
-  lines.push(`- **Image:** ${distinct(runs.map((r) => `\`${r.image}\``)).join(', ')}`);
+  // Names from the records, shown as they are in the rendered cell (core/markdown.ts).
+  lines.push(`- **Image:** ${distinct(runs.map((r) => inlineCode(r.image))).join(', ')}`);
   const runtimes = distinct(runs.map((r) => r.runtime ?? ''));
-  if (runtimes.some(Boolean)) lines.push(`- **Runtime:** ${runtimes.map((r) => (r ? `\`${r}\`` : 'unknown')).join(', ')}`);
+  if (runtimes.some(Boolean)) lines.push(`- **Runtime:** ${runtimes.map((r) => (r ? inlineCode(r) : 'unknown')).join(', ')}`);
   const limits = distinct(runs.filter((r) => r.timeoutMs && r.memoryMb).map((r) => `${seconds(r.timeoutMs!)} per run, ${r.memoryMb} MB of memory`));
   if (limits.length) lines.push(`- **Limits:** ${limits.join('; ')}; no network`);
   const session = runs.filter((r) => r.state).length;

@@ -57,7 +57,7 @@ describe('artifact tree items (unit)', () => {
       id: `run:d1/${RUN_ID}`,
       label: '03:04:05 import csv',
       description: 'ok · 2 files',
-      tooltip: { python: record.program },
+      tooltip: { markdown: `\`\`\`python\n${record.program}\n\`\`\`` },
       icon: { id: 'pass', color: 'testing.iconPassed' },
       collapsible: 'expanded',
       contextValue: 'codeactRun',
@@ -120,7 +120,7 @@ describe('artifact tree items (unit)', () => {
     assert.equal(
       runDocument(record, ['/store/stdout.txt'], '1/2/2025, 3:04:05 AM'),
       [
-        '# Run 1/2/2025, 3:04:05 AM (python:3.12-slim)',
+        '# Run 1/2/2025, 3:04:05 AM (`python:3.12-slim`)',
         '',
         '```python',
         record.program,
@@ -128,18 +128,18 @@ describe('artifact tree items (unit)', () => {
         '',
         '## Result (as the model received it)',
         '',
-        '~~~~text',
+        '```text',
         'stdout:\n1',
-        '~~~~',
+        '```',
         '',
-        'Full output kept in: /store/stdout.txt',
+        'Full output kept in: `/store/stdout.txt`',
         '',
-        'Files shared in: data/sales.csv',
+        'Files shared in: `data/sales.csv`',
       ].join('\n'),
     );
-    // A program holding a fence gets the other kind, and nothing optional is listed.
+    // A program holding a fence gets a longer one, and nothing optional is listed.
     const doc = runDocument({ ...record, program: 'print("```")', filesIn: [] }, [], 'then');
-    assert.equal(doc, ['# Run then (python:3.12-slim)', '', '~~~~python', 'print("```")', '~~~~', '', '## Result (as the model received it)', '', '~~~~text', 'stdout:\n1', '~~~~'].join('\n'));
+    assert.equal(doc, ['# Run then (`python:3.12-slim`)', '', '````python', 'print("```")', '````', '', '## Result (as the model received it)', '', '```text', 'stdout:\n1', '```'].join('\n'));
   });
 
   it('a run with a network shows its connections on its node and in its document', () => {
@@ -158,10 +158,11 @@ describe('artifact tree items (unit)', () => {
       [
         '',
         '',
+        '```text',
         'network: 1 allowed, 1 blocked: other.example.org.',
-        '',
-        '- 03:04:06.100 CONNECT index.example.org:443 allowed, 700 bytes out, 2200 bytes in',
-        '- 03:04:06.250 GET other.example.org:80 blocked (not on the allow-list), 140 bytes out, 3400 bytes in',
+        '03:04:06.100 CONNECT index.example.org:443 allowed, 700 bytes out, 2200 bytes in',
+        '03:04:06.250 GET other.example.org:80 blocked (not on the allow-list), 140 bytes out, 3400 bytes in',
+        '```',
       ].join('\n'),
     );
   });

@@ -65,8 +65,11 @@ describe("the view's Go Back to This Run's State and Start a New Chat from Here 
       const second = record('x = 2', { reset: false, kept: true, from: 'a', now: 'b' });
       const result = (await startChat(second)) as { message: string };
       const token = /"startFrom": "([^"]+)"/.exec(result.message)![1]!;
-      assert.deepEqual(store.readStartToken(token), { chat: 'c', run: second.record.runId });
-      assert.equal(result.message, `Continue from the CodeAct Sandbox state an earlier chat had after its run of ${new Date(0).toLocaleString()}: on your first execute_code call, pass "startFrom": "${token}". `);
+      assert.deepEqual(store.readStartToken(token), { origin: { chat: 'c', run: second.record.runId } });
+      assert.equal(
+        result.message,
+        `Continue from the CodeAct Sandbox state an earlier chat had after its run of ${new Date(0).toLocaleString()}: on your first execute_code call, pass "startFrom": "${token}" (good for one chat, within 15 minutes). `,
+      );
       assert.deepEqual(ui.shown, [`new chat: ${result.message}`]);
       // The run's own chat is not touched.
       assert.deepEqual(chosen, []);

@@ -1,6 +1,7 @@
 import * as assert from 'node:assert/strict';
 import type { ProgressUpdate } from '../../../src/vscode/ui';
 import { pullProgress, statusView } from '../../../src/vscode/status';
+import { rendered } from '../renderedMarkdown';
 
 describe('status bar and progress (unit)', () => {
   it('shows the backend, and why, which image and which engine in the tooltip', () => {
@@ -17,9 +18,17 @@ describe('status bar and progress (unit)', () => {
       {
         text: '$(vm) Sandbox: devcontainer',
         tooltip:
-          '**CodeAct Sandbox**\n\ndevcontainer: auto, and the workspace has .devcontainer.json\n\nImage: `codeact-devcontainer/abc:def`\n\nEngine: build-host:2376',
+          '**CodeAct Sandbox**\n\ndevcontainer: auto, and the workspace has .devcontainer.json\n\nImage: `codeact-devcontainer/abc:def`\n\nEngine: build\\-host\\:2376',
       },
     );
+  });
+
+  it('shows an image and an engine name as they are in the tooltip, never as Markdown of their own', () => {
+    const image = 'img`](https://evil.example) <b>x</b>';
+    const engine = 'https://evil.example <!-- hidden -->';
+    const shown = rendered(statusView({ backend: 'docker', reason: 'docker: auto' }, image, engine).tooltip);
+    assert.deepEqual(shown.hiding, []);
+    assert.equal(shown.text, `CodeAct Sandbox\n\ndocker: auto\n\nImage: ${image}\n\nEngine: ${engine}`);
   });
 
   it('names the runtime once a sandbox runs under one, gVisor in the text too', () => {
