@@ -75,6 +75,8 @@ export default tseslint.config(
             // ahead.ts: the light door a command-line run enters by first (src/cli/main.ts).
             zone([STANDALONE, ...ADAPTERS], './src/docker', 'import the Docker layer through src/docker/index.ts', ['./index.ts', './ahead.ts']),
             ...dockerRoomZones,
+            // A chat's state is a folder with one door: the three moments of a call, the chains, the sentences.
+            zone(['./src/core/*.ts', './src/core/files', './src/core/network', './src/docker', './src/storage', STANDALONE, ...ADAPTERS], './src/core/state', 'import a chat\'s state through src/core/state/index.ts', ['./index.ts']),
             // The artifact store is a folder with one door: its rule and its parts stay its own.
             zone(['./src/storage/*.ts', './src/storage/notebook', STANDALONE, ...ADAPTERS], './src/storage/artifactStore', 'import the artifact store through src/storage/artifactStore/index.ts', ['./index.ts']),
           ],

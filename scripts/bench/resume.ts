@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import type Dockerode from 'dockerode';
 import { DEFAULTS, type SandboxLimits } from '../../src/core/limits';
 import { silentLogger } from '../../src/core/logger';
-import { SessionStates } from '../../src/core/sessionState';
+import { SessionStates } from '../../src/core/state';
 import { executeToolCall } from '../../src/core/toolCall';
 import { createDockerClient } from '../../src/docker/engine/connection';
 import { ArtifactStore } from '../../src/storage/artifactStore';

@@ -10,7 +10,7 @@ import type Dockerode from 'dockerode';
 import { executeCode } from '../../src/core/executeCode';
 import { DEFAULTS, type SandboxLimits } from '../../src/core/limits';
 import { silentLogger } from '../../src/core/logger';
-import { SessionStates } from '../../src/core/sessionState';
+import { SessionStates } from '../../src/core/state';
 import { createDockerClient } from '../../src/docker/engine/connection';
 import { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { SANDBOX_GID, SANDBOX_UID } from '../../src/docker/container/guest';

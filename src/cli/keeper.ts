@@ -10,7 +10,7 @@
  */
 import * as fs from 'node:fs';
 import * as net from 'node:net';
-import { SessionStates } from '../core/sessionState';
+import { SessionStates } from '../core/state';
 import { createSandboxProvider } from '../standalone/pipeline';
 import { VERSION } from '../version';
 import { KEEPER_COMMAND, connectKeeper, engineNamed, keepSeconds, keeperAddress, keepersDir, onLines, runOptions, withRunOptions, type KeeperReply, type KeeperRequest } from './keeperLink';

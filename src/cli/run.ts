@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { DEFAULTS } from '../core/limits';
 import type { Logger } from '../core/logger';
 import { connectionLine, networkSummary } from '../core/network';
-import { SessionStates } from '../core/sessionState';
+import { SessionStates } from '../core/state';
 import { executeToolCall } from '../core/toolCall';
 import { parseToolInput } from '../core/toolInput';
 import { currentOwner, type DockerSandboxProvider, type LockAhead } from '../docker';

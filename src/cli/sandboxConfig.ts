@@ -9,7 +9,7 @@ import { consoleLogger } from '../core/logger';
 import { networkPolicy } from '../core/network';
 import { requirementName } from '../core/requirements';
 import { PRELOAD_WHEN, preloadModuleSchema, type PreloadWhen } from '../core/runnerProtocol';
-import { STATE_MODES, type StateMode } from '../core/sessionState';
+import { STATE_MODES, type StateMode } from '../core/state';
 import { settingsShape } from '../core/settings';
 import { BACKEND_SETTINGS, resolveEngine, type BackendSetting, type EngineTarget } from '../docker';
 import type { SandboxConfig } from '../standalone/pipeline';

@@ -8,9 +8,17 @@ import type { FilesOutCaps, RunLimits } from './limits';
 import type { Logger } from './logger';
 import { missingModuleHint, missingModuleName } from './missingModule';
 import type { CollectedFile, CollectOutcome, OutputSink, Sandbox, SandboxProvider, StagedFile } from './sandbox';
-import type { SessionStates, StateOutcome } from './sessionState';
-import { resumeSentence, setAsideSentence, type ChatRun, type ResumeOutcome } from './resume';
-import { rebuildFirst, rebuildNow, replayNetwork, withoutNetwork, type SessionRequest } from './rebuild';
+import {
+  replayNetwork,
+  stateAfterProgram,
+  stateBeforeCall,
+  stateBeforeProgram,
+  withoutNetwork,
+  type ResumeOutcome,
+  type SessionRequest,
+  type StateOutcome,
+  type StateRecord,
+} from './state';
 import { blockedNote, joinActivity, type NetworkActivity } from './network';
 
 /** How produced files are named for collection: declared up front, or listed by the program. */
@@ -70,7 +78,7 @@ export interface ExecuteReport {
    * of the state it started from and left (as the records know them: a rebuilt state by its
    * recorded id), so that the chain of kept runs can be followed later (resume).
    */
-  state?: { reset: boolean; kept: boolean; from?: string; now?: string; ended?: boolean; origin?: ChatRun };
+  state?: StateRecord;
   /** Session mode: how the chat's state was rebuilt before this call, when its sandbox was new. */
   resumed?: Exclude<ResumeOutcome, { kind: 'none' }>;
   /** Files holding the whole stream when it was cut for the model. */
@@ -139,11 +147,11 @@ export async function executeCode(
     });
     const held = sandbox;
     const rebuild = { sessionKey: request.sessionKey, timeoutMs: limits.timeoutMs, signal: stopper.signal, log };
-    let resumed = request.state ? await rebuildFirst(held, request.state, rebuild) : ({ kind: 'none' } as const);
+    let resumed = request.state ? await stateBeforeCall(held, request.state, rebuild) : ({ kind: 'none' } as const);
     // Found gone only as the program was to start (its link had not yet broken): rebuilt there.
     const rebuildState = async (): Promise<boolean> => {
       if (resumed.kind !== 'none' || !request.state) return false;
-      resumed = await rebuildNow(held, request.state, rebuild);
+      resumed = await stateBeforeProgram(held, request.state, rebuild);
       return resumed.kind !== 'none';
     };
     const run = await runProgram(held, request, limits, stopper, log, resumed.kind === 'none' ? rebuildState : undefined);
@@ -227,6 +235,13 @@ async function runProgram(
   }
 }
 
+/** What follows the program: the notes after its streams, the files saved, the state its record keeps. */
+interface AfterRun {
+  notes: string[];
+  saved: CollectedFile[];
+  state?: StateRecord;
+}
+
 /**
  * After the run: the files saved, and what the model is told after the streams (what the run
  * itself noted, saved files, a missing module, and last the session state).
@@ -238,7 +253,7 @@ async function afterRun(
   reason: StopReason | undefined,
   log: Logger,
   resumed: ResumeOutcome,
-): Promise<{ notes: string[]; saved: CollectedFile[] }> {
+): Promise<AfterRun> {
   const notes = [...run.notes];
   let saved: CollectedFile[] = [];
   // A stopped program's files are still collected: a partial result the user may want.
@@ -254,17 +269,15 @@ async function afterRun(
   const network = joinActivity([replayNetwork(resumed), run.network]);
   const blocked = network && blockedNote(network.connections, request.networkAllowSetting ?? 'the codeactSandbox.network.allow setting');
   if (blocked) notes.push(blocked);
-  if ('notes' in resumed) notes.push(...resumed.notes);
-  const rebuilt = resumeSentence(resumed);
-  if (rebuilt) notes.push(rebuilt);
-  const setAside = request.state?.userChoiceSetAside;
-  if (setAside) notes.push(setAsideSentence(setAside));
-  // Last, so that every session-mode result ends with it.
+  // Last, so that every session-mode result ends with the state's line.
+  let state: StateRecord | undefined;
   if (request.state) {
     const succeeded = !reason && run.exitCode === 0 && !run.oomKilled && !run.replaced;
-    notes.push(request.state.states.settle(request.sessionKey, { reset: request.state.reset, succeeded, outcome: run.stateOutcome }));
+    const after = stateAfterProgram(request.state, request.sessionKey, resumed, { succeeded, outcome: run.stateOutcome });
+    notes.push(...after.notes);
+    state = after.record;
   }
-  return { notes, saved };
+  return { notes, saved, ...(state ? { state } : {}) };
 }
 
 /** The result: the model's text, and the facts the recorder and the adapters keep. */
@@ -274,7 +287,7 @@ function report(
   limits: RunLimits,
   run: RunOutcome,
   reason: StopReason | undefined,
-  { notes, saved }: { notes: string[]; saved: CollectedFile[] },
+  { notes, saved, state }: AfterRun,
   started: number,
   log: Logger,
   resumed: ResumeOutcome,
@@ -311,7 +324,7 @@ function report(
     stderr: facts.stderr,
     shown: shownStreams(facts, limits.outputBudgetBytes),
     oomKilled: run.oomKilled,
-    ...(request.state ? { state: { ...stateFacts(request.state.reset, run.stateOutcome, request.state.states, request.sessionKey), ...originOf(resumed) } } : {}),
+    ...(state ? { state } : {}),
     ...(resumed.kind !== 'none' ? { resumed: withoutNetwork(resumed) } : {}),
     ...(stdout.spillFile ? { stdoutFile: stdout.spillFile } : {}),
     ...(stderr.spillFile ? { stderrFile: stderr.spillFile } : {}),
@@ -321,23 +334,6 @@ function report(
   };
 }
 
-/** The call's state for its record: a state rebuilt here is named by the id its records know. */
-function stateFacts(reset: boolean, outcome: StateOutcome | undefined, states: SessionStates, sessionKey: string): NonNullable<ExecuteReport['state']> {
-  if (!outcome) return { reset, kept: false };
-  const recorded = (id: string) => states.recorded(sessionKey, id);
-  return {
-    reset,
-    kept: outcome.kept,
-    from: recorded(outcome.from),
-    now: recorded(outcome.now),
-    ...(outcome.ended ? { ended: true } : {}),
-  };
-}
-
-/** A call that started from another chat's state names the run it started after: this chat's chain goes on there. */
-function originOf(resumed: ResumeOutcome): { origin?: ChatRun } {
-  return (resumed.kind === 'started' || resumed.kind === 'partial') && resumed.origin ? { origin: resumed.origin } : {};
-}
 
 /**
  * The model's reflex for a missing module is pip install, which cannot work without network: it

@@ -1,7 +1,7 @@
 import type { FilesOutCaps } from './limits';
 import type { InstalledDistribution } from './missingModule';
 import type { NetworkActivity } from './network';
-import type { StateOutcome } from './sessionState';
+import type { StateOutcome } from './state';
 
 /**
  * What the pipeline needs from a sandbox, whatever runs it. The Docker implementation lives in

@@ -1,4 +1,4 @@
-import { plural } from './resume';
+import { plural } from './state';
 
 /**
  * What the model is told after its call's result when the storage budget, in the prune that

@@ -7,11 +7,8 @@ import type { FilesOutCaps, RunLimits } from './limits';
 import type { Logger } from './logger';
 import type { NetworkActivity } from './network';
 import type { CollectedFile, SandboxProvider, StagedFile } from './sandbox';
-import type { SessionRequest } from './rebuild';
-import type { SessionStates } from './sessionState';
-import type { ChatRun, ResumeSource, RewindTarget, StateRun } from './resume';
+import { REFUSED, refusedTokenMessage, type ResumeSource, type RewindTarget, type SessionRequest, type SessionStates, type StartTokenReading, type StateRecord, type StateRun } from './state';
 import { sessionDigest } from './session';
-import { refusedTokenMessage, type StartTokenReading } from './startFrom';
 import type { FilesInCaps } from './settings';
 import type { ToolInput } from './toolInput';
 
@@ -50,7 +47,7 @@ export interface RunOutcomeRecord {
   timeoutMs: number;
   memoryMb: number;
   workDir?: string;
-  state?: { reset: boolean; kept: boolean; from?: string; now?: string; ended?: boolean; origin?: ChatRun };
+  state?: StateRecord;
   /** A sandbox with a network: the program's connections. */
   network?: NetworkActivity;
 }
@@ -103,10 +100,10 @@ export async function executeToolCall(
   signal?: AbortSignal,
 ): Promise<ToolCallResult> {
   if (input.rewind !== undefined && input.reset === true) {
-    throw new ToolError('invalid_input', '`rewind` and `reset` go different ways: pass `reset`: true for an empty state, or `rewind` to go back to an earlier one.');
+    throw new ToolError('invalid_input', REFUSED.rewindWithReset);
   }
   if (input.rewind !== undefined && !options.states) {
-    throw new ToolError('invalid_input', 'The user has not turned on session state, so there is no earlier state to go back to. Call execute_code without `rewind`.');
+    throw new ToolError('invalid_input', REFUSED.rewindWithoutSession);
   }
   const startFrom = startFromOf(input, options);
   const files = await filesInFor(input, options);
@@ -171,14 +168,14 @@ type StartTarget = Extract<RewindTarget, { startFrom: unknown }>;
 function startFromOf(input: ToolInput, options: ToolCallOptions): StartTarget | undefined {
   if (input.startFrom === undefined) return undefined;
   if (input.reset === true || input.rewind !== undefined) {
-    throw new ToolError('invalid_input', '`startFrom` starts this chat from the state the user chose: pass it without `reset` or `rewind`.');
+    throw new ToolError('invalid_input', REFUSED.startWithOthers);
   }
   if (!options.states) {
-    throw new ToolError('invalid_input', "The user has not turned on session state, so this chat cannot start from another chat's state. Call execute_code without `startFrom`, and tell the user that starting from another chat's state needs the codeactSandbox.state setting at session.");
+    throw new ToolError('invalid_input', REFUSED.startWithoutSession);
   }
   const other = options.otherChats;
   if (!other || !options.stateRuns) {
-    throw new ToolError('invalid_input', "This host cannot start a chat from another chat's state. Call execute_code without `startFrom`.");
+    throw new ToolError('invalid_input', REFUSED.startHere);
   }
   const token = input.startFrom;
   const chat = sessionDigest(options.sessionKey);

@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describeError } from '../core/errors';
 import type { WorkspaceSource } from '../core/files/filesIn';
 import { DEFAULTS } from '../core/limits';
-import { SessionStates } from '../core/sessionState';
+import { SessionStates } from '../core/state';
 import { executeToolCall } from '../core/toolCall';
 import { rehearseCallPath } from '../core/rehearsal';
 import { parseToolInput } from '../core/toolInput';

@@ -9,7 +9,7 @@ import type { Logger } from '../core/logger';
 import type { NetworkPolicy } from '../core/network';
 import type { PreloadWhen } from '../core/runnerProtocol';
 import { filesInCapsOf, filesOutCapsOf, readSettings } from '../core/settings';
-import type { SessionStates, StateMode } from '../core/sessionState';
+import type { SessionStates, StateMode } from '../core/state';
 import type { OutputsMode, ToolCallOptions } from '../core/toolCall';
 import {
   DockerSandboxProvider,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { stateChain, type ChatRun, type StateRun } from '../core/resume';
+import { stateChain, type ChatRun, type StateRun } from '../core/state';
 import type { RunRecord } from './runRecord';
 import { writeFileAtomic } from './runWriter';
 import type { StateSeal } from './stateSeal';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { classifyName } from '../core/files/names';
 import { MAX_RECORDED_CONNECTIONS } from '../core/network';
+import type { StateRecord } from '../core/state';
 
 /**
  * run.json: what one execute_code call did, kept beside the files it produced. It is read back
@@ -10,6 +11,20 @@ import { MAX_RECORDED_CONNECTIONS } from '../core/network';
 
 // A tampered record must not turn a listed name into a path outside the run's folder.
 const fileName = z.string().refine((n) => classifyName(n).kind === 'ok', 'not a plain relative path');
+
+/** A session call's state as its record keeps it: the one StateRecord shape of core/state, as read back from disk. */
+const StateRecordSchema = z.object({
+  reset: z.boolean(),
+  kept: z.boolean(),
+  from: z.string().max(64).optional(),
+  now: z.string().max(64).optional(),
+  ended: z.boolean().optional(),
+  /** The call started from the state another chat had after one of its runs ("Start a New Chat from Here"). */
+  origin: z.object({ chat: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/), run: z.string().max(64) }).optional(),
+}) satisfies z.ZodType<StateRecord>;
+// ... and nothing more than it: a field added to one of them and not the other does not compile.
+const sameShape: StateRecord extends z.infer<typeof StateRecordSchema> ? true : false = true;
+void sameShape;
 
 export const StoredFile = z.object({
   name: fileName,
@@ -60,17 +75,7 @@ export const RunRecord = z.object({
    * ids of the state it started from and left ('' : empty; absent in older records), which link
    * a chat's kept runs into the chain a resume replays.
    */
-  state: z
-    .object({
-      reset: z.boolean(),
-      kept: z.boolean(),
-      from: z.string().max(64).optional(),
-      now: z.string().max(64).optional(),
-      ended: z.boolean().optional(),
-      /** The call started from the state another chat had after one of its runs ("Start a New Chat from Here"). */
-      origin: z.object({ chat: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/), run: z.string().max(64) }).optional(),
-    })
-    .optional(),
+  state: StateRecordSchema.optional(),
   /** The store's seal over what a replay takes from this record (stateSeal.ts). */
   stateSeal: z.string().max(128).optional(),
   /** A sandbox with a network allow-list: each connection the program made, as the proxy saw it. */

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { sessionDigest, sessionDisplayName } from '../core/session';
 import type { RunRecorder } from '../core/toolCall';
-import type { StateRun } from '../core/resume';
+import type { StateRun } from '../core/state';
 import type { ArtifactStore, RunWriter } from './artifactStore';
 
 /**

@@ -1,7 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { ChatRun } from '../core/resume';
-import { START_TOKEN_MS, type StartTokenReading } from '../core/startFrom';
+import { START_TOKEN_MS, type ChatRun, type StartTokenReading } from '../core/state';
 import type { ToolCallOptions } from '../core/toolCall';
 import type { ArtifactStore } from './artifactStore';
 import type { StateSeal } from './stateSeal';

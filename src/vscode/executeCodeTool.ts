@@ -6,7 +6,7 @@ import type { Logger } from '../core/logger';
 import type { CollectedFile, SandboxProvider } from '../core/sandbox';
 import { sessionDigest, sessionKeyFromToken } from '../core/session';
 import { filesInCapsOf, filesOutCapsOf, runLimitsOf } from '../core/settings';
-import { SessionStates } from '../core/sessionState';
+import { SessionStates } from '../core/state';
 import { executeToolCall } from '../core/toolCall';
 import { pruneAfterCall, type ArtifactStore } from '../storage/artifactStore';
 import { RunRecording } from '../storage/runRecorder';

@@ -6,12 +6,10 @@
  * - "Start a New Chat from Here": a new agent chat opens with a message in its input that hands
  *   the model a token for the run (made by the store's key, good for minutes and for one chat:
  *   storage/startTokens.ts); the model passes it as `startFrom` and the new chat's first call
- *   starts from that state (core/startFrom.ts), which the person confirms first. The run's chat
+ *   starts from that state (core/state/startFrom.ts), which the person confirms first. The run's chat
  *   is not changed.
  */
-import { WHY, callsAfter, stateChain } from '../core/resume';
-import type { StateMode } from '../core/sessionState';
-import { START_TOKEN_LIFETIME } from '../core/startFrom';
+import { callsAfter, START_TOKEN_LIFETIME, stateChain, WHY, type StateMode } from '../core/state';
 import type { ArtifactStore } from '../storage/artifactStore';
 import type { ArtifactNode } from './artifactItems';
 import type { CommandTable } from './commands';

@@ -10,8 +10,7 @@
  * itself and can neither end its code block nor hide a line in HTML or a link.
  */
 import { codeBlock, hiddenInCode, inlineCode } from '../core/markdown';
-import { REPLAY_BUDGET_MS, duration } from '../core/replay';
-import { START_TOKEN_LIFETIME } from '../core/startFrom';
+import { duration, REPLAY_BUDGET_MS, START_TOKEN_LIFETIME } from '../core/state';
 
 export interface InvocationFacts {
   code: string;

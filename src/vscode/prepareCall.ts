@@ -8,11 +8,9 @@
  * as parameters.
  */
 import { networkOf, type Settings } from '../core/settings';
-import { callsAfter, stateChain, type ChatRun, type StateRun } from '../core/resume';
+import { callsAfter, stateChain, type ChatRun, type SessionStates, type StartTokenReading, type StateRun } from '../core/state';
 import type { SandboxProvider } from '../core/sandbox';
 import { sessionDigest, sessionDisplayName } from '../core/session';
-import type { SessionStates } from '../core/sessionState';
-import type { StartTokenReading } from '../core/startFrom';
 import type { ToolInput } from '../core/toolInput';
 import { CONFIG_SECTION } from './ids';
 import { confirmationText, goingBackOf, invocationMessage, type GoingBack, type InvocationFacts } from './invocationText';

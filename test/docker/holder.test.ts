@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
 import { NOTHING_PRINTED } from '../../src/core/format';
-import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
+import { STATE_LINES, SessionStates } from '../../src/core/state';
 import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { dockerCli, log, runLimits, uniqueSessionKey, useDocker } from './helpers';
 

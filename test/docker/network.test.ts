@@ -18,7 +18,7 @@ import { NAMES, startTestInternet, type TestInternet } from './fixtures/testInte
 import { LABEL } from '../../src/docker/container/labels';
 import { RunRecording } from '../../src/storage/runRecorder';
 import { sessionDigest } from '../../src/core/session';
-import { STATE_LINES } from '../../src/core/sessionState';
+import { STATE_LINES } from '../../src/core/state';
 import { sessionCall, sessionHost } from './fixtures/sessionHost';
 import { FORGE_EXIT_REPORT, TEST_ENGINE, docker, dockerCli, exists, log, recentLog, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
 

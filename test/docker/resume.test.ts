@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { NOTHING_PRINTED } from '../../src/core/format';
 import { sessionDigest } from '../../src/core/session';
-import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
+import { STATE_LINES, SessionStates } from '../../src/core/state';
 import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { ArtifactStore, pruneAfterCall } from '../../src/storage/artifactStore';
 import { RunRecording } from '../../src/storage/runRecorder';

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { executeCode, type ExecuteReport, type FilesOutRequest } from '../../src/core/executeCode';
 import { NOTHING_PRINTED } from '../../src/core/format';
 import type { RunLimits } from '../../src/core/limits';
-import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
+import { STATE_LINES, SessionStates } from '../../src/core/state';
 import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { SANDBOX_GONE_NOTE } from '../../src/docker/run/stopped';
 import { SENTENCES, TEST_RUNTIME, delay, dockerCli, log, programProcesses, runLimits, uniqueSessionKey, useDocker, waitFor } from './helpers';

@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { stateChain } from '../../src/core/resume';
+import { stateChain } from '../../src/core/state';
 import { ArtifactStore } from '../../src/storage/artifactStore';
 import { T0, dirBytes, finishedRunIn, sessionRunIn, useStore } from './storeFixtures';
 

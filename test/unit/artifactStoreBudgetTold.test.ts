@@ -1,9 +1,8 @@
 import * as assert from 'node:assert/strict';
 import { silentLogger } from '../../src/core/logger';
-import { stateChain } from '../../src/core/resume';
+import { SessionStates, STATE_LINES, stateChain } from '../../src/core/state';
 import type { Sandbox } from '../../src/core/sandbox';
 import { sessionDigest } from '../../src/core/session';
-import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
 import { executeToolCall } from '../../src/core/toolCall';
 import { pruneAfterCall } from '../../src/storage/artifactStore';
 import { RunRecording } from '../../src/storage/runRecorder';

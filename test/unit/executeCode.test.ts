@@ -3,7 +3,7 @@ import { ToolError } from '../../src/core/errors';
 import { executeCode } from '../../src/core/executeCode';
 import { silentLogger } from '../../src/core/logger';
 import type { ProgramExit, ProgramRun, Sandbox, SandboxProvider } from '../../src/core/sandbox';
-import { SessionStates } from '../../src/core/sessionState';
+import { SessionStates } from '../../src/core/state';
 
 /** A sandbox whose "program" is a JS function: enough to test the pipeline's own logic. */
 function fakeProvider(body: (run: ProgramRun) => Promise<number | null>, extra: Partial<Sandbox> = {}): SandboxProvider & { keys: string[] } {

@@ -43,6 +43,16 @@ describe('import layering lint rules (unit)', function () {
     assert.deepEqual(await violations('src/storage/artifactStore/x.ts', use("import { readable as a } from './listing';")), []);
   });
 
+  it("a chat's state is entered by its index.ts alone, from core, the layers and the adapters; its parts import one another", async () => {
+    const door = "import a chat's state through src/core/state/index.ts";
+    assert.deepEqual(await violations('src/core/x.ts', use("import { stateChain as a } from './state/chain';")), [door]);
+    assert.deepEqual(await violations('src/storage/x.ts', use("import { STATE_LINES as a } from '../core/state/sentences';")), [door]);
+    assert.deepEqual(await violations('src/vscode/x.ts', use("import { SessionStates as a } from '../core/state/states';")), [door]);
+    assert.deepEqual(await violations('src/docker/run/x.ts', use("import { REFUSED as a } from '../../core/state/sentences';")), [door]);
+    assert.deepEqual(await violations('src/core/x.ts', use("import { stateChain as a } from './state';")), []);
+    assert.deepEqual(await violations('src/core/state/x.ts', use("import { stateChain as a } from './chain';")), []);
+  });
+
   it('outside src/vscode nothing imports vscode at run time; a type import is allowed there', async () => {
     assert.deepEqual(await violations('src/cli/main.ts', use("import * as a from 'vscode';")), [
       'only src/vscode imports vscode at run time (import type is fine)',

@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { STATE_LINES, SessionStates } from '../../src/core/sessionState';
+import { STATE_LINES, SessionStates } from '../../src/core/state';
 
 describe('session state lines (unit)', () => {
   const kept = (from: string, now: string) => ({ from, now, kept: true });

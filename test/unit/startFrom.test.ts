@@ -6,14 +6,12 @@ import * as path from 'node:path';
 import { executeCode } from '../../src/core/executeCode';
 import { silentLogger } from '../../src/core/logger';
 import { sessionDigest } from '../../src/core/session';
-import { resumeSentence, stateChain, type ResumeSource, type StateRun } from '../../src/core/resume';
+import { resumeSentence, SessionStates, START_TOKEN_MS, stateChain, type ResumeSource, type StateRun } from '../../src/core/state';
 import type { Sandbox } from '../../src/core/sandbox';
-import { SessionStates } from '../../src/core/sessionState';
 import { executeToolCall, type ToolCallOptions } from '../../src/core/toolCall';
 import { ArtifactStore } from '../../src/storage/artifactStore';
 import type { RunRecord } from '../../src/storage/runRecord';
 import { RunRecording } from '../../src/storage/runRecorder';
-import { START_TOKEN_MS } from '../../src/core/startFrom';
 import { otherChats } from '../../src/storage/startTokens';
 import { outcome } from './storeFixtures';
 

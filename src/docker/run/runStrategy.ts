@@ -1,7 +1,7 @@
 import type Dockerode from 'dockerode';
 import type { Logger } from '../../core/logger';
 import type { ProgramRun } from '../../core/sandbox';
-import type { StateOutcome } from '../../core/sessionState';
+import type { StateOutcome } from '../../core/state';
 import type { SandboxSpec } from '../container';
 
 /** How a program ended, as a strategy saw it. */

@@ -1,5 +1,5 @@
 import { sessionDigest } from '../../core/session';
-import type { SessionStates } from '../../core/sessionState';
+import type { SessionStates } from '../../core/state';
 import { budgetSentence } from '../../core/storageBudget';
 import { pruneSentence, type PruneResult } from './pruneResult';
 import type { PruneOptions } from './store';

@@ -1,4 +1,4 @@
-import type { ChatRun } from '../../core/resume';
+import type { ChatRun } from '../../core/state';
 import { compare } from '../storeIndex';
 
 /**

@@ -1,4 +1,4 @@
-import { stateChain } from '../../core/resume';
+import { stateChain } from '../../core/state';
 import { stitchedStateRuns, type OriginReader, type StoredStateRun } from '../chatOrigins';
 import type { RunRecord } from '../runRecord';
 import type { LiveChain } from './budget';

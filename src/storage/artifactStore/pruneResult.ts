@@ -1,4 +1,4 @@
-import { plural } from '../../core/resume';
+import { plural } from '../../core/state';
 
 /** A chat whose runs a prune deleted. */
 export interface DroppedChat {

@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { StateMode } from '../../../src/core/sessionState';
+import type { StateMode } from '../../../src/core/state';
 import { ArtifactStore } from '../../../src/storage/artifactStore';
 import type { RunRecord } from '../../../src/storage/runRecord';
 import type { ArtifactNode } from '../../../src/vscode/artifactItems';

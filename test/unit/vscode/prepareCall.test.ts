@@ -6,7 +6,7 @@ import { sessionDigest } from '../../../src/core/session';
 import { readSettings, type Settings } from '../../../src/core/settings';
 import { ArtifactStore } from '../../../src/storage/artifactStore';
 import type { RunRecord } from '../../../src/storage/runRecord';
-import { SessionStates } from '../../../src/core/sessionState';
+import { SessionStates } from '../../../src/core/state';
 import { holdsState, prepareCall, type PrepareHost } from '../../../src/vscode/prepareCall';
 import { outcome } from '../storeFixtures';
 

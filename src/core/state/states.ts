@@ -1,8 +1,10 @@
 /**
  * Session mode's state between calls, as the host sees it: which state each chat's next call
  * should start from, and the one line every session-mode result ends with. Pure logic; the
- * sandbox reports what its runner did (StateOutcome), this decides what the model is told.
+ * sandbox reports what its runner did (StateOutcome), this decides what the model is told
+ * (in the words of sentences.ts).
  */
+import { HOLDER_FAILED, STATE_LINES, unkeptClause } from './sentences';
 
 /** `fresh`: a new process per call (the default); `session`: module globals carry over between a chat's calls. */
 export type StateMode = 'fresh' | 'session';
@@ -24,47 +26,6 @@ export interface StateOutcome {
   ended?: boolean;
 }
 
-/** Why a program that succeeded could not be kept, as the model is told it. */
-const UNKEPT: Record<string, string> = {
-  threads: 'it left threads running',
-  processes: 'it left child processes running',
-  sockets: 'it left sockets open',
-  flush: 'its output could not be flushed',
-  link: 'it closed its link to the sandbox',
-  stop: 'its process could not be stopped between calls',
-  gone: 'its process ended',
-};
-
-/** Why the process holding a state failed the sandbox's own check, as a clause. */
-const HOLDER_FAILED: Record<string, string> = {
-  threads: 'it was running threads',
-  processes: 'other processes were running',
-  sockets: 'it held sockets open',
-  stop: 'it could not be stopped',
-  gone: 'it had ended',
-};
-
-/** Why a successful call's state was not kept, as a clause ("it left threads running"). */
-export function unkeptClause(reason: string): string {
-  return UNKEPT[reason] ?? `of ${reason}`;
-}
-
-export const STATE_LINES = {
-  kept: 'State: kept for the next call.',
-  unchanged: 'State: unchanged, because this call did not succeed; the next call starts from the state the last successful call left.',
-  unchangedEmpty: 'State: unchanged, because this call did not succeed; the next call starts from an empty state.',
-  unkept: (why: string) => `State: not kept, because ${why}; the next call starts from the state before this call.`,
-  ended: 'State: lost, because the sandbox stopped while this call ran; the next call starts from an empty state.',
-  lost: 'The earlier state was lost (the sandbox was removed or restarted), so this call started from an empty state.',
-  dropped: "This chat's earlier state was deleted to keep the stored runs within the storage budget, so this call started from an empty state.",
-  /** The process holding the state failed the sandbox's own check before this call's program started. */
-  droppedBefore: (why: string) => `The earlier state was given up, because the process holding it failed the sandbox's check (${why}), so this call started from an empty state.`,
-  /** ... or after a call that did not succeed, which would have left it the state. */
-  droppedAfter: (why: string) =>
-    `State: given up, because the process holding it failed the sandbox's check after this call (${why}); the next call starts from an empty state.`,
-  unavailable:
-    "State: not available to this call, because the sandbox's warm interpreter is not running; it ran as a fresh program and nothing was kept.",
-} as const;
 
 export interface StateCall {
   /** The call asked for an empty state. */

@@ -2,16 +2,18 @@
  * Session mode: the chat's state rebuilt before a call's program, in a sandbox that holds none
  * (new, replaced, found gone), gone back to an earlier one (the model's `rewind`, the run the
  * person chose), or started from another chat's (`startFrom`). Once per sandbox; a chat's other calls wait for it (SessionStates). The replay
- * has its own time limits (replay.ts); the program's start after. Which runs, and the sentences:
- * resume.ts.
+ * has its own time limits (replay.ts); the program's start after. Which runs: chain.ts; the sentences:
+ * sentences.ts.
  */
-import { ToolError, describeError } from './errors';
-import type { Logger } from './logger';
-import { connectionLine, networkSummary, type NetworkActivity } from './network';
-import { resumeState, rewindState, type ResumeOutcome, type ResumeSource, type RewindTarget } from './resume';
-import type { Sandbox } from './sandbox';
-import type { SessionStates } from './sessionState';
+import { ToolError, describeError } from '../errors';
+import type { Logger } from '../logger';
+import { connectionLine, networkSummary, type NetworkActivity } from '../network';
+import type { Sandbox } from '../sandbox';
+import type { ResumeOutcome, ResumeSource, RewindTarget } from './outcome';
+import { resumeState, rewindState } from './resume';
+import { REFUSED } from './sentences';
 import { startFromState } from './startFrom';
+import type { SessionStates } from './states';
 
 /**
  * A session-mode call's state: `states` is the host's record of the chats' states, `resume` its
@@ -92,11 +94,8 @@ async function settleRebuild(sandbox: Sandbox, state: SessionRequest, { sessionK
       for (const c of outcome.network?.connections ?? []) log.warn(`resume: the interrupted replay's connection: ${connectionLine(c)}`);
       states.forgetRebuild(key);
       await sandbox.renew?.(new AbortController().signal, 'its state was rebuilt only in part').catch((e: unknown) => log.warn(`could not replace a half-rebuilt sandbox: ${describeError(e)}`));
-      if (outcome.why === 'the call was cancelled') throw new ToolError('cancelled', 'The run was cancelled before it started.');
-      throw new ToolError(
-        'sandbox_failed',
-        `Rebuilding this chat's state stopped because ${outcome.why}, so the program was not run; the next call rebuilds it in a new sandbox. Call again.`,
-      );
+      if (outcome.why === 'the call was cancelled') throw new ToolError('cancelled', REFUSED.cancelledFirst);
+      throw new ToolError('sandbox_failed', REFUSED.rebuildStopped(outcome.why));
     }
     default:
       states.rebuilt(key, sandbox.id, outcome.now, outcome.recorded);

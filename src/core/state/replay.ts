@@ -1,5 +1,5 @@
 /**
- * Re-running a chat's kept runs in a sandbox that holds no state (resume.ts decides which). Each
+ * Re-running a chat's kept runs in a sandbox that holds no state (chain.ts decides which). Each
  * run goes back to the directory it first ran in, with its workspace files shared again. The
  * replay as a whole has a time budget (three times what the runs took when they were calls, at
  * least one call's limit, and never more than REPLAY_BUDGET_MS), so a long chain cannot hold a
@@ -9,11 +9,11 @@
  * the sandbox's state unknown (the call's cancel, the sandbox stopping or failing) is
  * `interrupted`: the caller must not let a program run on that state.
  */
-import { describeError } from './errors';
-import type { Logger } from './logger';
-import { joinActivity, type NetworkActivity } from './network';
-import type { Sandbox, StagedFile } from './sandbox';
-import { unkeptClause } from './sessionState';
+import { describeError } from '../errors';
+import type { Logger } from '../logger';
+import { joinActivity, type NetworkActivity } from '../network';
+import type { Sandbox, StagedFile } from '../sandbox';
+import { duration, seconds, unkeptClause } from './sentences';
 
 /** One kept run, as a replay needs it. */
 export interface ReplayRun {
@@ -162,11 +162,3 @@ function lastLine(text: string): string {
   return line.length > FAILURE_TAIL ? `${line.slice(0, FAILURE_TAIL)}…` : line;
 }
 
-export function seconds(ms: number): string {
-  return `${(ms / 1000).toFixed(1)} s`;
-}
-
-/** A time budget in words: seconds under two minutes, else whole minutes. */
-export function duration(ms: number): string {
-  return ms < 120_000 ? seconds(ms) : `${Math.round(ms / 60_000)} minutes`;
-}
