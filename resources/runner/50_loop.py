@@ -41,6 +41,9 @@ class Runner:
         self.dying = set()
         # Why the state was given up before this call's program started (verify_holder), for its reply.
         self.dropped = None
+        # The process each kept program was forked through (a holder's child, by its start time),
+        # while it may still be going away.
+        self.middles = {}
         # Preloading on first use: the config's lists, and the learnable modules programs imported
         # since (the runner starts over with them once it is idle; see relearn).
         self.preload_config = []
@@ -578,7 +581,10 @@ class Runner:
         state, else why not."""
         if not _stop_holder(pid, self.wake_r):
             return 'gone' if _proc_status(pid) is None else 'stop'
-        return holder_problem(pid, set(others) | self.dying | set(self.exiting))
+        # A holder's middle fork may be reaped by the holder, not by us: it is spared only while the
+        # process of that number is still the one it was (a later one may get the number).
+        self.middles = {p: t for p, t in self.middles.items() if t is not None and (_stat_of(p) or (0, None))[1] == t}
+        return holder_problem(pid, set(others) | self.dying | set(self.exiting) | set(self.middles))
 
     def commit(self, pid, link, base, keep, status, unkept):
         """The end of a session call: the program that is now a holder replaces the previous one
@@ -586,6 +592,12 @@ class Runner:
         way the holder is stopped and checked by PID 1 first (verify_holder): the program said it
         was kept, and what the program says is not taken."""
         dropped, self.dropped = self.dropped, None
+        # The process an earlier holder forked it through may still be going away (unmapping a
+        # large state takes a moment): not the program's doing. It goes now, whatever it was doing.
+        stat = _stat_of(pid) if self.state is not None else None
+        middle = stat[0] if stat and stat[0] not in (0, 1, os.getpid()) else None
+        if middle is not None:
+            self.middles[middle] = (_stat_of(middle) or (0, None))[1]
         if keep:
             why = self.verify_holder(pid, self.spared())
             if why is not None:
@@ -597,6 +609,11 @@ class Runner:
             self.own_fds.add(link.fileno())
             if old is not None:
                 self.kill_holder(old)
+            if middle is not None:
+                try:
+                    os.kill(middle, _SIGKILL)
+                except OSError:
+                    pass
         else:
             # Nothing a call that is not kept started may outlive it: it would make every later
             # call unkeepable (processes), and the state is to be as the last kept call left it.

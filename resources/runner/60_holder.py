@@ -179,6 +179,21 @@ def _stop_holder(pid, wake_r):
             pass
 
 
+def _stat_of(pid):
+    """(parent pid, start time) from /proc/<pid>/stat (read after the command's closing
+    parenthesis, which may hold anything), or None. The start time tells a process from a later one
+    that got its number."""
+    try:
+        fd = os.open('/proc/%d/stat' % pid, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            fields = os.read(fd, 4096).rpartition(b')')[2].split()
+        finally:
+            os.close(fd)
+        return int(fields[1]), int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def holder_problem(pid, others):
     """Why the stopped process `pid` cannot hold the state, as the host's words for it (threads,
     processes, sockets), or None. `others`: processes that are not its doing (an earlier holder,
