@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { Readable } from 'node:stream';
 import { extract, pack, type Header } from 'tar-stream';
 import { CHAT_PTH_LINE, CHAT_SITE, chatDockerfile, userSitePackages } from '../../src/docker/images/chatImage';
-import { ChatSiteTooLarge, diskBytes, distributionOf, recordPaths, repackSite, sitePath } from '../../src/docker/images/chatSite';
+import { ChatSiteTooLarge, SparseSite, diskBytes, distributionOf, pageBytes, recordPaths, repackSite, sitePath, type SiteLimits } from '../../src/docker/images/chatSite';
 import { preparedNote } from '../../src/docker/pool/chatImages';
 
 type Entry = { header: Partial<Header> & { name: string }; body?: string };
@@ -21,7 +21,7 @@ function archiveOf(entries: Entry[]): Readable {
 }
 
 /** What repackSite wrote: each entry's name, type, mode, owner and body or link. */
-async function repacked(entries: Entry[], maxBytes?: number): Promise<{ found: string[]; bytes: number; out: string[] }> {
+async function repacked(entries: Entry[], limits?: SiteLimits): Promise<{ found: string[]; bytes: number; out: string[] }> {
   const out = pack();
   const read: string[] = [];
   const ex = extract();
@@ -38,7 +38,7 @@ async function repacked(entries: Entry[], maxBytes?: number): Promise<{ found: s
     ex.on('error', reject);
   });
   (out as unknown as Readable).pipe(ex);
-  const { distributions: found, bytes } = await repackSite(archiveOf(entries), out, maxBytes);
+  const { distributions: found, bytes } = await repackSite(archiveOf(entries), out, limits);
   out.finalize();
   await done;
   return { found, bytes, out: read };
@@ -143,10 +143,23 @@ describe('a chat prepared image: its build context and sentences', () => {
           { header: { name: 'site-packages/a.py' }, body: '12345' },
           { header: { name: 'site-packages/b.py' }, body: '67890' },
         ],
-        2 * 4096,
+        { maxBytes: 2 * 4096, workAreaBytes: 1 << 20 },
       ),
       (e: unknown) => e instanceof ChatSiteTooLarge && e.bytes === 3 * 4096,
     );
+  });
+
+  it('refuses files that, every byte written, would not fit in the work area they were read from: one is sparse', async () => {
+    const files = [
+      { header: { name: 'site-packages/a-1.dist-info/RECORD' }, body: 'a/x.py,,\na/y.py,,\na/empty.py,,' },
+      { header: { name: 'site-packages/a/empty.py' }, body: '' },
+      { header: { name: 'site-packages/a/x.py' }, body: 'x'.repeat(4097) },
+      { header: { name: 'site-packages/a/y.py' }, body: 'y' },
+    ];
+    // RECORD 1 page, empty.py none, x.py 2, y.py 1: 4 pages fit in 4, not in 3.
+    assert.equal((await repacked(files, { maxBytes: 1 << 20, workAreaBytes: 4 * 4096 })).found.join(), 'a 1');
+    await assert.rejects(repacked(files, { maxBytes: 1 << 20, workAreaBytes: 3 * 4096 }), (e: unknown) => e instanceof SparseSite && e.bytes === 4 * 4096);
+    assert.deepEqual([0, 1, 4096, 4097].map(pageBytes), [0, 4096, 4096, 8192]);
   });
 
   it('builds FROM the sandbox image with no step a chat wrote, and keeps PID 1 out of the chat packages', () => {

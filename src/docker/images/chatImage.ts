@@ -209,6 +209,8 @@ export interface BuildChatImageOptions {
   generation: number;
   /** What the user site may add (the chat's limit less earlierBytes). */
   maxBytes: number;
+  /** The sandbox's work area, which every file of its user site really sits in. */
+  workAreaBytes: number;
   signal: AbortSignal;
 }
 
@@ -232,7 +234,7 @@ export async function buildChatImage(o: BuildChatImageOptions): Promise<ChatImag
     // The Dockerfile goes last: the engine reads the whole context before it builds, and only the
     // end of the read knows the distributions and bytes its labels name. Nothing is held in memory.
     const read = (async () => {
-      const kept = await repackSite(site.archive, context, o.maxBytes);
+      const kept = await repackSite(site.archive, context, { maxBytes: o.maxBytes, workAreaBytes: o.workAreaBytes });
       await site.ended;
       if (kept.distributions.length === 0) throw new NothingInstalled();
       const distributions = [...new Set([...o.earlier, ...kept.distributions])].sort();

@@ -40,6 +40,18 @@ export class ChatSiteTooLarge extends Error {
   }
 }
 
+/**
+ * The files read hold more than the work area they were read from can hold: a file is sparse (its
+ * size counts bytes never written). Where the reader cannot tell (gVisor reports a file's blocks
+ * from its size), this keeps a sparse file from making the image larger than the work area.
+ */
+export class SparseSite extends Error {
+  constructor(readonly bytes: number, readonly workAreaBytes: number) {
+    super(`the files read would take ${bytes} bytes, more than the ${workAreaBytes} of the work area they are in: one is sparse`);
+    this.name = 'SparseSite';
+  }
+}
+
 /** "requests-2.32.3.dist-info" → "requests 2.32.3". */
 export function distributionOf(dir: string): string | undefined {
   const m = /^([A-Za-z0-9_.]+)-([A-Za-z0-9_.!+]+)\.dist-info$/.exec(dir);
@@ -49,6 +61,11 @@ export function distributionOf(dir: string): string | undefined {
 /** What an entry of `size` bytes takes on a disk: whole blocks, at least one (its inode's share too). */
 export function diskBytes(size: number): number {
   return Math.max(1, Math.ceil(size / DISK_BLOCK)) * DISK_BLOCK;
+}
+
+/** What a file of `size` bytes, every byte written, takes in a tmpfs: whole pages, none when empty. */
+export function pageBytes(size: number): number {
+  return Math.ceil(size / DISK_BLOCK) * DISK_BLOCK;
 }
 
 /** A path inside the site ("pkg/mod.py"), split, or undefined for one that is empty, absolute, or has an empty, `.` or `..` part. */
@@ -96,17 +113,27 @@ async function bodyOf(body: AsyncIterable<unknown>): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
+export interface SiteLimits {
+  /** What the kept files and folders may take (diskBytes): the chat's limit less what its image holds. */
+  maxBytes: number;
+  /** The work area the site was read from: its files, every byte written, fit in it (pageBytes). */
+  workAreaBytes: number;
+}
+
 /**
  * Copies the installed packages of an archive of the user site (entries named `site-packages/...`)
  * into `out` under `site/`, by the rule above: files only, owned by root, 0644 or 0755, each
- * after its folders. Throws ChatSiteTooLarge before copying past `maxBytes`.
+ * after its folders. Throws ChatSiteTooLarge before copying past `maxBytes`, and SparseSite
+ * before copying more than the work area holds.
  */
-export async function repackSite(archive: Readable, out: Pack, maxBytes = MAX_CHAT_SITE_BYTES): Promise<SiteRead> {
+export async function repackSite(archive: Readable, out: Pack, limits: SiteLimits = { maxBytes: MAX_CHAT_SITE_BYTES, workAreaBytes: MAX_CHAT_SITE_BYTES }): Promise<SiteRead> {
+  const { maxBytes, workAreaBytes } = limits;
   const listed = new Set<string>();
   const files = new Set<string>();
   const folders = new Set<string>();
   const found: string[] = [];
   let bytes = 0;
+  let dense = 0;
   let records = 0;
   const ex = extract();
   // Its errors reach the caller through the pipeline below; one after it ended (an entry read as
@@ -135,7 +162,12 @@ export async function repackSite(archive: Readable, out: Pack, maxBytes = MAX_CH
       next(new ChatSiteTooLarge(bytes + cost, maxBytes));
       return;
     }
+    if (dense + pageBytes(size) > workAreaBytes) {
+      next(new SparseSite(dense + pageBytes(size), workAreaBytes));
+      return;
+    }
     bytes += cost;
+    dense += pageBytes(size);
     const common = { uid: 0, gid: 0, mtime: header.mtime ?? new Date(0) };
     const write = async () => {
       for (const f of newFolders) {

@@ -12,10 +12,11 @@
  *
  * It keeps to the rule of chatSite.ts (each distribution's RECORD, then the files it lists) and
  * leaves out sparse files (fewer bytes on the disk than their size says: pip writes every byte
- * of what it installs, and a sparse file would be stored whole in the image). What it writes is
- * the chat's to shape (a process of the chat may stop or race it): the host keeps to the rule
- * and counts every byte itself (repackSite), so a reader led astray costs the chat its image,
- * nothing more.
+ * of what it installs, and a sparse file would be stored whole in the image). gVisor reports a
+ * file's blocks from its size, so there a sparse file is read whole; the host then refuses a
+ * read of more than the work area holds (SparseSite). What the reader writes is the chat's to
+ * shape (a process of the chat may stop or race it): the host keeps to the rule and counts every
+ * byte itself (repackSite), so a reader led astray costs the chat its image, nothing more.
  */
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';

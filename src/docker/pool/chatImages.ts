@@ -243,6 +243,7 @@ export class ChatImages {
       store: this.records?.store ?? '',
       generation,
       maxBytes: this.limits.bytes - earlierBytes,
+      workAreaBytes: sandbox.spec.limits.workAreaMb * 1024 * 1024,
       signal: this.stop.signal,
     });
     images.set(session, built);
