@@ -49,7 +49,16 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
       engineCliFound: () => commandOnPath('docker') || commandOnPath('podman'),
       ...(testInternetFile ? { testInternetFile } : {}),
       // Named by the folder's hash: another workspace's window keeps other records, and its chats' images.
-      chatRecords: { store: createHash('sha256').update(store.root).digest('hex').slice(0, 16), exists: (digest) => store.hasSession(digest) },
+      chatRecords: {
+        store: createHash('sha256').update(store.root).digest('hex').slice(0, 16),
+        exists: (digest) => store.hasSession(digest),
+        // The chat's newest run: its prepared image is kept by its chat's last use.
+        lastUsed: async (digest) => {
+          const newest = (await store.listRuns(digest))[0];
+          const at = newest ? Date.parse(newest.startedAt) : NaN;
+          return Number.isFinite(at) ? at : undefined;
+        },
+      },
     });
     service = sandboxes;
     context.subscriptions.push({ dispose: () => void sandboxes.dispose() });

@@ -3,16 +3,16 @@
  * sandboxes start from, so they are not installed again.
  *
  * pip, run by a program as the sandbox user, installs into the user site in the work area. The
- * work area is a tmpfs, which a commit of the container would not capture, so the user site is
- * read out as a tar (the engine's archive API) and copied into an image built FROM the image the
- * sandbox runs. The build has no network and runs nothing of the chat: the files are copied, not
- * installed. Every Python started in the sandbox but the runner (PID 1) puts them on its path
+ * work area is a tmpfs, which a commit of the container would not capture, so the packages pip
+ * installed there (chatSite.ts says which files those are) are read out as a tar by a reader of
+ * ours running as the sandbox user (siteReader.ts), between two calls, and copied into an image
+ * built FROM the image the sandbox runs. The build has no network and runs nothing of the chat:
+ * the files are copied, not installed. Every Python started in the sandbox but the runner (PID 1) puts them on its path
  * where the user site stood, before the image's own packages, and pip finds them installed.
  */
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type Dockerode from 'dockerode';
-import { extract, pack, type Header, type Pack } from 'tar-stream';
+import { pack } from 'tar-stream';
 import type { Logger } from '../../core/logger';
 import { HOME_DIR, LABEL, LABEL_SCHEMA, WORK_ROOT, hasAllLabels } from '../container';
 import { statusCode } from '../engine';
@@ -20,12 +20,12 @@ import { runBuild } from './build';
 import { IMAGE_LABEL } from './imageLabels';
 import { tagsIn } from './repoTags';
 import { listImagesLabelled } from './labelled';
+import { distributionOf, repackSite } from './chatSite';
+import { LinkedSite, readSite } from './siteReader';
 
 export const CHAT_REPOSITORY = 'codeact-sandbox/chat-packages';
 /** Where the chat's packages are in its image. */
 export const CHAT_SITE = '/opt/codeact-sandbox/chat-site';
-/** More than this in a chat's user site is not kept (the work area's own limit is usually lower). */
-export const MAX_CHAT_SITE_BYTES = 2 * 1024 ** 3;
 const MAX_NAMED_DISTRIBUTIONS = 200;
 /**
  * A chat image made from a sandbox made from the chat's image is built on it: its layers stack.
@@ -47,6 +47,12 @@ export const CHAT_LABEL = {
   generation: 'dev.codeact-sandbox.chat.generation',
   /** The records its chat is kept in (ChatRecords.store): only a process of those records removes it for lack of its chat. */
   store: 'dev.codeact-sandbox.chat.store',
+  /**
+   * What its packages take (chatSite.ts's diskBytes, with the builds it stacks on): what the
+   * limits count. An image without it was made before only installed packages were kept, and is
+   * not used.
+   */
+  bytes: 'dev.codeact-sandbox.chat.bytes',
 } as const;
 
 export interface ChatImage {
@@ -59,6 +65,10 @@ export interface ChatImage {
   /** ChatRecords.store of the process that made it ('' when none was given). */
   store: string;
   generation: number;
+  /** CHAT_LABEL.bytes; undefined for an image made before it was written. */
+  bytes: number | undefined;
+  /** When the engine made it (ms since the epoch). */
+  created: number;
 }
 
 /** The user site of a sandbox's Python ("3.11.2"), or undefined when the version is not one. */
@@ -100,7 +110,7 @@ export const CHAT_SITE_CODE_FILE = '/opt/codeact-sandbox/chat-site.py';
 export const CHAT_PTH_LINE = `import os; os.getpid() != 1 and os.getuid() != 0 and exec(open(${JSON.stringify(CHAT_SITE_CODE_FILE)}).read(), {})`;
 
 /** FROM the sandbox's image: the user site's files under CHAT_SITE, and the two files above. */
-export function chatDockerfile(from: string, distributions: readonly string[]): string {
+export function chatDockerfile(from: string, distributions: readonly string[], bytes: number): string {
   const writePth = ['import os, site', 'd = site.getsitepackages()[0]', 'os.makedirs(d, exist_ok=True)', `open(os.path.join(d, "codeact-chat-site.pth"), "w").write(${JSON.stringify(`${CHAT_PTH_LINE}\n`)})`].join('\n');
   return [
     '# CodeAct Sandbox: the packages a chat installed. Generated.',
@@ -113,88 +123,9 @@ export function chatDockerfile(from: string, distributions: readonly string[]): 
     `RUN ${JSON.stringify(['python3', '-I', '-S', '-c', writePth])}`,
     // Names and versions as distributionOf reads them: no quote or backslash can be in them.
     `LABEL ${CHAT_LABEL.distributions}=${JSON.stringify(JSON.stringify(distributions))}`,
+    `LABEL ${CHAT_LABEL.bytes}="${Math.floor(bytes)}"`,
     '',
   ].join('\n');
-}
-
-/** The user site had more in it than a chat's image keeps. */
-export class ChatSiteTooLarge extends Error {
-  constructor(
-    readonly bytes: number,
-    readonly maxBytes: number = MAX_CHAT_SITE_BYTES,
-  ) {
-    super(`the chat's packages would take more than ${maxBytes} bytes of its image's ${MAX_CHAT_SITE_BYTES}`);
-    this.name = 'ChatSiteTooLarge';
-  }
-}
-
-/** "requests-2.32.3.dist-info" → "requests 2.32.3". */
-export function distributionOf(dir: string): string | undefined {
-  const m = /^([A-Za-z0-9_.]+)-([A-Za-z0-9_.!+]+)\.dist-info$/.exec(dir);
-  return m ? `${m[1]} ${m[2]}` : undefined;
-}
-
-/**
- * Copies the engine's archive of the user site (entries named `site-packages/...`) into `out`
- * under `site/`: folders, files and symbolic links only, owned by root, without set-id bits; a
- * name with `..` or an absolute one is left out. Returns the distributions found at its top.
- */
-export async function repackSite(archive: Readable, out: Pack, maxBytes = MAX_CHAT_SITE_BYTES): Promise<string[]> {
-  const found: string[] = [];
-  let bytes = 0;
-  const ex = extract();
-  // Its errors reach the caller through the pipeline below; one after it ended (an entry read as
-  // the build that consumed `out` stopped) has nobody left to tell.
-  ex.on('error', () => {});
-  ex.on('entry', (header: Header, body, next) => {
-    // Destroyed with the extract when the read fails: the failure is the pipeline's to report.
-    body.on('error', () => {});
-    const rest = header.name.replace(/\/+$/, '').split('/').slice(1);
-    const keep = rest.length > 0 && !rest.some((p: string) => p === '..' || p === '.' || p === '') && ['file', 'directory', 'symlink'].includes(header.type ?? '');
-    if (!keep) {
-      body.resume();
-      body.on('end', () => next());
-      return;
-    }
-    if (header.type === 'directory' && rest.length === 1) {
-      const d = distributionOf(rest[0]!);
-      if (d) found.push(d);
-    }
-    bytes += header.size ?? 0;
-    if (bytes > maxBytes) {
-      next(new ChatSiteTooLarge(bytes, maxBytes));
-      return;
-    }
-    const mode = header.type === 'directory' ? 0o755 : header.type === 'file' ? ((header.mode ?? 0) & 0o111 ? 0o755 : 0o644) : 0o777;
-    const h = {
-      name: `site/${rest.join('/')}`,
-      type: header.type,
-      mode,
-      uid: 0,
-      gid: 0,
-      mtime: header.mtime ?? new Date(0),
-      ...(header.type === 'symlink' ? { linkname: header.linkname ?? '' } : {}),
-    };
-    let sink: ReturnType<Pack['entry']>;
-    try {
-      // Folders, links and empty files have no body to copy.
-      sink = header.type === 'file' && (header.size ?? 0) > 0 ? out.entry({ ...h, size: header.size }) : header.type === 'file' ? out.entry(h, Buffer.alloc(0)) : out.entry(h);
-    } catch (e) {
-      next(e as Error); // the build ended, and with it the context
-      return;
-    }
-    if (header.type === 'file' && (header.size ?? 0) > 0) {
-      pipeline(body, sink).then(
-        () => next(),
-        (e: unknown) => next(e as Error),
-      );
-      return;
-    }
-    body.resume();
-    body.on('end', () => next());
-  });
-  await pipeline(archive, ex);
-  return found.sort();
 }
 
 interface PathStat {
@@ -223,18 +154,11 @@ const WORK_AREA_PARTS = WORK_ROOT.split('/').length;
 /** Go's os.ModeSymlink, as the engine reports a mode. */
 const MODE_SYMLINK = 0x8000000;
 
-/** A folder of the user site's path is a link: it is not read. */
-export class LinkedSite extends Error {
-  constructor(readonly at: string) {
-    super(`${at} is a symbolic link in the sandbox; the user site behind it is not read`);
-  }
-}
-
 /**
- * The user site's stat ("mtime size"), undefined when there is none. Every folder of its path
- * below the work area must be a folder: the engine reads the container's files as root and
- * follows links in every part of a path but the last, so a chat that made `~/.local` a link to
- * `/root/.local` would otherwise have files it cannot read copied into its image, readable.
+ * The user site's stat ("mtime size"), undefined when there is none: the capture reads the site
+ * only when it changed. A folder of its path below the work area that is a link is refused here
+ * already (the engine's stat follows links, as root); the read itself never follows one
+ * (siteReader.ts), whatever is swapped after this look.
  */
 export async function siteStamp(container: Dockerode.Container, sitePath: string): Promise<string | undefined> {
   const parts = sitePath.split('/');
@@ -249,43 +173,50 @@ export async function siteStamp(container: Dockerode.Container, sitePath: string
   return stat ? `${stat.mtime ?? ''} ${stat.size ?? ''}` : undefined;
 }
 
+/** The user site has no package pip installed (only files of other kinds, which are not kept). */
+export class NothingInstalled extends Error {
+  constructor() {
+    super('no package pip installed is in the user site');
+    this.name = 'NothingInstalled';
+  }
+}
+
+/** Runs a task while no program of the sandbox runs (DockerSandbox.between). */
+export type BetweenCalls = <T>(task: () => Promise<T>) => Promise<T>;
+
 export interface BuildChatImageOptions {
   docker: Dockerode;
   log: Logger;
   container: Dockerode.Container;
   sitePath: string;
+  /**
+   * When the reader may run in the sandbox: between two calls. A process of ours still running
+   * when a session call ends makes that call's state unkeepable, and the call's own cleanup
+   * would kill it.
+   */
+  between: BetweenCalls;
   /** The image id the sandbox runs (the configured image, or the chat's image before this one). */
   from: string;
   /** What the chat's image had before (when `from` is one), kept in the new one's label. */
   earlier: readonly string[];
+  /** The bytes of the chat's image before (when `from` is one): the new one's label counts them too. */
+  earlierBytes: number;
   base: string;
   session: string;
   source: string;
   store: string;
   /** CHAT_LABEL.generation of the new image. */
   generation: number;
-  /** What the user site may add (MAX_CHAT_SITE_BYTES less what the image is built on added). */
+  /** What the user site may add (the chat's limit less earlierBytes). */
   maxBytes: number;
+  /** The sandbox's work area, which every file of its user site really sits in. */
+  workAreaBytes: number;
   signal: AbortSignal;
 }
 
-/** Builds the chat's image from its sandbox's user site. */
+/** Builds the chat's image from the packages installed in its sandbox's user site. */
 export async function buildChatImage(o: BuildChatImageOptions): Promise<ChatImage> {
   const tag = chatImageTag(o.session);
-  const archive = (await o.container.getArchive({ path: o.sitePath })) as unknown as Readable;
-  const context = pack();
-  context.on('error', () => {}); // destroyed when the read or the build failed: each says so itself
-  // The Dockerfile goes last: the engine reads the whole context before it builds, and only the
-  // end of the read knows the distributions its label names. Nothing is held in memory.
-  const read = repackSite(archive, context, o.maxBytes).then((found) => {
-    const distributions = [...new Set([...o.earlier, ...found])].sort();
-    const dockerfile = Buffer.from(chatDockerfile(o.from, distributions.slice(0, MAX_NAMED_DISTRIBUTIONS)), 'utf8');
-    context.entry({ name: 'chat-site.py', mode: 0o644, uid: 0, gid: 0, mtime: new Date(0) }, CHAT_SITE_CODE);
-    context.entry({ name: 'Dockerfile', mode: 0o644, uid: 0, gid: 0, mtime: new Date(0), size: dockerfile.length }, dockerfile);
-    context.finalize();
-    return distributions;
-  });
-  read.catch((e: unknown) => context.destroy(e instanceof Error ? e : new Error(String(e))));
   const labels = {
     [LABEL.managed]: LABEL_SCHEMA,
     [IMAGE_LABEL.kind]: 'chat',
@@ -295,14 +226,45 @@ export async function buildChatImage(o: BuildChatImageOptions): Promise<ChatImag
     [CHAT_LABEL.generation]: String(o.generation),
     ...(o.store ? { [CHAT_LABEL.store]: o.store } : {}),
   };
-  const built = runBuild({ docker: o.docker, context: context as unknown as Readable, tag, labels, networkMode: 'none', signal: o.signal, log: o.log, logPrefix: 'chat image build', onProgress: () => {} });
-  // A build the engine refused reads no more of the context: the archive's read is ended too.
-  built.catch(() => {
-    archive.destroy();
-    context.destroy();
+  // Only the read waits for the sandbox to be between calls; the build goes on after it.
+  const { read, built } = await o.between(async () => {
+    const site = await readSite(o.container, o.sitePath, o.signal);
+    const context = pack();
+    context.on('error', () => {}); // destroyed when the read or the build failed: each says so itself
+    // The Dockerfile goes last: the engine reads the whole context before it builds, and only the
+    // end of the read knows the distributions and bytes its labels name. Nothing is held in memory.
+    const read = (async () => {
+      const kept = await repackSite(site.archive, context, { maxBytes: o.maxBytes, workAreaBytes: o.workAreaBytes });
+      await site.ended;
+      if (kept.distributions.length === 0) throw new NothingInstalled();
+      const distributions = [...new Set([...o.earlier, ...kept.distributions])].sort();
+      const bytes = o.earlierBytes + kept.bytes;
+      const dockerfile = Buffer.from(chatDockerfile(o.from, distributions.slice(0, MAX_NAMED_DISTRIBUTIONS), bytes), 'utf8');
+      context.entry({ name: 'chat-site.py', mode: 0o644, uid: 0, gid: 0, mtime: new Date(0) }, CHAT_SITE_CODE);
+      context.entry({ name: 'Dockerfile', mode: 0o644, uid: 0, gid: 0, mtime: new Date(0), size: dockerfile.length }, dockerfile);
+      context.finalize();
+      return { distributions, bytes };
+    })();
+    read.catch((e: unknown) => {
+      site.archive.destroy();
+      context.destroy(e instanceof Error ? e : new Error(String(e)));
+    });
+    const built = runBuild({ docker: o.docker, context: context as unknown as Readable, tag, labels, networkMode: 'none', signal: o.signal, log: o.log, logPrefix: 'chat image build', onProgress: () => {} });
+    // A build the engine refused reads no more of the context: the reader is stopped too.
+    built.catch(() => {
+      site.archive.destroy();
+      context.destroy();
+    });
+    // The next call waits until the reader has ended, not for the build.
+    await Promise.allSettled([read, site.ended]);
+    return { read, built };
   });
-  const [distributions, { imageId }] = await Promise.all([read, built]);
-  return { tag, id: imageId, session: o.session, base: o.base, source: o.source, distributions, store: o.store, generation: o.generation };
+  // The read's failure says why (a link, too large, nothing installed); the build's follows from it.
+  const [r, b] = await Promise.allSettled([read, built]);
+  if (r.status === 'rejected') throw r.reason;
+  if (b.status === 'rejected') throw b.reason;
+  const { distributions, bytes } = r.value;
+  return { tag, id: b.value.imageId, session: o.session, base: o.base, source: o.source, distributions, store: o.store, generation: o.generation, bytes, created: Date.now() };
 }
 
 const CHAT_FILTER = [LABEL.managed, `${IMAGE_LABEL.kind}=chat`];
@@ -322,7 +284,19 @@ export async function listChatImages(docker: Dockerode): Promise<Map<string, Cha
     const session = labels[CHAT_LABEL.session];
     const tag = tagsIn(i.RepoTags, CHAT_REPOSITORY)[0];
     if (!session || !tag || tag !== chatImageTag(session)) continue;
-    out.set(session, { tag, id: i.Id, session, base: labels[CHAT_LABEL.base] ?? '', source: labels[CHAT_LABEL.source] ?? '', distributions: namesOf(labels[CHAT_LABEL.distributions]), store: labels[CHAT_LABEL.store] ?? '', generation: Number(labels[CHAT_LABEL.generation] ?? '1') || 1 });
+    const bytes = labels[CHAT_LABEL.bytes];
+    out.set(session, {
+      tag,
+      id: i.Id,
+      session,
+      base: labels[CHAT_LABEL.base] ?? '',
+      source: labels[CHAT_LABEL.source] ?? '',
+      distributions: namesOf(labels[CHAT_LABEL.distributions]),
+      store: labels[CHAT_LABEL.store] ?? '',
+      generation: Number(labels[CHAT_LABEL.generation] ?? '1') || 1,
+      bytes: bytes !== undefined && /^\d{1,15}$/.test(bytes) ? Number(bytes) : undefined,
+      created: (i.Created || 0) * 1000,
+    });
   }
   return out;
 }

@@ -10,6 +10,7 @@ export { ImageBuildError, RequirementRejectedError } from './errors';
 export { IMAGE_LABEL, imageDistributions } from './imageLabels';
 export type { BuildPhase, BuildProgress, BuildProgressListener } from './buildProgress';
 export { PROXY_CONF_ENV, PROXY_GATE_COMMAND, PROXY_HOSTS_ENV, PROXY_NEVER_ENV, PROXY_REACH_ENV, PROXY_SHARED_ENV, PROXY_REPOSITORY, PROXY_RUN_DIR, ensureProxyImage, proxyImageContext, proxyImageTag } from './proxyImage';
-export { CHAT_REPOSITORY, CHAT_SITE, MAX_CHAT_GENERATIONS, MAX_CHAT_SITE_BYTES, buildChatImage, chatImageTag, configuredBase, listChatImages, removeChatImage, removeDropped, siteStamp, userSitePackages, type ChatImage } from './chatImage';
+export { CHAT_REPOSITORY, CHAT_SITE, MAX_CHAT_GENERATIONS, NothingInstalled, buildChatImage, chatImageTag, configuredBase, listChatImages, removeChatImage, removeDropped, siteStamp, userSitePackages, type BetweenCalls, type ChatImage } from './chatImage';
+export { MAX_CHAT_SITE_BYTES } from './chatSite';
 export { asNamed, tagsIn } from './repoTags';
 export { listImagesLabelled } from './labelled';

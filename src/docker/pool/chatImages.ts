@@ -1,11 +1,15 @@
 /**
  * The chats' prepared images, as one process sees them: after a call of a chat that keeps its
  * state, the sandbox's user site is looked at (one stat through the engine) and, when pip or a
- * program changed it since the last look, read into the chat's image; a new sandbox for that chat
- * is made from its image, so what it installed is there again without a download.
+ * program changed it since the last look, the packages pip installed there are read into the
+ * chat's image; a new sandbox for that chat is made from its image, so what it installed is there
+ * again without a download. Across the chats of these records the images are bounded
+ * (chatImageBudget.ts): the least recently used go first, and one unused for a month goes.
  *
- * All of it runs after the call has ended, one chat at a time: no call waits for it. A failure is
- * logged and leaves the chat as it was (its next sandboxes install again).
+ * All of it runs after the call has ended, one chat at a time; only the read of the user site
+ * waits for the sandbox to be between calls, so a next call of the chat may wait for that read
+ * (not for the build). A failure is logged and leaves the chat as it was (its next sandboxes
+ * install again).
  */
 import type Dockerode from 'dockerode';
 import { describeError } from '../../core/errors';
@@ -13,6 +17,7 @@ import type { Logger } from '../../core/logger';
 import { MAX_CHAT_GENERATIONS, MAX_CHAT_SITE_BYTES, buildChatImage, configuredBase, listChatImages, removeChatImage, removeDropped, siteStamp, userSitePackages, type ChatImage } from '../images';
 import type { SandboxSpec } from '../container';
 import type { DockerSandbox } from '../sandbox';
+import { CHAT_IMAGE_UNUSED_MS, MAX_CHAT_IMAGES_BYTES, imagesToDrop, type DropReason } from './chatImageBudget';
 
 /** What a new sandbox of a chat is made from, and the sentence its first program's result carries. */
 export interface PreparedImage {
@@ -37,13 +42,23 @@ export interface ChatRecords {
   /** Names the records (the same in every process that keeps them). */
   store: string;
   exists(session: string): Promise<boolean>;
+  /** When the chat last had a call kept in the records (ms since the epoch), if it has one. */
+  lastUsed?(session: string): Promise<number | undefined>;
 }
 
-/** How large a chat's image may grow, and how many builds it may stack (tests make them small). */
+/** The limits of the chats' images (tests make them small). */
 export interface ChatImageLimits {
+  /** What one chat's image may hold (diskBytes of its packages). */
   bytes: number;
+  /** How many builds one chat's image may stack. */
   generations: number;
+  /** What all chat images of these records may hold together. */
+  totalBytes: number;
+  /** An image not used for this long goes. */
+  unusedMs: number;
 }
+
+const DEFAULT_LIMITS: ChatImageLimits = { bytes: MAX_CHAT_SITE_BYTES, generations: MAX_CHAT_GENERATIONS, totalBytes: MAX_CHAT_IMAGES_BYTES, unusedMs: CHAT_IMAGE_UNUSED_MS };
 
 export class ChatImages {
   private listed: Promise<Map<string, ChatImage>> | undefined;
@@ -53,19 +68,33 @@ export class ChatImages {
   private readonly seen = new Map<string, string>();
   private readonly stop = new AbortController();
   private sweeping: Promise<void> = Promise.resolve();
+  /** Per chat: when this process last built its image or made a sandbox from it. */
+  private readonly used = new Map<string, number>();
+  /** The budget's checks, one after the other. */
+  private budgeting: Promise<void> = Promise.resolve();
+  /** Removals of other chats' images the listing or the budget decided on, until each is done. */
+  private readonly dropping = new Set<Promise<void>>();
+  private readonly limits: ChatImageLimits;
 
   constructor(
     private readonly docker: Dockerode,
     private readonly log: Logger,
     private readonly records?: ChatRecords,
-    private readonly limits: ChatImageLimits = { bytes: MAX_CHAT_SITE_BYTES, generations: MAX_CHAT_GENERATIONS },
-  ) {}
+    limits: Partial<ChatImageLimits> = {},
+    private readonly now: () => number = Date.now,
+  ) {
+    this.limits = { ...DEFAULT_LIMITS, ...limits };
+  }
 
   /** The chats' images on the engine, listed once per process and kept up to date by it. */
   private images(): Promise<Map<string, ChatImage>> {
     if (!this.listed) void this.sweep(); // off the first call's way
     this.listed ??= listChatImages(this.docker)
       .then((images) => this.withoutOrphans(images))
+      .then(async (images) => {
+        await this.dropPast(images);
+        return images;
+      })
       .catch((e: unknown) => {
         this.log.info(`could not list the chats' prepared images: ${describeError(e)}`);
         this.listed = undefined;
@@ -82,24 +111,73 @@ export class ChatImages {
       if (image.store !== records.store || (await records.exists(session).catch(() => true))) continue;
       images.delete(session);
       this.log.info(`the chat of the prepared image ${image.tag} has no records left; the image is removed`);
-      this.queue(session, 'its image was not removed', () => removeChatImage(this.docker, this.log, session));
+      this.drop(session);
     }
     return images;
   }
 
+  /**
+   * Drops from `images` (and then from the engine, off the call's way) the images of these
+   * records (ChatRecords.store) past the budget: made before bytes were counted, unused too long, or the least
+   * recently used while all of them hold more than the limit. Their chats' next sandboxes install
+   * again by replay; a read of a chat's user site after a drop builds its image again.
+   */
+  private async dropPast(images: Map<string, ChatImage>): Promise<void> {
+    // The budget is one store's: a process without records (not the extension's) has none to hold.
+    if (!this.records) return;
+    const { store } = this.records;
+    const ours = [...images.values()].filter((i) => i.store === store);
+    const budgeted = await Promise.all(ours.map(async (i) => ({ session: i.session, bytes: i.bytes, lastUsed: await this.lastUsed(i) })));
+    for (const { session, why } of imagesToDrop(budgeted, this.now(), this.limits)) {
+      const image = images.get(session);
+      if (!image) continue;
+      images.delete(session);
+      this.seen.delete(session);
+      this.log.info(`the chat's prepared image ${image.tag} is removed: ${this.dropped(why)}; its chat's next sandbox installs its packages again by re-running its calls`);
+      this.drop(session);
+    }
+  }
+
+  /** Removes a chat's image after what its chat asked for before (a capture under way). */
+  private drop(session: string): void {
+    const done = this.queue(session, 'its image was not removed', () => removeChatImage(this.docker, this.log, session));
+    this.dropping.add(done);
+    void done.finally(() => this.dropping.delete(done));
+  }
+
+  private dropped(why: DropReason): string {
+    if (why === 'earlier') return 'it was made by an earlier version, which kept more than installed packages';
+    if (why === 'unused') return `it was not used for ${Math.round(this.limits.unusedMs / 86_400_000)} days`;
+    return `the chats' images held more than ${this.limits.totalBytes} bytes, and it was used least recently`;
+  }
+
+  /** The image's last use: built, a sandbox made from it, or a call of its chat in the records. */
+  private async lastUsed(image: ChatImage): Promise<number> {
+    const recorded = await this.records?.lastUsed?.(image.session).catch(() => undefined);
+    return Math.max(image.created, this.used.get(image.session) ?? 0, recorded ?? 0);
+  }
+
+  /** Checks the budget over the images listed (after a build), one check at a time. */
+  private budget(): Promise<void> {
+    const next = this.budgeting.then(async () => this.dropPast(await this.images())).catch((e: unknown) => this.log.info(`the chats' prepared images: the limits were not checked: ${describeError(e)}`));
+    this.budgeting = next;
+    return next;
+  }
+
   /** Runs `step` after what the chat asked for before; a failure is logged as what did not happen. */
-  private queue(session: string, failed: string, step: () => Promise<void>): void {
+  private queue(session: string, failed: string, step: () => Promise<void>): Promise<void> {
     const next = (this.work.get(session) ?? Promise.resolve()).then(() => step().catch((e: unknown) => this.log.info(`the chat's prepared image: ${failed}: ${describeError(e)}`)));
     this.work.set(session, next);
     void next.finally(() => {
       if (this.work.get(session) === next) this.work.delete(session);
     });
+    return next;
   }
 
   /** The image a new sandbox of this chat is made from, when it has one made on the image the settings name. */
   async imageFor(session: string, spec: SandboxSpec): Promise<PreparedImage | undefined> {
     const image = (await this.images()).get(session);
-    if (!image) return undefined;
+    if (!image || image.bytes === undefined) return undefined;
     let base: string | undefined;
     try {
       base = (await this.docker.getImage(spec.image).inspect()).Id;
@@ -110,17 +188,20 @@ export class ChatImages {
       this.log.info(`the chat's prepared image ${image.tag} was made on another image than ${spec.image}; its packages are installed again`);
       return undefined;
     }
+    this.used.set(session, this.now());
     return { tag: image.tag, note: preparedNote(image.distributions) };
   }
 
   /** After a call that kept the chat's state: reads the user site into the chat's image if it changed. */
   afterCall(session: string, sandbox: DockerSandbox): void {
-    this.queue(session, 'the installed packages were not kept', () => this.capture(session, sandbox));
+    void this.queue(session, 'the installed packages were not kept', () => this.capture(session, sandbox));
   }
 
-  /** Resolves when what the chat's calls asked for so far, and the sweeps asked for, are done (tests; removal waits for it). */
+  /** Resolves when what the chat's calls asked for so far, the budget's checks and the sweeps asked for, are done (tests; removal waits for it). */
   async settled(session: string): Promise<void> {
     await this.work.get(session);
+    await this.budgeting;
+    await Promise.all([...this.dropping]);
     await this.sweeping;
   }
 
@@ -136,7 +217,7 @@ export class ChatImages {
     if (this.seen.get(session) === source || earlier?.source === source) return;
     const from = (await sandbox.container.inspect()).Image;
     // A sandbox made from the chat's image: the new one is built on it, and keeps its packages.
-    const onEarlier = earlier !== undefined && earlier.id === from;
+    const onEarlier = earlier !== undefined && earlier.bytes !== undefined && earlier.id === from;
     // The image the sandbox was made from, as the settings named it then: a sandbox outlives a
     // pull that moves the name, and its packages were installed on what it runs.
     const base = onEarlier ? earlier.base : await configuredBase(this.docker, from);
@@ -144,28 +225,34 @@ export class ChatImages {
     this.seen.set(session, source);
     const generation = onEarlier ? earlier.generation + 1 : 1;
     if (generation > this.limits.generations) throw new Error(`the chat's image stacks ${this.limits.generations} builds already`);
-    // Stacked builds only add: what the earlier ones added counts against the one cap.
-    const added = onEarlier ? (await this.docker.getImage(from).inspect()).Size - (await this.docker.getImage(base).inspect()).Size : 0;
-    if (added >= this.limits.bytes) throw new Error(`the chat's image holds ${added} bytes of packages already, its limit`);
+    // Stacked builds only add: what the earlier ones hold counts against the one limit.
+    const earlierBytes = onEarlier ? (earlier.bytes ?? 0) : 0;
+    if (earlierBytes >= this.limits.bytes) throw new Error(`the chat's image holds ${earlierBytes} bytes of packages already, its limit`);
     const built = await buildChatImage({
       docker: this.docker,
       log: this.log,
       container: sandbox.container,
       sitePath,
+      between: (task) => sandbox.between(task),
       from,
       earlier: onEarlier ? earlier.distributions : [],
+      earlierBytes,
       base,
       session,
       source,
       store: this.records?.store ?? '',
       generation,
-      maxBytes: this.limits.bytes - added,
+      maxBytes: this.limits.bytes - earlierBytes,
+      workAreaBytes: sandbox.spec.limits.workAreaMb * 1024 * 1024,
       signal: this.stop.signal,
     });
     images.set(session, built);
+    this.used.set(session, this.now());
     // Read again from the same sandbox (made from the settings' image): the earlier image lost its tag to the new one.
     if (earlier && !onEarlier && earlier.id !== built.id) await this.sweep();
-    this.log.info(`kept the chat's installed packages as its image ${built.tag} (${built.distributions.length} distributions)`);
+    this.log.info(`kept the chat's installed packages as its image ${built.tag} (${built.distributions.length} distributions, ${built.bytes} bytes)`);
+    // Not awaited: it queues other chats' removals, which settled() waits for.
+    void this.budget();
   }
 
   /** The chat is deleted: its image goes (after a capture under way). */
@@ -173,6 +260,7 @@ export class ChatImages {
     await this.settled(session);
     (await this.images()).delete(session);
     this.seen.delete(session);
+    this.used.delete(session);
     await removeChatImage(this.docker, this.log, session);
     await this.sweep();
   }

@@ -52,7 +52,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
   constructor(private readonly options: ProviderOptions) {
     this.sandboxes = options.sandboxes ?? engineSandboxes(options.docker, options.log);
     this.clock = options.clock ?? systemClock;
-    if (options.keepChatImages && !options.adoptExisting) this.chatImages = new ChatImages(options.docker, options.log, options.chatRecords, options.chatImageLimits);
+    if (options.keepChatImages && !options.adoptExisting) this.chatImages = new ChatImages(options.docker, options.log, options.chatRecords, options.chatImageLimits, () => this.clock.now());
     const spares = options.spareSandboxes ?? 0;
     if (spares > 0 && options.adoptExisting) this.sharedPool = new SharedSparePool(options.docker, options.owner, options.log);
     else if (spares > 0) {

@@ -72,8 +72,8 @@ export interface ProviderOptions {
   keepChatImages?: boolean;
   /** With keepChatImages: the records the chats are kept in, so an image whose chat has none left goes. */
   chatRecords?: ChatRecords;
-  /** With keepChatImages: the limits of a chat's image (default MAX_CHAT_SITE_BYTES and MAX_CHAT_GENERATIONS; tests make them small). */
-  chatImageLimits?: ChatImageLimits;
+  /** With keepChatImages: the limits of the chats' images (defaults: chatImages.ts; tests make them small). */
+  chatImageLimits?: Partial<ChatImageLimits>;
   /** Where this process's sandboxes come from (default: createSandbox on `docker`; tests: fakes). */
   sandboxes?: SandboxFactory;
   /** The time of last use and the idle sweep's timer (default: the system's; tests: a fake). */

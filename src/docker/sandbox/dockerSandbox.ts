@@ -235,6 +235,13 @@ export class DockerSandbox implements Sandbox, WarmOps {
     });
   }
 
+  /** Runs `task` between two programs (serialized with runs and collects): what it starts in the sandbox meets no program's end. */
+  between<T>(task: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(task);
+    this.queue = next.catch(() => {});
+    return next;
+  }
+
   private async runNow(run: ProgramRun): Promise<ProgramExit> {
     if (!this.spec.network || run.signal.aborted) return this.runProgram(run);
     // Docker: the proxy is brought back before the call when it died since the last one (its
