@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { classifyName } from '../core/files/names';
-import { MAX_RECORDED_CONNECTIONS } from '../core/network';
+import { MAX_RECORDED_CONNECTIONS, type Connection } from '../core/network';
 import type { StateRecord } from '../core/state';
 
 /**
@@ -96,7 +96,9 @@ export const RunRecord = z.object({
             serverAddress: z.string().max(64).optional(),
             open: z.boolean().optional(),
             replayOf: z.string().max(64).optional(),
-          }),
+            /** An entry that stands for this many connections to its host (those between the first and the last ones). */
+            count: z.number().int().positive().optional(),
+          }) satisfies z.ZodType<Connection>,
         )
         .max(MAX_RECORDED_CONNECTIONS),
       complete: z.boolean(),

@@ -20,7 +20,7 @@ import { RunRecording } from '../../src/storage/runRecorder';
 import { sessionDigest } from '../../src/core/session';
 import { STATE_LINES } from '../../src/core/state';
 import { sessionCall, sessionHost } from './fixtures/sessionHost';
-import { FORGE_EXIT_REPORT, TEST_ENGINE, docker, dockerCli, exists, log, recentLog, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
+import { FORGE_EXIT_REPORT, TEST_ENGINE, docker, dockerCli, exists, log, recentLog, run, testSpec, uniqueSessionKey, useDocker, waitFor } from './helpers';
 
 /** Python the tests' programs start with: the test CA trusted, and get(url) saying what came back. */
 function prelude(caPem: string): string {
@@ -476,6 +476,61 @@ describe('network allow-list (integration)', function () {
     await provider.dispose();
   });
 
+  it('closes, and so records, the tunnel of a daemon a program left before the call\'s end marker: not open with 0 bytes, nor counted in the next call', async function () {
+    // Without the warm runner nothing of the runner's ends what a program left when `docker exec`
+    // returns: the end-of-call marker itself must end it, and wait until it is dead.
+    const network = networkOf([NAMES.web]);
+    const provider = providerFor(() => testSpec({ network, warmRunner: false }));
+    const key = uniqueSessionKey('net-daemon');
+    const code = [
+      prelude(internet.caPem),
+      "PROXY_HOST = os.environ['HTTP_PROXY'].split('//')[1].split(':')[0]",
+      'r, w = os.pipe()',
+      'if os.fork() == 0:',
+      '    os.setsid()',
+      '    if os.fork() == 0:',
+      '        os.close(1)',
+      '        os.close(2)',
+      '        s = socket.create_connection((PROXY_HOST, 3128), timeout=15)',
+      `        s.sendall(b'CONNECT ${NAMES.web}:443 HTTP/1.1\\r\\nHost: ${NAMES.web}:443\\r\\n\\r\\n')`,
+      '        s.recv(4096)',
+      `        t = CTX.wrap_socket(s, server_hostname='${NAMES.web}')`,
+      `        t.sendall(b'GET /daemon HTTP/1.1\\r\\nHost: ${NAMES.web}\\r\\n\\r\\n')`,
+      '        t.recv(4096)',
+      "        os.write(w, b'up')",
+      '        while True:',
+      '            t.recv(1)',
+      '    os._exit(0)',
+      'os.read(r, 2)',
+      "print('tunnel up')",
+    ].join('\n');
+    const first = await run(provider, key, code);
+    assert.equal(first.text.split('\n')[1], 'tunnel up');
+    const [tunnel] = first.network?.connections ?? [];
+    assert.deepEqual([...brief(tunnel), tunnel.open, tunnel.serverAddress, tunnel.bytesIn > 0], ['CONNECT', `${NAMES.web}:443`, 'allowed', undefined, internet.web, true]);
+    assert.deepEqual([first.network?.connections.length, first.network?.complete], [1, true]);
+    const next = await run(provider, key, 'print("next")');
+    assert.deepEqual([next.text, next.network?.connections, next.network?.complete], ['stdout:\nnext', [], true]);
+    await provider.dispose();
+  });
+
+  it("ends a call's processes before its marker but spares the runner's child forked ahead: the next call runs in it", async function () {
+    const network = networkOf([NAMES.web]);
+    const provider = providerFor(() => testSpec({ network }));
+    const key = uniqueSessionKey('net-ahead');
+    const first = await run(provider, key, `${prelude(internet.caPem)}\nshow('http://${NAMES.web}/')`);
+    assert.deepEqual(first.network?.connections.map(brief), [['GET', `${NAMES.web}:80`, 'allowed']]);
+    const list = "import os\nfor p in os.listdir('/proc'):\n    if p.isdigit() and open(f'/proc/{p}/comm').read().strip() == 'codeact-waiting':\n        print(p)";
+    let waiting = '';
+    await waitFor(async () => {
+      waiting = (await dockerCli('exec', '-u', '0', first.sandboxId, 'python3', '-c', list)).trim();
+      return /^\d+$/.test(waiting);
+    }, "the runner's child forked ahead");
+    const next = await run(provider, key, 'import os\nprint(os.getpid())');
+    assert.equal(next.text, `stdout:\n${waiting}`);
+    await provider.dispose();
+  });
+
   it('keeps the allowed connections of a call that floods the proxy with refused ones, and counts the rest', async function () {
     const network = networkOf([NAMES.web]);
     const provider = providerFor(() => testSpec({ network }));
@@ -497,10 +552,14 @@ describe('network allow-list (integration)', function () {
     assert.equal(r.text.split('\n')[1], `${NAMES.web} /after-the-flood http`);
     const connections = r.network?.connections ?? [];
     assert.equal(r.network?.complete, true);
-    assert.deepEqual(r.network?.omitted, { allowed: 0, blocked: 1000 });
-    assert.equal(connections.filter((c) => !c.allowed).length, 200);
+    // The first 200 refused ones (the allowed one among the first connections too, listed last),
+    // the last 300 refused ones, and one entry each for the first 200 names between them; the
+    // other 500 are counted.
+    assert.deepEqual(r.network?.omitted, { allowed: 0, blocked: 500 });
+    assert.equal(connections.filter((c) => !c.allowed).length, 200 + 200 + 300);
     assert.deepEqual(connections.filter((c) => c.allowed).map(brief), [['GET', `${NAMES.web}:80`, 'allowed']]);
-    assert.equal(connections[0].host, `${'a'.repeat(60)}.${'a'.repeat(60)}.${'a'.repeat(60)}.n0.codeact.test`);
+    const name = (i: number) => `${'a'.repeat(60)}.${'a'.repeat(60)}.${'a'.repeat(60)}.n${i}.codeact.test`;
+    assert.deepEqual([connections[0].host, connections[399].host, connections[400].host, connections.at(-1)!.host], [name(0), name(399), name(900), NAMES.web]);
     await provider.dispose();
   });
 

@@ -7,7 +7,7 @@ import { executeCode } from '../../src/core/executeCode';
 import { silentLogger } from '../../src/core/logger';
 import { REPLAY_BUDGET_MS, replayChain, resumeSentence, SessionStates, STATE_LINES, stateChain, type ResumeSource, type StateRun } from '../../src/core/state';
 import type { Sandbox, SandboxProvider } from '../../src/core/sandbox';
-import { MAX_RECORDED_BLOCKED, connectionLine, joinActivity, type Connection } from '../../src/core/network';
+import { MAX_RECORDED_BLOCKED, RECORDED_HOSTS_BLOCKED, RECORDED_LAST, connectionLine, joinActivity, type Connection } from '../../src/core/network';
 import { RunRecord } from '../../src/storage/runRecord';
 import { ArtifactStore } from '../../src/storage/artifactStore';
 
@@ -230,11 +230,13 @@ describe('resume: in the pipeline (unit)', () => {
     assert.equal(RunRecord.shape.network.unwrap().shape.connections.element.parse(report.network!.connections[0]).replayOf, '1');
   });
 
-  it('joined records keep the caps of one: refused connections past the cap are counted, and a part that was not whole makes the join not whole', () => {
+  it('joined records keep the caps of one: refused connections past the caps are counted, and a part that was not whole makes the join not whole', () => {
     const refused = (i: number): Connection => ({ time: i, host: `h${i}.test`, port: 443, method: 'CONNECT', allowed: false, reason: 'not listed', bytesOut: 0, bytesIn: 0 });
-    const many = Array.from({ length: MAX_RECORDED_BLOCKED }, (_, i) => refused(i));
+    const caps = MAX_RECORDED_BLOCKED + RECORDED_LAST + RECORDED_HOSTS_BLOCKED;
+    const many = Array.from({ length: caps + 5 }, (_, i) => refused(i));
     const joined = joinActivity([{ connections: many, complete: true }, { connections: [refused(-1)], complete: false, omitted: { allowed: 2, blocked: 0 } }]);
-    assert.deepEqual([joined!.connections.length, joined!.omitted, joined!.complete], [MAX_RECORDED_BLOCKED, { allowed: 2, blocked: 1 }, false]);
+    assert.deepEqual([joined!.connections.length, joined!.omitted, joined!.complete], [caps, { allowed: 2, blocked: 6 }, false]);
+    assert.equal(joined!.connections.at(-1)!.host, 'h-1.test');
     assert.equal(joinActivity([undefined, undefined]), undefined);
   });
 

@@ -45,33 +45,67 @@ export interface Connection {
   open?: boolean;
   /** Made by a kept run re-run to rebuild the chat's state before the call (its run id), not by the call's program. */
   replayOf?: string;
+  /**
+   * Set: this entry stands for `count` connections to the same host and port with the same
+   * verdict, between a run's first and last ones (CappedConnections): its time is the first's,
+   * its bytes are their sum.
+   */
+  count?: number;
 }
 
-/** Connections kept per run; a program that makes more has the rest counted, not kept. */
+/** Connections kept per run, at most: the sum of the four parts below (the run record holds no more). */
 export const MAX_RECORDED_CONNECTIONS = 2000;
 /**
- * Refused connections kept per run, within MAX_RECORDED_CONNECTIONS: a flood of refused requests
- * is counted past this, so it cannot push the allowed ones out of the record.
+ * A run's first connections, kept as they came: what the program set out to do, and for most
+ * programs the whole record. Refused ones among them up to MAX_RECORDED_BLOCKED.
+ */
+export const RECORDED_FIRST = 1000;
+/**
+ * Refused connections among the first ones: a flood of refused requests (any name can be made
+ * up) cannot push the allowed ones out of them.
  */
 export const MAX_RECORDED_BLOCKED = 200;
+/**
+ * A run's last connections, kept as they came, whatever came before: a program that pads its
+ * record with thousands of connections still has what it did at its end (an upload) in it.
+ */
+export const RECORDED_LAST = 300;
+/**
+ * Between the first and the last: one entry per host, port and verdict, with how many connections
+ * it stands for and their bytes summed, so that every host reached stays in the record. Allowed
+ * ones: an allow-list names a few hosts, and a wildcard's names have to resolve to be reached.
+ */
+export const RECORDED_HOSTS_ALLOWED = 500;
+/** The same for refused ones, fewer: a refused name costs a program nothing to make up. */
+export const RECORDED_HOSTS_BLOCKED = 200;
 
 /**
- * Connections kept within the caps, in the order given: refused ones past MAX_RECORDED_BLOCKED,
- * and any past MAX_RECORDED_CONNECTIONS, are counted instead. One rule for a call's own record
- * and for a call's record joined with the replay that rebuilt its state.
+ * Connections kept within the caps, listed in the order given: the first RECORDED_FIRST (refused
+ * ones among them up to MAX_RECORDED_BLOCKED), the last RECORDED_LAST, and those in between as
+ * one entry per host, port and verdict (RECORDED_HOSTS_ALLOWED and RECORDED_HOSTS_BLOCKED of
+ * them) where its host first came; what is left after that is counted. One rule for a call's own record and for a call's record
+ * joined with the replay that rebuilt its state.
  */
 export class CappedConnections {
-  private readonly connections: Connection[] = [];
+  /** Each kept entry with its place in the order given: the record lists them in that order. */
+  private readonly first: Kept[] = [];
+  private firstBlocked = 0;
+  private readonly last: Kept[] = [];
+  /** The entries between first and last, by hostKey; each at the place its host first came. */
+  private readonly hosts = new Map<string, Kept>();
+  private readonly hostCount = { allowed: 0, blocked: 0 };
   private readonly omitted = { allowed: 0, blocked: 0 };
-  private blocked = 0;
+  private given = 0;
 
   keep(c: Connection): void {
-    if (this.connections.length < MAX_RECORDED_CONNECTIONS && (c.allowed || this.blocked < MAX_RECORDED_BLOCKED)) {
-      this.connections.push(c);
-      if (!c.allowed) this.blocked++;
-    } else {
-      this.omitted[c.allowed ? 'allowed' : 'blocked']++;
+    const kept = { at: this.given++, c };
+    if (this.first.length < RECORDED_FIRST && (c.allowed || this.firstBlocked < MAX_RECORDED_BLOCKED)) {
+      this.first.push(kept);
+      if (!c.allowed) this.firstBlocked++;
+      return;
     }
+    this.last.push(kept);
+    if (this.last.length > RECORDED_LAST) this.between(this.last.shift()!);
   }
 
   count(omitted: { allowed: number; blocked: number }): void {
@@ -81,8 +115,41 @@ export class CappedConnections {
 
   activity(complete: boolean): NetworkActivity {
     const omitted = this.omitted.allowed + this.omitted.blocked > 0 ? { omitted: { ...this.omitted } } : {};
-    return { connections: [...this.connections], complete, ...omitted };
+    const connections = [...this.first, ...this.hosts.values(), ...this.last].sort((a, b) => a.at - b.at).map((k) => k.c);
+    return { connections, complete, ...omitted };
   }
+
+  /** A connection no longer among the last ones: added to its host's entry, or counted. */
+  private between({ at, c }: Kept): void {
+    const key = hostKey(c);
+    const entry = this.hosts.get(key)?.c;
+    const kind = c.allowed ? 'allowed' : 'blocked';
+    if (entry) {
+      entry.count = connectionCount(entry) + connectionCount(c);
+      entry.bytesOut += c.bytesOut;
+      entry.bytesIn += c.bytesIn;
+    } else if (this.hostCount[kind] < (c.allowed ? RECORDED_HOSTS_ALLOWED : RECORDED_HOSTS_BLOCKED)) {
+      this.hosts.set(key, { at, c: { ...c, count: connectionCount(c) } });
+      this.hostCount[kind]++;
+    } else {
+      this.omitted[kind] += connectionCount(c);
+    }
+  }
+}
+
+interface Kept {
+  at: number;
+  c: Connection;
+}
+
+/** What makes connections one entry: the same host and port, verdict, method, state and maker. */
+function hostKey(c: Connection): string {
+  return JSON.stringify([c.host, c.port, c.method, c.allowed, c.reason ?? '', c.open === true, c.replayOf ?? '']);
+}
+
+/** How many connections an entry stands for. */
+export function connectionCount(c: Connection): number {
+  return c.count ?? 1;
 }
 
 /**
@@ -106,7 +173,7 @@ export interface NetworkActivity {
   connections: Connection[];
   /** False when the proxy's log could not be read to the end of the run (the record may miss some). */
   complete: boolean;
-  /** Connections past MAX_RECORDED_CONNECTIONS (refused ones past MAX_RECORDED_BLOCKED): counted (allowed, blocked), not kept. */
+  /** Connections past the caps (CappedConnections), in no entry: counted (allowed, blocked), not kept. */
   omitted?: { allowed: number; blocked: number };
 }
 
@@ -117,12 +184,13 @@ export function blockedHosts(connections: readonly Connection[]): string[] {
 
 /** "network: 3 allowed, 1 blocked: other.example": a run's network at a glance (the sidebar, the CLI). */
 export function networkSummary(activity: NetworkActivity): string {
-  const allowed = activity.connections.filter((c) => c.allowed).length + (activity.omitted?.allowed ?? 0);
+  const sum = (keep: (c: Connection) => boolean) => activity.connections.filter(keep).reduce((n, c) => n + connectionCount(c), 0);
+  const allowed = sum((c) => c.allowed) + (activity.omitted?.allowed ?? 0);
   const blocked = blockedHosts(activity.connections);
-  const refused = activity.connections.length - activity.connections.filter((c) => c.allowed).length + (activity.omitted?.blocked ?? 0);
+  const refused = sum((c) => !c.allowed) + (activity.omitted?.blocked ?? 0);
   const parts = [`${allowed} allowed`];
   if (refused > 0) parts.push(`${refused} blocked: ${blocked.join(', ')}`);
-  const open = activity.connections.filter((c) => c.open).length;
+  const open = sum((c) => c.open === true);
   if (open > 0) parts.push(`${open} still open`);
   return `network: ${parts.join(', ')}${activity.complete ? '' : ' (the record may be incomplete)'}`;
 }
@@ -132,7 +200,9 @@ export function connectionLine(c: Connection): string {
   const when = new Date(c.time).toISOString().slice(11, 23);
   const verdict = c.allowed ? `allowed${c.serverAddress ? ` (to ${c.serverAddress})` : ''}` : `blocked (${reasonText(c)})`;
   const by = c.replayOf ? `, by kept run ${c.replayOf} re-run to rebuild the state` : '';
-  return `${when} ${c.method} ${c.host}:${c.port} ${verdict}, ${c.open ? 'still open when the call ended' : `${c.bytesOut} bytes out, ${c.bytesIn} bytes in`}${by}`;
+  const many = connectionCount(c) > 1 ? `${connectionCount(c)} connections from then on, ` : '';
+  const bytes = `${c.bytesOut} bytes out, ${c.bytesIn} bytes in${many ? ' in all' : ''}`;
+  return `${when} ${c.method} ${c.host}:${c.port} ${verdict}, ${many}${c.open ? 'still open when the call ended' : bytes}${by}`;
 }
 
 function reasonText(c: Connection): string {

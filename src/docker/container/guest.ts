@@ -49,6 +49,48 @@ export function killAllSparingSource(spare: readonly number[]): string {
   return `${guestSource()}\n_kill_all(None, (${pids.map((p) => `${p},`).join(' ')}), wait=True)\n`;
 }
 
+/** The name the warm runner's child forked ahead has while it waits for its run (the runner's WAITING_NAME). */
+const WAITING_NAME = 'codeact-waiting';
+/** How long the end of a call waits for its processes to be dead before it goes on without them. */
+export const END_WAIT_S = 3;
+
+/**
+ * Python lines that end a call's processes and return only once each is dead (a zombie or gone:
+ * its files, sockets included, closed by the kernel), at most END_WAIT_S seconds. Spared: PID 1,
+ * the caller, `spare` (a session's state holder), and the warm runner's child forked ahead for the
+ * next run (PID 1's child, under its own name, or PID 1's own arguments a moment after its fork):
+ * killing it would cost the next call its fork. A program's process that passes for it is spared
+ * here, but not by the runner's end of a call or the kill after `docker exec`, which spare no
+ * name. Only integers reach the source.
+ */
+export function endAllSparingLines(spare: readonly number[]): string {
+  const pids = spare.filter((p) => Number.isInteger(p) && p > 1);
+  return [
+    guestSource(),
+    'def _read(path):',
+    '    try:',
+    "        with open(path, 'rb') as f:",
+    '            return f.read()',
+    '    except OSError:',
+    "        return b''",
+    "_runner_args = _read('/proc/1/cmdline')",
+    'def _waiting_ahead(pid):',
+    "    st = _read('/proc/%d/stat' % pid)",
+    "    rest = st[st.rfind(b')') + 2:].split()",
+    '    if len(rest) < 2 or rest[1] != b"1":',
+    '        return False',
+    "    # Named so while it waits; a moment after its fork, still PID 1's name and arguments.",
+    `    return st[st.find(b'(') + 1:st.rfind(b')')] == b'${WAITING_NAME}' or _read('/proc/%d/cmdline' % pid) == _runner_args`,
+    `_spare = (${pids.map((p) => `${p},`).join(' ')}) + tuple(p for p in _live_pids() if _waiting_ahead(p))`,
+    `_give_up = time.monotonic() + ${END_WAIT_S}`,
+    'while True:',
+    '    _kill_all(None, _spare)',
+    '    if not [p for p in _live_pids() if p not in (1, os.getpid()) and p not in _spare] or time.monotonic() > _give_up:',
+    '        break',
+    '    time.sleep(0.005)',
+  ].join('\n');
+}
+
 export { GUEST_PYTHON_FLAGS } from './pythonFlags';
 
 /** `user:group` for the engine's container and exec calls. */

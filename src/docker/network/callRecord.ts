@@ -1,7 +1,7 @@
 /**
  * One call's record, built from its log entries as they are read: connections within the caps
- * (refused ones past MAX_RECORDED_BLOCKED, and any past the total, are counted), and tunnels
- * accepted in the call and not ended by its end kept as open. Pure: runActivity.ts feeds it.
+ * (the first ones, the last ones, and one entry per host in between: CappedConnections), and
+ * tunnels accepted in the call and not ended by its end kept as open. Pure: runActivity.ts feeds it.
  */
 import { CappedConnections, type Connection, type NetworkActivity } from '../../core/network';
 import type { LogEntry } from './accessLog';

@@ -19,6 +19,7 @@ import { NetworkUnavailableError } from './errors';
 import { NETWORK_LABEL, egressLabels, proxyContainerOptions, waitReady } from './proxyContainer';
 import { releaseIdleSidecars } from './sidecar';
 import { PROXY_PORT } from './squidConfig';
+import { probeSubnet, subnetOf } from './probe';
 
 /** A sandbox network's policy and, for tests, where its "internet" is. */
 export type EgressTarget = SandboxNetwork;
@@ -118,10 +119,6 @@ export function hostAddress(subnet: string, n: number): string {
   return [24, 16, 8, 0].map((s) => (value >>> s) & 255).join('.');
 }
 
-function subnetOf(info: { IPAM?: { Config?: { Subnet?: string }[] | null } }): string | undefined {
-  return info.IPAM?.Config?.find((c) => c.Subnet && !c.Subnet.includes(':'))?.Subnet;
-}
-
 /**
  * The sandbox's internal network, with a subnet of its own: the engine picks a free one for a
  * probe network (it knows what the host's routes and other networks use), and the real one is
@@ -140,20 +137,7 @@ async function ensureNetwork(o: EnsureEgressOptions, labels: Record<string, stri
     // Docker gives the host an address on a bridge network, internal or not; without one, a
     // sandbox cannot reach the host's own services through it.
     const options: Record<string, string> = { 'com.docker.network.bridge.inhibit_ipv4': 'true' };
-    const probeName = `${name}-probe-${process.pid}`;
-    // Labelled as a probe: releaseIdleEgress never takes it for a sandbox's network.
-    const probeLabels = { ...labels, [NETWORK_LABEL.role]: 'probe' };
-    const probe = await withDeadline(docker.createNetwork({ Name: probeName, Driver: 'bridge', Internal: true, Labels: probeLabels, Options: options }), ENGINE_DEADLINE_MS, 'create network').catch(
-      (e: unknown) => {
-        throw noSubnetLeft(e) ?? e;
-      },
-    );
-    let subnet: string | undefined;
-    try {
-      subnet = subnetOf(await probe.inspect());
-    } finally {
-      await probe.remove().catch((e: unknown) => log.warn(`could not remove the probe network ${probeName}: ${describeError(e)}`));
-    }
+    const subnet = await probeSubnet(docker, `${name}-probe-${process.pid}`, labels, options, log);
     if (!subnet) throw new NetworkUnavailableError('the engine gave the sandbox network no IPv4 subnet');
     try {
       await withDeadline(
@@ -169,15 +153,6 @@ async function ensureNetwork(o: EnsureEgressOptions, labels: Record<string, stri
     }
   }
   throw new NetworkUnavailableError(`the engine did not create the network ${name}`);
-}
-
-/** The engine's address pools are used up: each sandbox with a network takes one range. */
-function noSubnetLeft(e: unknown): NetworkUnavailableError | undefined {
-  if (!/available, non-overlapping|no available network|address pools? .*exhausted/i.test(describeError(e))) return undefined;
-  return new NetworkUnavailableError(
-    "the engine has no free address range for another sandbox network (each sandbox with a network allow-list has one of its own); close chats that use the network, or give the engine more ranges (Docker's default-address-pools)",
-    { cause: e },
-  );
 }
 
 async function inspectNetwork(docker: Dockerode, name: string): Promise<Dockerode.NetworkInspectInfo | undefined> {

@@ -10,5 +10,6 @@ export { egressNames, ensureEgress, sandboxNetworkName, hostAddress, proxyEnv, r
 export { NETWORK_LABEL, proxyRunning } from './proxyContainer';
 export { makeSidecar, removeSidecar, releaseIdleSidecars, sidecarEgress, sidecarName } from './sidecar';
 export { runActivity, startMark, type RunMark } from './runActivity';
+export { removeLeftoverProbes } from './probe';
 export { parseLogLine, type LogEntry } from './accessLog';
 export { LOG_TAG, MARK_DOMAIN, NEVER_REACHED, PROXY_PORT, patternRegex, squidConfig } from './squidConfig';

@@ -1,14 +1,15 @@
 /**
  * A run's connections, from the proxy's access log. At the end of a call the sandbox sends the
  * proxy a marker (a request for a reserved name, refused at once): squid logs a connection when
- * it ends, and the program's connections ended (its process exited) before the marker was sent,
- * so once the marker's line is read, every line of the call is in. No sleep, no guess.
+ * it ends, and the marker's program first ends the call's processes and waits until each is dead
+ * (its sockets closed), so once the marker's line is read, every line of the call is in. No
+ * sleep, no guess.
  */
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
 import type { NetworkActivity } from '../../core/network';
-import { guestEnded, startGuest } from '../container';
+import { endAllSparingLines, guestEnded, startGuest } from '../container';
 import { ENGINE_DEADLINE_MS, withDeadline } from '../engine';
 import { parseLogLine } from './accessLog';
 import { CallRecord } from './callRecord';
@@ -28,6 +29,15 @@ function markSource(address: string, nonce: string): string {
     'while s.recv(65536):',
     '    pass',
   ].join('\n');
+}
+
+/**
+ * The end-of-call marker's program: the call's processes first, sparing `spare` (a state holder),
+ * so that a tunnel one of them held is closed, and so logged, before the marker. Whoever else
+ * ended them (the runner, the kill after `docker exec`) may not have waited for them to die.
+ */
+function endMarkSource(address: string, nonce: string, spare: readonly number[]): string {
+  return `${endAllSparingLines(spare)}\n${markSource(address, nonce)}`;
 }
 
 /** A call's marker as the proxy logged it: the next call's record starts after it. */
@@ -53,18 +63,28 @@ export async function startMark(sandbox: Dockerode.Container, egress: Egress): P
   }
 }
 
+/** Where a call's record starts, and what its end spares. */
+export interface CallBounds {
+  /** For a sandbox's first call: the record holds what was logged since (ms). */
+  since: number;
+  /** The previous call's marker: the record holds what was logged after it. */
+  previous: RunMark | undefined;
+  /** Processes the end of the call leaves alone: the session's state holder. */
+  spare: readonly number[];
+}
+
 /**
- * The connections the sandbox at `client` made in this call, up to the marker sent now: those
- * after the previous call's marker, or, for a sandbox's first call, those logged since `since`
- * (ms). Never throws: a record that could not be read whole says so.
+ * The connections the sandbox at `client` made in this call, up to the marker sent now, after the
+ * call's processes (all but `spare`) are dead: those after the previous call's marker, or, for a
+ * sandbox's first call, those logged since `since` (ms). Never throws: a record that could not be
+ * read whole says so.
  */
 export async function runActivity(
   docker: Dockerode,
   sandbox: Dockerode.Container,
   egress: Egress,
   client: string,
-  since: number,
-  previous: RunMark | undefined,
+  { since, previous, spare }: CallBounds,
 ): Promise<{ activity: NetworkActivity; mark?: RunMark }> {
   const nonce = randomBytes(6).toString('hex');
   const record = new CallRecord();
@@ -89,7 +109,7 @@ export async function runActivity(
     let abandoned = false;
     following.then((s) => abandoned && s.destroy(), () => {});
     try {
-      markerEnded = guestEnded(await startGuest(sandbox, markSource(egress.proxyAddress, nonce), ENGINE_DEADLINE_MS));
+      markerEnded = guestEnded(await startGuest(sandbox, endMarkSource(egress.proxyAddress, nonce, spare), ENGINE_DEADLINE_MS));
       stream = await following;
     } catch {
       abandoned = true;

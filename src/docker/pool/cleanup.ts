@@ -4,11 +4,16 @@ import type { Logger } from '../../core/logger';
 import { statusCode } from '../engine';
 import { describeError } from '../../core/errors';
 import { LABEL, WORK_ROOT, hasAllLabels, removeQuietly, sharedSandboxName, type Owner } from '../container';
-import { releaseIdleEgress } from '../network';
+import { releaseIdleEgress, removeLeftoverProbes } from '../network';
 
 /** The networks and proxies the removed sandboxes were the last users of go too. */
 async function releaseNetworks(docker: Dockerode, log: Logger): Promise<void> {
   await releaseIdleEgress(docker, log).catch((e: unknown) => log.warn(`could not remove unused sandbox networks: ${describeError(e)}`));
+}
+
+/** Probe networks a crash or a create that outlived its deadline left: each holds one of the engine's address pools. */
+async function removeProbes(docker: Dockerode, log: Logger): Promise<void> {
+  await removeLeftoverProbes(docker, log, processIsAlive).catch((e: unknown) => log.warn(`could not remove leftover probe networks: ${describeError(e)}`));
 }
 
 /** Whether process `pid` of this machine still runs (the owner a label names). */
@@ -59,6 +64,7 @@ export async function removeOrphanedSandboxes(docker: Dockerode, me: Owner, log:
     await removeQuietly(docker, undefined, v.Name, log);
   }
   if (removed > 0) await releaseNetworks(docker, log);
+  await removeProbes(docker, log);
   return removed;
 }
 
@@ -86,5 +92,6 @@ export async function removeCliSandboxes(docker: Dockerode, log: Logger, session
   const { Volumes } = await docker.listVolumes({ filters: { label, dangling: ['true'] } });
   for (const v of (Volumes ?? []).filter((v) => hasAllLabels(v.Labels, label))) await removeQuietly(docker, undefined, v.Name, log);
   await releaseNetworks(docker, log);
+  await removeProbes(docker, log);
   return containers.length;
 }

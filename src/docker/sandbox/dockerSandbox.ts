@@ -267,7 +267,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
     const exit = await this.runProgram(run);
     const client = await this.addressOn(egress);
     if (!client) return exit;
-    const { activity: network, mark } = await runActivity(this.docker, this.container, egress, client, since, previous);
+    const { activity: network, mark } = await runActivity(this.docker, this.container, egress, client, { since, previous, spare: this.holderPid ? [this.holderPid] : [] });
     // A marker not read (the proxy died) leaves the last one: the next call starts after it.
     if (mark) this.lastMark = { ...mark, proxyStartedAt: egress.startedAt };
     const notes = [...(exit.notes ?? [])];

@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import { sandboxNetworkName } from '../../../src/docker/network/egress';
 import { CallRecord } from '../../../src/docker/network/callRecord';
 import { proxyImageContext, proxyImageTag, proxyPeriod } from '../../../src/docker/images/proxyImage';
-import { blockedNote, connectionLine, networkPolicy, networkSummary, type Connection } from '../../../src/core/network';
+import { CappedConnections, MAX_RECORDED_BLOCKED, MAX_RECORDED_CONNECTIONS, RECORDED_FIRST, RECORDED_HOSTS_ALLOWED, RECORDED_HOSTS_BLOCKED, RECORDED_LAST, blockedNote, connectionLine, networkPolicy, networkSummary, type Connection } from '../../../src/core/network';
 import { hostAddress, proxyEnv } from '../../../src/docker/network/egress';
 import { parseLogLine } from '../../../src/docker/network/accessLog';
 import { argsWithoutNetwork } from '../../../src/docker/engine/runtime';
@@ -196,7 +196,7 @@ describe('network proxy (pure parts)', function () {
     assert.notEqual(a, b);
   });
 
-  it("keeps a call's record: a tunnel still open at its end as open, its end by the same client port, refused ones past 200 counted", function () {
+  it("keeps a call's record: a tunnel still open at its end as open, its end by the same client port, refused ones past 200 after the first allowed ones", function () {
     const conn = (host: string, allowed: boolean, extra: Partial<Connection> = {}): Connection => ({ time: 1, host, port: 443, method: 'CONNECT', allowed, bytesOut: 0, bytesIn: 0, ...(allowed ? {} : { reason: 'not listed' as const }), ...extra });
     const record = new CallRecord();
     record.add({ kind: 'tunnel', client: 'c', clientPort: 5001, connection: conn('open.example', true, { open: true }) });
@@ -209,9 +209,53 @@ describe('network proxy (pure parts)', function () {
       activity.connections.filter((c) => c.allowed).map((c) => [c.host, c.open, c.bytesIn]),
       [['closed.example', undefined, 900], ['late.example', undefined, 0], ['open.example', true, 0]],
     );
-    assert.equal(activity.connections.filter((c) => !c.allowed).length, 200);
-    assert.deepEqual(activity.omitted, { allowed: 0, blocked: 50 });
+    // The first 200 refused ones among the first connections, the other 50 among the last ones; listed as they came.
+    assert.deepEqual(activity.connections.map((c) => c.host).slice(0, 3), ['closed.example', 'refused0.example', 'refused1.example']);
+    assert.deepEqual(activity.connections.map((c) => c.host).slice(-3), ['refused249.example', 'late.example', 'open.example']);
+    assert.equal(activity.connections.filter((c) => !c.allowed).length, 250);
+    assert.equal(activity.omitted, undefined);
     assert.equal(activity.complete, true);
+  });
+
+  it('keeps a connection made after thousands that pad the record, the last ones, and every host between, with its count and bytes', function () {
+    const conn = (host: string, time: number, extra: Partial<Connection> = {}): Connection => ({ time, host, port: 443, method: 'CONNECT', allowed: true, bytesOut: 1, bytesIn: 2, ...extra });
+    const record = new CallRecord();
+    let time = 0;
+    const add = (c: Connection) => record.add({ kind: 'connection', client: 'c', clientPort: 5000 + (time % 1000), connection: c });
+    for (let i = 0; i < 2000; i++) add(conn('pad.example', time++));
+    add(conn('hidden.example', time++, { bytesOut: 5000 }));
+    for (let i = 0; i < 500; i++) add(conn('pad.example', time++));
+    add(conn('last.example', time++));
+    const activity = record.finish(true);
+    const { connections } = activity;
+    assert.equal(connections.length, RECORDED_FIRST + 2 + RECORDED_LAST);
+    // The first ones as they came, then one entry per host for those between, then the last ones.
+    assert.deepEqual(connections.slice(0, RECORDED_FIRST).map((c) => c.time), Array.from({ length: RECORDED_FIRST }, (_, i) => i));
+    assert.deepEqual(connections.slice(RECORDED_FIRST, RECORDED_FIRST + 2), [
+      { time: 1000, host: 'pad.example', port: 443, method: 'CONNECT', allowed: true, bytesOut: 1201, bytesIn: 2402, count: 1201 },
+      { time: 2000, host: 'hidden.example', port: 443, method: 'CONNECT', allowed: true, bytesOut: 5000, bytesIn: 2, count: 1 },
+    ]);
+    assert.deepEqual(connections.slice(-RECORDED_LAST).map((c) => c.time), Array.from({ length: RECORDED_LAST }, (_, i) => 2202 + i));
+    assert.equal(connections.at(-1)!.host, 'last.example');
+    assert.equal(activity.omitted, undefined);
+    assert.equal(networkSummary(activity), 'network: 2502 allowed');
+    assert.equal(connectionLine(connections[RECORDED_FIRST]!), '00:00:01.000 CONNECT pad.example:443 allowed, 1201 connections from then on, 1201 bytes out, 2402 bytes in in all');
+  });
+
+  it('bounds the hosts between the first and last connections: refused names a program makes up are counted past theirs', function () {
+    const refused = (i: number): Connection => ({ time: i, host: `r${i}.example`, port: 80, method: 'GET', allowed: false, reason: 'not listed', bytesOut: 0, bytesIn: 0 });
+    const allowed = (i: number): Connection => ({ time: i, host: `a${i}.example`, port: 443, method: 'CONNECT', allowed: true, bytesOut: 0, bytesIn: 0 });
+    const kept = new CappedConnections();
+    const made = RECORDED_FIRST + RECORDED_LAST + RECORDED_HOSTS_ALLOWED + 7;
+    for (let i = 0; i < made; i++) kept.keep(allowed(i));
+    for (let i = 0; i < MAX_RECORDED_BLOCKED + RECORDED_LAST + RECORDED_HOSTS_BLOCKED + 9; i++) kept.keep(refused(i));
+    const activity = kept.activity(true);
+    assert.equal(RECORDED_FIRST + RECORDED_LAST + RECORDED_HOSTS_ALLOWED + RECORDED_HOSTS_BLOCKED, MAX_RECORDED_CONNECTIONS);
+    assert.equal(activity.connections.length, MAX_RECORDED_CONNECTIONS);
+    // The first refused ones came after the first allowed ones had filled their part: all refused are after them.
+    assert.equal(activity.connections.filter((c) => c.allowed).length, RECORDED_FIRST + RECORDED_HOSTS_ALLOWED);
+    assert.deepEqual(activity.omitted, { allowed: RECORDED_LAST + 7, blocked: MAX_RECORDED_BLOCKED + 9 });
+    assert.equal(activity.connections.at(-1)!.host, `r${MAX_RECORDED_BLOCKED + RECORDED_LAST + RECORDED_HOSTS_BLOCKED + 8}.example`);
   });
 });
 

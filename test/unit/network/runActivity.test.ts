@@ -33,7 +33,7 @@ describe('a call’s network record', function () {
   it('is answered only once the marker the sandbox ran has ended, not when its line is logged', async function () {
     const e = engine();
     let answered = false;
-    const answer = runActivity(e.docker, e.sandbox, EGRESS, CLIENT, Date.now(), undefined).then((r) => {
+    const answer = runActivity(e.docker, e.sandbox, EGRESS, CLIENT, { since: Date.now(), previous: undefined, spare: [] }).then((r) => {
       answered = true;
       return r;
     });
