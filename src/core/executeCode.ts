@@ -52,6 +52,8 @@ export interface ExecuteRequest {
   state?: SessionRequest;
   /** How this user adds a name to the network allow-list, for the sentence about a blocked one. */
   networkAllowSetting?: string;
+  /** Each piece of output as the program writes it (a live view: the run card), before any cut. */
+  onOutput?: (stream: 'stdout' | 'stderr', chunk: Buffer) => void;
 }
 
 export interface ExecuteReport {
@@ -89,6 +91,10 @@ export interface ExecuteReport {
   startedAt: Date;
   /** A sandbox with a network: the program's connections, as the proxy saw them. */
   network?: NetworkActivity;
+  /** The sentences after the streams in `text` (saved files, a missing module, the state line, ...). */
+  notes: readonly string[];
+  /** Declared outputs that were not saved, and why. */
+  notSaved?: NotSaved[];
 }
 
 type StopReason = 'timeout' | 'cancel' | 'output';
@@ -206,10 +212,12 @@ async function runProgram(
       },
       onStdout: (chunk) => {
         stdout.write(chunk);
+        request.onOutput?.('stdout', chunk);
         checkFlood();
       },
       onStderr: (chunk) => {
         stderr.write(chunk);
+        request.onOutput?.('stderr', chunk);
         checkFlood();
       },
     });
@@ -239,7 +247,14 @@ async function runProgram(
 interface AfterRun {
   notes: string[];
   saved: CollectedFile[];
+  notSaved?: NotSaved[];
   state?: StateRecord;
+}
+
+/** A file the program was to leave that was not saved, and why (for a view that lists them). */
+export interface NotSaved {
+  name: string;
+  reason: string;
 }
 
 /**
@@ -256,10 +271,12 @@ async function afterRun(
 ): Promise<AfterRun> {
   const notes = [...run.notes];
   let saved: CollectedFile[] = [];
+  let notSaved: NotSaved[] | undefined;
   // A stopped program's files are still collected: a partial result the user may want.
   if (request.filesOut && run.workDir && reason !== 'cancel' && !run.replaced) {
     const collected = await collectOutputs(sandbox, run.workDir, request.filesOut);
     saved = collected.saved;
+    notSaved = collected.notSaved;
     notes.push(...collected.notes);
   }
   if (!reason && run.exitCode !== 0) {
@@ -277,7 +294,7 @@ async function afterRun(
     notes.push(...after.notes);
     state = after.record;
   }
-  return { notes, saved, ...(state ? { state } : {}) };
+  return { notes, saved, ...(notSaved ? { notSaved } : {}), ...(state ? { state } : {}) };
 }
 
 /** The result: the model's text, and the facts the recorder and the adapters keep. */
@@ -287,7 +304,7 @@ function report(
   limits: RunLimits,
   run: RunOutcome,
   reason: StopReason | undefined,
-  { notes, saved, state }: AfterRun,
+  { notes, saved, notSaved, state }: AfterRun,
   started: number,
   log: Logger,
   resumed: ResumeOutcome,
@@ -329,6 +346,8 @@ function report(
     ...(stdout.spillFile ? { stdoutFile: stdout.spillFile } : {}),
     ...(stderr.spillFile ? { stderrFile: stderr.spillFile } : {}),
     files: saved,
+    ...(notSaved ? { notSaved } : {}),
+    notes,
     startedAt: new Date(started),
     ...(network ? { network } : {}),
   };
@@ -350,7 +369,7 @@ async function moduleHint(sandbox: Sandbox, stderr: CapturedStream, log: Logger)
 }
 
 /** Collects declared files, or the files outputs.json lists, and phrases what happened. */
-async function collectOutputs(sandbox: Sandbox, workDir: string, out: FilesOutRequest): Promise<{ saved: CollectedFile[]; notes: string[] }> {
+async function collectOutputs(sandbox: Sandbox, workDir: string, out: FilesOutRequest): Promise<{ saved: CollectedFile[]; notes: string[]; notSaved?: NotSaved[] }> {
   const notes: string[] = [];
   let names: readonly string[];
   let caps = out.caps;
@@ -394,5 +413,6 @@ async function collectOutputs(sandbox: Sandbox, workDir: string, out: FilesOutRe
       `Not saved: ${outcome.refused.map((r) => `${r.name} (${r.reason})`).join('; ')}. Only regular files within the limits are saved, and never in part.`,
     );
   }
-  return { saved: outcome.saved, notes };
+  const notSaved = [...outcome.missing.map((name) => ({ name, reason: 'not written by the program' })), ...outcome.refused];
+  return { saved: outcome.saved, notes, ...(notSaved.length ? { notSaved } : {}) };
 }

@@ -1,5 +1,5 @@
 import { ToolError } from './errors';
-import { executeCode, type ExecuteReport, type FilesOutRequest } from './executeCode';
+import { executeCode, type ExecuteReport, type ExecuteRequest, type FilesOutRequest } from './executeCode';
 import { selectFilesIn, type WorkspaceSource } from './files/filesIn';
 import { checkManifestCaps, MANIFEST_EXAMPLE, MANIFEST_NAME } from './files/manifest';
 import { validateOutputNames } from './files/names';
@@ -80,6 +80,8 @@ export interface ToolCallOptions {
   };
   /** How this host's user adds a domain to the allow-list ("the codeactSandbox.network.allow setting", "--allow-domain"). */
   networkAllowSetting?: string;
+  /** Each piece of the program's output as it comes (a live view). */
+  onOutput?: ExecuteRequest['onOutput'];
 }
 
 export interface ToolCallResult {
@@ -126,6 +128,7 @@ export async function executeToolCall(
         ...(filesOut && recorder ? { filesOut: { ...filesOut, sink: (name, size, body) => recorder.addFile(name, body, size) } } : {}),
         ...(options.states ? { state: sessionRequest(input, options, options.states, startFrom) } : {}),
         ...(options.networkAllowSetting ? { networkAllowSetting: options.networkAllowSetting } : {}),
+        ...(options.onOutput ? { onOutput: options.onOutput } : {}),
       },
       options.limits,
       signal,

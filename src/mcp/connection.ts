@@ -14,6 +14,8 @@ import { folderSource } from '../storage/workspaceFolder';
 import { foldersSource, type NamedFolder } from '../storage/workspaceFolders';
 import { createSandboxProvider, toolCallOptions, type SandboxConfig } from '../standalone/pipeline';
 import { rehearseProtocol } from './server';
+import { chatKeyOf } from './chatKey';
+import type { CallMeta } from './server';
 import { failureResult, successResult } from './toolResult';
 
 const MB = 1024 * 1024;
@@ -76,15 +78,21 @@ export class McpConnection {
     this.parts.store.totalBytes().catch((e: unknown) => this.config.log.warn(`the run store could not be read ahead of the first call: ${describeError(e)}`));
   }
 
-  call(args: unknown, signal: AbortSignal): Promise<CallToolResult> {
-    const call = this.run(args, AbortSignal.any([signal, this.closing.signal]));
+  /**
+   * One call. A host that names the chat it comes from (VS Code's `vscode.conversationId`) gets a
+   * sandbox and a state per chat, under this connection's key: one server serves all of a window's
+   * chats, which must not share a sandbox.
+   */
+  call(args: unknown, signal: AbortSignal, meta?: CallMeta): Promise<CallToolResult> {
+    const chat = chatKeyOf(meta);
+    const call = this.run(args, AbortSignal.any([signal, this.closing.signal]), chat ? `${this.parts.sessionKey}|${chat}` : this.parts.sessionKey);
     this.running.add(call);
     return call.finally(() => this.running.delete(call));
   }
 
-  private async run(args: unknown, signal: AbortSignal): Promise<CallToolResult> {
+  private async run(args: unknown, signal: AbortSignal, sessionKey: string): Promise<CallToolResult> {
     const { config, parts } = this;
-    const recording = new RunRecording(parts.store, parts.sessionKey);
+    const recording = new RunRecording(parts.store, sessionKey);
     try {
       const input = parseToolInput(args);
       const workspace = this.fixedWorkspace ?? foldersSource(await parts.roots.folders());
@@ -94,12 +102,12 @@ export class McpConnection {
         this.provider,
         config.log,
         input,
-        toolCallOptions(config, { sessionKey: parts.sessionKey, workspace, recording, savedWhere: `in ${filesDir}`, states: this.states }),
+        toolCallOptions(config, { sessionKey, workspace, recording, savedWhere: `in ${filesDir}`, states: this.states }),
         signal,
       );
       const pruned = await pruneAfterCall(parts.store, {
         budgetBytes: DEFAULTS.artifactsBudgetMb * MB,
-        sessionKey: parts.sessionKey,
+        sessionKey,
         run: { runId: recording.writer.runId, savedFiles: files.length },
         states: this.states,
       });

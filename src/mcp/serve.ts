@@ -34,7 +34,7 @@ export async function serveMcp(options: ServeOptions): Promise<number> {
     store: new ArtifactStore(artifacts),
     roots,
   });
-  registerExecuteCode(server, (args, signal) => connection.call(args, signal));
+  registerExecuteCode(server, (args, signal, meta) => connection.call(args, signal, meta));
 
   const ended = new Promise<string>((resolve) => {
     process.stdin.once('end', () => resolve('the client closed the connection'));

@@ -1,5 +1,5 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { describeError, isToolError } from '../core/errors';
+import { ToolError, describeError, isToolError, type Client } from '../core/errors';
 import type { Logger } from '../core/logger';
 import { TOOL_DESCRIPTION, TOOL_NAME, TOOL_TITLE } from '../core/toolDescription';
 import { toolInputJsonSchema } from '../core/toolInput';
@@ -25,13 +25,13 @@ export const UNEXPECTED = "The sandbox failed unexpectedly. Ask the user to chec
  * marked `isError`, holding the same sentence as in VS Code. Anything that is not a ToolError is a
  * bug or an engine surprise; its detail goes to the log, never to the model.
  */
-export function failureResult(e: unknown, log: Logger): CallToolResult {
+export function failureResult(e: unknown, log: Logger, client: Client = 'mcp'): CallToolResult {
   let message: string;
   if (isToolError(e)) {
-    message = e.messageFor('mcp');
+    message = e.messageFor(client);
   } else {
     log.error(`execute_code: ${describeError(e)}`);
-    message = UNEXPECTED;
+    message = client === 'mcp' ? UNEXPECTED : new ToolError('sandbox_failed', 'The sandbox failed unexpectedly.', { seeLog: true }).messageFor(client);
   }
   return { content: [{ type: 'text', text: message }], isError: true };
 }

@@ -12,6 +12,7 @@ import { registerArtifactView } from './artifactTree';
 import { goBackCommands } from './goBackCommand';
 import { SettingsReader } from './config';
 import { ExecuteCodeTool } from './executeCodeTool';
+import { WindowHost } from './windowHost';
 import { COMMAND, TOOL_NAME } from './ids';
 import { createLog } from './log';
 import { notebookCommands } from './notebookCommands';
@@ -88,7 +89,8 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         ui.showError(`CodeAct Sandbox: ${message}`, ACTION.openSetting('codeactSandbox.filesOutMaxFiles'), ACTION.showLog);
       }
     }
-    const tool = new ExecuteCodeTool(sandboxes, settings, logger, `window:${vscode.env.sessionId}`, store, () => sandboxes.describe().image, () => sandboxes.building);
+    const host = new WindowHost(sandboxes, settings, logger, store);
+    const tool = new ExecuteCodeTool(host, `window:${vscode.env.sessionId}`, () => sandboxes.describe().image, () => sandboxes.building);
     context.subscriptions.push(vscode.lm.registerTool(TOOL_NAME, tool));
 
     registerCommands(

@@ -9,7 +9,7 @@ import { z } from 'zod';
 
 import { CARD_TABLE_PAGE } from './names';
 
-const token = z.string().regex(/^[A-Za-z0-9_-]{16,200}$/);
+const token = z.string().regex(/^[A-Za-z0-9._-]{16,200}$/);
 const fileName = z.string().min(1).max(1024);
 
 export const cardFile = z.object({

@@ -30,3 +30,6 @@ export const CARD_STREAM_CHARS = 64 * 1024;
 export const CARD_TABLE_PAGE = 500;
 /** Largest file the card may fetch whole (an image). */
 export const CARD_FILE_BYTES = 8 * 1024 * 1024;
+
+/** An MCP App's resource type (the MCP Apps extension's RESOURCE_MIME_TYPE; a unit test holds the two equal). */
+export const CARD_MIME_TYPE = 'text/html;profile=mcp-app';

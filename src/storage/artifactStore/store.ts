@@ -3,8 +3,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { RunRecord } from '../runRecord';
 import { FILES_DIR, RECORD_FILE, RunWriter, STREAM_FILES, resolveInside } from '../runWriter';
-import type { StartTokenReading, StateRun } from '../../core/state';
+import type { ChatRun, StartTokenReading, StateRun } from '../../core/state';
 import { keepOrigin, originReader, stitchedStateRuns, type OriginReader } from '../chatOrigins';
+import { cardToken, readCardToken } from '../cardTokens';
 import { giveBackStartToken, readStartToken, startToken, takeStartToken } from '../startTokens';
 import { StateSeal } from '../stateSeal';
 import { RUN_ID, SESSION_ID, StoreIndex, compare, measureRun, nodeStoreFs, parseRecord, runTime, scanStore, type StoreFs } from '../storeIndex';
@@ -158,6 +159,16 @@ export class ArtifactStore {
   /** Gives back a token the chat took but did not start from (its replay was interrupted). */
   giveBackStartToken(token: string, sessionDigest: string): void {
     giveBackStartToken(this.stateSeal, this.root, token, sessionDigest);
+  }
+
+  /** What a run's card in the chat holds to ask for that run's files (cardTokens.ts). */
+  cardToken(sessionDigest: string, runId: string): string {
+    return cardToken(this.stateSeal, { chat: sessionDigest, run: runId });
+  }
+
+  /** The chat and run a card token names, when this store made it. */
+  readCardToken(token: string): ChatRun | undefined {
+    return readCardToken(this.stateSeal, token);
   }
 
   /** Reads chats' session runs from the index, and the copies a run folder keeps of another chat's. */
