@@ -101,7 +101,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         ...sandboxCommands(sandboxes, ui, logger),
         [COMMAND.showLog]: () => channel.show(),
         [COMMAND.checkEngine]: () => sandboxes.checkEngine(true),
-        [COMMAND.openTroubleshooting]: () => vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(context.extensionUri, 'README.md')),
+        [COMMAND.openTroubleshooting]: () => vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(context.extensionUri, 'docs', 'troubleshooting.md')),
       },
       context.subscriptions,
     );
