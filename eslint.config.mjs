@@ -69,7 +69,9 @@ export default tseslint.config(
             zone('./src/docker', ['./src/storage', STANDALONE, ...ADAPTERS], 'the Docker layer imports only core'),
             zone('./src/storage', ['./src/docker', STANDALONE, ...ADAPTERS], 'storage imports only core'),
             zone(STANDALONE, ADAPTERS, 'the shared wiring imports no adapter'),
-            zone('./src/vscode', ['./src/mcp', './src/cli', STANDALONE], 'the adapters never import one another'),
+            zone('./src/vscode', ['./src/cli', STANDALONE], 'the adapters never import one another'),
+            // The MCP server is host-neutral: VS Code's window offers it (the run card) through its door alone.
+            zone('./src/vscode', './src/mcp', 'import the MCP server through src/mcp/index.ts', ['./index.ts']),
             zone('./src/mcp', ['./src/vscode', './src/cli'], 'the adapters never import one another'),
             zone('./src/cli', ['./src/vscode'], 'the CLI runs without VS Code'),
             // ahead.ts: the light door a command-line run enters by first (src/cli/main.ts).

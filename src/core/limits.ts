@@ -22,6 +22,7 @@ export const DEFAULTS = {
   /** Most sandboxes at once, spares included; past it the least recently used idle one goes. */
   maxSandboxes: 8,
   confirmBeforeRun: false,
+  runCard: true,
   outputsMode: 'declared',
   filesInMaxFiles: 20,
   filesInMaxFileMb: 100,

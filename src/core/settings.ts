@@ -31,6 +31,8 @@ export const settingsShape = {
   spareSandboxes: z.number().int().min(0).max(8),
   maxSandboxes: z.number().int().min(1).max(256),
   confirmBeforeRun: z.boolean(),
+  /** Show each run as a card in the chat (an MCP App), where VS Code renders them; else the plain tool. */
+  runCard: z.boolean(),
   outputsMode: z.enum(['declared', 'manifest']),
   filesInMaxFiles: z.number().int().min(0).max(1000),
   filesInMaxFileMb: z.number().min(0).max(4096),

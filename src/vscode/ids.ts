@@ -3,6 +3,10 @@ export const TOOL_NAME = 'execute_code';
 export const CONFIG_SECTION = 'codeactSandbox';
 export const OUTPUT_CHANNEL = 'CodeAct Sandbox';
 export const VIEW_CONTAINER = 'codeactSandbox';
+/** The extension's own MCP server (the chat's run card), as VS Code knows its provider. */
+export const MCP_PROVIDER = 'codeactSandbox.runCard';
+/** True while the run card is the way execute_code reaches the model: the plain tool's `when` clause hides it then. */
+export const RUN_CARD_CONTEXT = 'codeactSandbox.runCardActive';
 export const VIEW = {
   artifacts: 'codeactSandbox.artifacts',
 } as const;

@@ -70,6 +70,12 @@ describe('import layering lint rules (unit)', function () {
     assert.deepEqual(await violations('src/mcp/x.ts', use("import { currentOwner } from '../docker';\nimport { ArtifactStore } from '../storage/artifactStore';\nconst a = [currentOwner, ArtifactStore];")), []);
   });
 
+  it("VS Code's window offers the host-neutral MCP server through its index.ts alone", async () => {
+    assert.deepEqual(await violations('src/vscode/x.ts', use("import { createMcpServer as a } from '../mcp';")), []);
+    assert.deepEqual(await violations('src/vscode/x.ts', use("import { serveMcp as a } from '../mcp/serve';")), ['import the MCP server through src/mcp/index.ts']);
+    assert.deepEqual(await violations('src/vscode/x.ts', use("import { LiveCalls as a } from '../mcp/card/live';")), ['import the MCP server through src/mcp/index.ts']);
+  });
+
   it('the adapters may import everything below them, never one another', async () => {
     assert.deepEqual(await violations('src/vscode/x.ts', use("import * as v from 'vscode';\nimport { currentOwner } from '../docker';\nconst a = [v, currentOwner];")), []);
     assert.deepEqual(await violations('src/cli/main.ts', use("import { ExecuteCodeTool as a } from '../vscode/executeCodeTool';")), [
