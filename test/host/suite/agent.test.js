@@ -361,6 +361,8 @@ describe('agent mode calls execute_code (host)', function () {
         "os.makedirs(d + '/hostpkg-2.0.dist-info')",
         "open(d + '/hostpkg.py', 'w').close()",
         "open(d + '/hostpkg-2.0.dist-info/METADATA', 'w').write('Metadata-Version: 2.1\\nName: hostpkg\\nVersion: 2.0\\n')",
+        // pip's record of what it installed: only the files it lists go into the chat's image.
+        "open(d + '/hostpkg-2.0.dist-info/RECORD', 'w').write('hostpkg.py,,\\nhostpkg-2.0.dist-info/METADATA,,\\nhostpkg-2.0.dist-info/RECORD,,\\n')",
       ].join('\n');
       await ask(program(pkg));
       assert.equal(toolResults().length, before + 4);
