@@ -11,7 +11,27 @@ mkdir -p "$LOGS"
 passed=0
 failed=0
 failed_stages=()
-stage() { echo; echo "=== $* ==="; }
+# Each stage's wall time, printed together at the end: where a slow run spent its time.
+stage_names=()
+stage_times=()
+stage_started=$SECONDS
+stage() {
+  stage_close
+  echo; echo "=== $* ==="
+  stage_names+=("$*")
+  stage_started=$SECONDS
+}
+stage_close() {
+  if [ "${#stage_names[@]}" -gt "${#stage_times[@]}" ]; then stage_times+=($((SECONDS - stage_started))); fi
+}
+stage_report() {
+  stage_close
+  echo
+  echo "=== time per stage (s) ==="
+  local i
+  for i in "${!stage_names[@]}"; do printf '%6d  %s\n' "${stage_times[$i]:-0}" "${stage_names[$i]}"; done
+  printf '%6d  %s\n' "$SECONDS" "in all"
+}
 
 # Runs a mocha-based stage, keeps its log, and adds its counts to the totals.
 counted() {
@@ -152,9 +172,10 @@ else
 fi
 
 stage "package"
-npx vsce package --no-dependencies --allow-missing-repository --out dist/codeact-sandbox.vsix
+npx vsce package --no-dependencies --allow-missing-repository --no-rewrite-relative-links --out dist/codeact-sandbox.vsix
 node scripts/check-package.mjs dist/codeact-sandbox.vsix
 
+stage_report
 [ "${#failed_stages[@]}" -eq 0 ] || recap
 echo
 echo "tests: $passed passed, $failed failed"
