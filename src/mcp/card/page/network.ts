@@ -20,7 +20,7 @@ export function networkRecord(network: NonNullable<CardData['network']>): HTMLEl
       el('td', { class: 'num' }, count(c.count ?? 1)),
     ),
   );
-  const head = ['Host', 'Port', 'Result', 'Sent', 'Received', 'Times'].map((h) => el('th', { scope: 'col' }, h));
+  const head = ['Host', 'Port', 'Result', 'Sent', 'Received', 'Times'].map((h, i) => el('th', { scope: 'col', class: i === 0 || i === 2 ? undefined : 'num' }, h));
   return el(
     'details',
     { class: 'network', open: refused > 0 ? '' : undefined },

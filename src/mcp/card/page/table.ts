@@ -11,6 +11,8 @@ import type { CallTool } from './tools';
 
 type Sort = { column: number; descending: boolean };
 
+const NUMBER = /^[-+]?(\d[\d,]*(\.\d*)?|\.\d+)([eE][-+]?\d+)?%?$/;
+
 export class TableView {
   readonly element: HTMLElement;
   private readonly total = el('span', { class: 'muted' }, 'Loading…');
@@ -65,18 +67,23 @@ export class TableView {
     this.offset = number(page.offset);
     this.columns = list(page.columns).map(text);
     this.total.textContent = plural(total, 'row') + (page.truncated === true ? ' · cut at the limit: the rows after these are not shown' : '');
+    // Columns of numbers align right, as a spreadsheet shows them.
+    const numeric = this.columns.map((_, column) => {
+      const cells = rows.map((row) => row[column] ?? '').filter((cell) => cell !== '');
+      return cells.length > 0 && cells.every((cell) => NUMBER.test(cell));
+    });
     const body = el('tbody');
-    for (const row of rows) body.append(el('tr', {}, ...row.map((cell) => el('td', {}, cell))));
-    this.table.replaceChildren(el('thead', {}, el('tr', {}, ...this.columns.map((name, column) => this.header(name, column)))), body);
+    for (const row of rows) body.append(el('tr', {}, ...row.map((cell, column) => el('td', { class: numeric[column] ? 'num' : undefined }, cell))));
+    this.table.replaceChildren(el('thead', {}, el('tr', {}, ...this.columns.map((name, column) => this.header(name, column, numeric[column] === true)))), body);
     this.range.textContent = rows.length === 0 ? 'No rows' : `Rows ${count(this.offset + 1)}–${count(this.offset + rows.length)} of ${count(total)}`;
     this.previous.disabled = this.offset === 0;
     this.next.disabled = rows.length < CARD_TABLE_PAGE || this.offset + rows.length >= total;
   }
 
-  private header(name: string, column: number): HTMLTableCellElement {
+  private header(name: string, column: number, numeric: boolean): HTMLTableCellElement {
     const sorted = this.sort?.column === column ? this.sort : undefined;
     const arrow = sorted ? (sorted.descending ? ' ▼' : ' ▲') : '';
-    const th = el('th', { scope: 'col', 'aria-sort': sorted ? (sorted.descending ? 'descending' : 'ascending') : undefined });
+    const th = el('th', { scope: 'col', class: numeric ? 'num' : undefined, 'aria-sort': sorted ? (sorted.descending ? 'descending' : 'ascending') : undefined });
     th.append(
       button(name, () => {
         this.sort = { column, descending: sorted ? !sorted.descending : false };
