@@ -14,7 +14,8 @@ export class StreamView {
   private readonly note: HTMLElement;
 
   constructor(readonly name: StreamName) {
-    this.pre = el('pre', { class: `stream ${name}`, 'aria-label': LABEL[name], tabindex: '0' });
+    // A region of its own: it scrolls, so a keyboard reaches it, and a screen reader names it.
+    this.pre = el('pre', { class: `stream ${name}`, role: 'region', 'aria-label': LABEL[name], tabindex: '0' });
     this.note = el('p', { class: 'left-out' });
     this.element = el('div', { class: `stream-box ${name}`, hidden: '' }, this.pre, this.note);
   }

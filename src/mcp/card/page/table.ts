@@ -35,7 +35,7 @@ export class TableView {
       'section',
       { class: 'table-file', 'aria-label': file.name },
       el('div', { class: 'table-title' }, el('span', { class: 'name' }, file.name), this.total),
-      el('div', { class: 'table-scroll', tabindex: '0' }, this.table),
+      el('div', { class: 'table-scroll', role: 'region', 'aria-label': `Rows of ${file.name}`, tabindex: '0' }, this.table),
       el('div', { class: 'pager' }, this.previous, this.range, this.next),
       this.message,
     );
