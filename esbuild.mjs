@@ -60,6 +60,34 @@ function fail(message) {
   process.exit(1);
 }
 
+/**
+ * The run card (src/mcp/card/page/): its script bundled for the browser and inlined, with its
+ * style, into card.html, so the card is one self-contained page that loads nothing. The server
+ * serves it as its ui:// resource (src/mcp/card/page/html.ts reads it); it is written to
+ * dist/card.html, which the sources (tsx) and test/card read.
+ */
+const CARD_DIR = 'src/mcp/card/page';
+
+async function buildCard() {
+  const script = await esbuild.build({
+    entryPoints: [`${CARD_DIR}/main.ts`],
+    bundle: true,
+    platform: 'browser',
+    format: 'iife',
+    target: 'chrome120',
+    minify: true,
+    write: false,
+    logLevel: 'warning',
+    define: { __CODEACT_VERSION__: JSON.stringify(version) },
+  });
+  const style = await esbuild.transform(fs.readFileSync(`${CARD_DIR}/card.css`, 'utf8'), { loader: 'css', minify: true });
+  const js = script.outputFiles[0].text.trim();
+  // Inside <script>, only "</script" or "<!--" could end or bend the element; the bundle has neither.
+  if (/<\/script|<!--/i.test(js) || /<\/style/i.test(style.code)) fail(`the card's script or style holds a closing tag: ${CARD_DIR} must not write one`);
+  // split/join, not replace(): the bundle holds `$` sequences that replace() would read as patterns.
+  return fs.readFileSync(`${CARD_DIR}/card.html`, 'utf8').split('/*CARD_STYLE*/').join(style.code.trim()).split('/*CARD_SCRIPT*/').join(js);
+}
+
 const runnerSource = joinRunner();
 const runnerBytes = Buffer.byteLength(runnerSource, 'utf8');
 if (runnerBytes > RUNNER_MAX_BYTES) {
@@ -82,6 +110,8 @@ function option(name) {
   return at < 0 ? undefined : process.argv[at + 1];
 }
 
+const cardHtml = await buildCard();
+
 /** @type {import('esbuild').BuildOptions} */
 const common = {
   bundle: true,
@@ -102,6 +132,8 @@ const common = {
     // src/docker/container/runnerProgram.ts reads dist/runner.py and dist/guest.py.
     __CODEACT_RUNNER_SOURCE__: JSON.stringify(runnerSource),
     __CODEACT_GUEST_SOURCE__: JSON.stringify(guestSource),
+    // The run card's page, one HTML string (src/mcp/card/page/html.ts reads dist/card.html when run from the sources).
+    __CODEACT_CARD_HTML__: JSON.stringify(cardHtml),
   },
 };
 
@@ -212,6 +244,7 @@ if (cliInto) {
 fs.mkdirSync('dist', { recursive: true });
 fs.writeFileSync('dist/runner.py', runnerSource);
 fs.writeFileSync('dist/guest.py', guestSource);
+fs.writeFileSync('dist/card.html', cardHtml);
 if (watch) {
   copyDevcontainersCli();
   for (const b of builds) await (await esbuild.context(b)).watch();

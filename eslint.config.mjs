@@ -91,4 +91,28 @@ export default tseslint.config(
   { files: ['src/**/*.ts', 'test/**/*.ts'], ignores: ['src/vscode/**'], rules: packages([VSCODE_AT_RUNTIME]) },
   { files: ['src/core/**/*.ts', 'src/storage/**/*.ts'], rules: packages([VSCODE, ...DOCKER_CLIENT]) },
   { files: ['src/docker/**/*.ts'], rules: packages([VSCODE]) },
+  // The run card's page is bundled for the browser and runs in a sandboxed frame: it imports its own
+  // folder, the shared names and only the types of the contract (zod stays out of the frame), uses
+  // none of Node's globals (TypeScript knows the browser's: dom.ts brings the DOM library), and
+  // never parses markup (output and file names are shown as text). html.ts is the server's getter
+  // for the built page, run by Node.
+  {
+    files: ['src/mcp/card/page/**/*.ts'],
+    ignores: ['src/mcp/card/page/html.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { regex: '^(?!\\./[^/]+$|\\.\\./names$|\\.\\./contract$)', message: 'the card page imports only its own folder, ../names and types from ../contract' },
+            { regex: '^\\.\\./contract$', allowTypeImports: true, message: 'the card page imports only types from the contract (import type)' },
+          ],
+        },
+      ],
+      'no-restricted-globals': ['error', ...['process', 'Buffer', 'require', 'module', '__dirname', '__filename', 'global', 'setImmediate'].map((name) => ({ name, message: 'the card page runs in a browser' }))],
+      'no-restricted-properties': ['error', ...['innerHTML', 'outerHTML', 'insertAdjacentHTML', 'srcdoc', 'write', 'writeln'].map((property) => ({ property, message: 'the card shows data as text: use textContent or dom.ts' }))],
+      'no-eval': 'error',
+      'no-new-func': 'error',
+    },
+  },
 );

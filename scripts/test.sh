@@ -108,6 +108,13 @@ node scripts/smoke-bundle.mjs
 stage "unit tests"
 counted unit npx mocha --config test/.mocharc.unit.json
 
+stage "run card page (Chromium; hosted by the MCP Apps library's AppBridge)"
+if [ -x /usr/bin/chromium ]; then
+  counted card bash -c 'npx tsc -p test/card && npx eslint test/card && npx mocha --config test/.mocharc.card.json'
+else
+  echo "skipped: no Chromium at /usr/bin/chromium (scripts/ensure-vscode-host.sh installs it)"
+fi
+
 stage "runner tests (Python unittest, the host's python3)"
 unittested python python3 -B -m unittest discover -s test/python -t test/python
 
