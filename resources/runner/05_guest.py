@@ -72,7 +72,9 @@ class OomCounter:
 
 def _proc_status(pid):
     """(state letter, real uid) from /proc/<pid>/status (b'Z' for a zombie), None when it is gone.
-    Its Uid line is the process's own even where it is not dumpable (the directory is root's then)."""
+    Its Uid line is the process's own even where it is not dumpable (the directory is root's then).
+    A process whose first thread exited alone (SYS_exit, not exit_group) shows that thread's Z while
+    its other threads run on: it is b'L', alive, whatever the first thread's state says."""
     try:
         fd = os.open('/proc/%d/status' % pid, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
@@ -84,18 +86,25 @@ def _proc_status(pid):
     finally:
         os.close(fd)
     state = uid = None
+    threads = 1
     for line in text.split(b'\n'):
         if line.startswith(b'State:'):
             state = line[6:].strip()[:1]
         elif line.startswith(b'Uid:'):
             fields = line[4:].split()
             uid = int(fields[0]) if fields and fields[0].isdigit() else None
+        elif line.startswith(b'Threads:'):
+            value = line[8:].strip()
+            threads = int(value) if value.isdigit() else threads
+    if state in (b'Z', b'X', b'x') and threads > 1:
+        state = b'L'
     return (state, uid) if state is not None and uid is not None else None
 
 
 def _live_pids():
-    """Every process of our uid that is not yet dead (zombies cannot do anything): what kill(-1)
-    reaches. Others (the host's lock holder runs as root) are not a program's to leave or ours to kill."""
+    """Every process of our uid that is not yet dead (zombies cannot do anything; a process whose
+    first thread alone is a zombie can: _proc_status): what kill(-1) reaches. Others (the host's
+    lock holder runs as root) are not a program's to leave or ours to kill."""
     try:
         names = os.listdir('/proc')
     except OSError:

@@ -576,15 +576,15 @@ class Runner:
         self.channel.send(b'X', rid, reply)
         w.release()
 
-    def verify_holder(self, pid, others=()):
+    def verify_holder(self, pid, stopped=()):
         """Stops `pid` and checks it from outside (see holder_problem): None when it may hold the
-        state, else why not."""
+        state, else why not. `stopped`: an earlier holder the caller stopped first."""
         if not _stop_holder(pid, self.wake_r):
             return 'gone' if _proc_status(pid) is None else 'stop'
-        # A holder's middle fork may be reaped by the holder, not by us: it is spared only while the
-        # process of that number is still the one it was (a later one may get the number).
+        # A holder's middle fork may be reaped by the holder, not by us: it counts as killed only while
+        # the process of that number is still the one it was (a later one may get the number).
         self.middles = {p: t for p, t in self.middles.items() if t is not None and (_stat_of(p) or (0, None))[1] == t}
-        return holder_problem(pid, set(others) | self.dying | set(self.exiting) | set(self.middles))
+        return holder_problem(pid, set(stopped), self.dying | set(self.exiting) | set(self.middles))
 
     def commit(self, pid, link, base, keep, status, unkept):
         """The end of a session call: the program that is now a holder replaces the previous one
@@ -597,8 +597,17 @@ class Runner:
         stat = _stat_of(pid) if self.state is not None else None
         middle = stat[0] if stat and stat[0] not in (0, 1, os.getpid()) else None
         if middle is not None:
+            # It has nothing left to do but exit; killed now, it runs no code of anyone's meanwhile.
             self.middles[middle] = (_stat_of(middle) or (0, None))[1]
+            try:
+                os.kill(middle, _SIGKILL)
+            except OSError:
+                pass
         if keep:
+            # The holder it was forked from runs the state's code (it forked this program): stopped
+            # before the look, it cannot start anything after it.
+            if self.state is not None:
+                _stop_holder(self.state['pid'], self.wake_r)
             why = self.verify_holder(pid, self.spared())
             if why is not None:
                 _log('a program said it was kept, and its process fails the check (%s): not kept' % why)
@@ -609,11 +618,6 @@ class Runner:
             self.own_fds.add(link.fileno())
             if old is not None:
                 self.kill_holder(old)
-            if middle is not None:
-                try:
-                    os.kill(middle, _SIGKILL)
-                except OSError:
-                    pass
         else:
             # Nothing a call that is not kept started may outlive it: it would make every later
             # call unkeepable (processes), and the state is to be as the last kept call left it.

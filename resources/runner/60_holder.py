@@ -161,7 +161,8 @@ def _stop_holder(pid, wake_r):
     deadline = time.monotonic() + HOLDER_STOP_SECONDS
     while True:
         st = _proc_status(pid)
-        if st is None or st[0] in (b'Z', b'X', b'x'):
+        # b'L': its first thread exited alone, and the rest runs on; no holder is kept like that.
+        if st is None or st[0] in (b'Z', b'X', b'x', b'L'):
             return False
         if st[0] in (b'T', b't'):
             return True
@@ -194,10 +195,11 @@ def _stat_of(pid):
         return None
 
 
-def holder_problem(pid, others):
+def holder_problem(pid, stopped, gone):
     """Why the stopped process `pid` cannot hold the state, as the host's words for it (threads,
-    processes, sockets), or None. `others`: processes that are not its doing (an earlier holder,
-    ones PID 1 killed and has not reaped)."""
+    processes, sockets), or None. Processes that are not its doing: `stopped`, an earlier holder
+    PID 1 stopped (spared only while it is stopped: running, it could start something after this
+    look), and `gone`, ones PID 1 killed (they run no code of their own any more)."""
     try:
         fd = os.open('/proc/%d/status' % pid, os.O_RDONLY | os.O_CLOEXEC)
         try:
@@ -209,7 +211,11 @@ def holder_problem(pid, others):
     if proc_number(status, 'Threads') != 1:
         return 'threads'
     me = os.getpid()
-    if any(p not in (1, me, pid) and p not in others for p in _live_pids()):
+    for p in _live_pids():
+        if p in (1, me, pid) or p in gone:
+            continue
+        if p in stopped and (_proc_status(p) or (None,))[0] in (b'T', b't'):
+            continue
         return 'processes'
     if _inet_sockets(os.getuid()):
         return 'sockets'

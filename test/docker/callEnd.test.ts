@@ -48,6 +48,27 @@ describe("a call's processes end with the call (integration)", function () {
     assert.equal((await run(provider, key, OTHERS)).text, 'stdout:\n0 1');
   });
 
+  it('a process whose first thread exited alone (its status says zombie) is gone at the next call', async function () {
+    const provider = sandboxes.makeProvider();
+    const key = uniqueSessionKey('end-zombie-led');
+    const code = [
+      'import ctypes, os, sys, threading, time',
+      'if os.fork() == 0:',
+      '    os.setsid()',
+      '    for fd in (0, 1, 2):',
+      '        os.close(fd)',
+      '    threading.Thread(target=time.sleep, args=(60,)).start()',
+      '    ctypes.CDLL(None).syscall(60, 0)',
+      'time.sleep(0.3)',
+      "print('left one')",
+      // Reaped before the runner looks: only a process list that counts it sees it at all.
+      'sys.stdout.flush()',
+      'os._exit(0)',
+    ].join('\n');
+    assert.equal((await run(provider, key, code)).text, 'stdout:\nleft one');
+    assert.equal((await run(provider, key, OTHERS)).text, 'stdout:\n0 1');
+  });
+
   it('by docker exec (no runner): a daemon a program leaves is gone at the next call', async function () {
     const provider = sandboxes.makeProvider({ spec: () => testSpec({ warmRunner: false }) });
     const key = uniqueSessionKey('end-exec');

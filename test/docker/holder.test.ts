@@ -78,6 +78,23 @@ const THREADS_ELSEWHERE = [
   'print(x, max(counts))',
 ].join('\n');
 
+/**
+ * The other processes the next program finds, besides PID 1 and the holder it was forked from (a
+ * stopped holder, or one exiting): those a call left running.
+ */
+const OTHERS = [
+  'import os',
+  'others = []',
+  "for p in os.listdir('/proc'):",
+  '    if p.isdigit() and int(p) not in (1, os.getpid(), os.getppid()):',
+  '        try:',
+  "            f = dict(l.split(':', 1) for l in open('/proc/%s/status' % p) if ':' in l)",
+  '        except OSError:',
+  '            continue',
+  "        if f['State'].split()[0] not in ('T', 'Z', 'X') or int(f['Threads']) > 1:",
+  "            others.append((f['State'].split()[0], int(f['Threads'])))",
+].join('\n');
+
 const KEPT = STATE_LINES.kept;
 
 describe('the state holder against its own program (integration)', function () {
@@ -142,6 +159,70 @@ describe('the state holder against its own program (integration)', function () {
     assert.equal((await call(provider, states, key, 'raise SystemExit(1)')).text, `exit code: 1\n\n${STATE_LINES.droppedAfter('it was running threads')}`);
     const next = THREADS_ELSEWHERE.replace('print(x, max(counts))', "print('x' in globals(), max(counts))");
     assert.equal((await call(provider, states, key, next)).text, `stdout:\nFalse 1\n\n${KEPT}`);
+  });
+
+  /** A process whose first thread exits alone (SYS_exit, not exit_group) while another runs on: its status says Z. */
+  const ZOMBIE_LED = [
+    'import ctypes, os, threading, time',
+    'if os.fork() == 0:',
+    '    os.setsid()',
+    '    for fd in (0, 1, 2):',
+    '        os.close(fd)',
+    '    threading.Thread(target=time.sleep, args=(60,)).start()',
+    '    ctypes.CDLL(None).syscall(60, 0)',
+    'time.sleep(0.3)',
+  ].join('\n');
+
+  it('a program that leaves a process whose first thread exited is not kept, and the process is gone at the next call', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('holder-zombie-led');
+    assert.equal((await call(provider, states, key, `${ZOMBIE_LED}\nx = 41`)).text, `${NOTHING_PRINTED}\n\n${STATE_LINES.unkept('it left child processes running')}`);
+    assert.equal((await call(provider, states, key, `${OTHERS}\nprint(others)`)).text, `stdout:\n[]\n\n${KEPT}`);
+  });
+
+  it('the holder a kept call was forked from is stopped before the new one is checked: it cannot start anything after the look', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('holder-commit-race');
+    // Armed in the state: as the next program is forked, it waits until PID 1 has stopped the new
+    // holder for its check, then forks a child that runs on once the old holder is gone.
+    const arm = [
+      BEAT,
+      'import os',
+      "recv = runner['_recv']",
+      'armed = [0]',
+      'def stat_state(p):',
+      '    try:',
+      "        s = open('/proc/%d/stat' % p, 'rb').read()",
+      "        return s[s.rfind(b')') + 2:s.rfind(b')') + 3]",
+      '    except OSError:',
+      "        return b''",
+      'def receiving(sock, nfds=0):',
+      '    me = os.getpid()',
+      '    if armed[0] == me:',
+      '        armed[0] = 0',
+      "        newest = max(int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, me))",
+      '        end = time.time() + 20',
+      "        while time.time() < end and stat_state(newest) not in (b'T', b'', b'Z', b'X'):",
+      '            pass',
+      "        if stat_state(newest) == b'T' and os.fork() == 0:",
+      '            os.setsid()',
+      '            while os.getppid() == me:',
+      '                time.sleep(0.001)',
+      '            beat()',
+      '    got = recv(sock, nfds)',
+      "    if got[0][:1] == b'F':",
+      '        armed[0] = me',
+      '    return got',
+      "runner['_recv'] = receiving",
+      'x = 0',
+    ].join('\n');
+    assert.equal((await call(provider, states, key, arm)).text, `${NOTHING_PRINTED}\n\n${KEPT}`);
+    for (let i = 1; i <= 5; i++) {
+      // (The holder this call was forked from runs meanwhile: it forked this program.)
+      assert.equal((await call(provider, states, key, `x += 1\nimport os\nprint(x, os.path.exists('/sandbox/tmp/beat'))`)).text, `stdout:\n${i} False\n\n${KEPT}`);
+    }
   });
 
   it('keeps the holder stopped between calls, also after the host stops what a call left to collect its files', async function () {
