@@ -11,3 +11,4 @@ export { cardExecuteHandler, type CardCalls } from './card/call';
 export { LiveCalls } from './card/live';
 export { type CardDoor, type CardRun } from './card/tools';
 export { CARD_META_KEY, CARD_TOOL, CARD_URI } from './card/names';
+export { cardHtml } from './card/page/html';

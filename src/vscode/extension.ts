@@ -12,7 +12,9 @@ import { registerArtifactView } from './artifactTree';
 import { goBackCommands } from './goBackCommand';
 import { SettingsReader } from './config';
 import { ExecuteCodeTool } from './executeCodeTool';
-import { WindowHost } from './windowHost';
+import { START_ANSWER, WindowHost } from './windowHost';
+import { registerCardDoor } from './cardDoor';
+import { cardHtml } from '../mcp';
 import { COMMAND, TOOL_NAME } from './ids';
 import { createLog } from './log';
 import { notebookCommands } from './notebookCommands';
@@ -89,9 +91,12 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         ui.showError(`CodeAct Sandbox: ${message}`, ACTION.openSetting('codeactSandbox.filesOutMaxFiles'), ACTION.showLog);
       }
     }
-    const host = new WindowHost(sandboxes, settings, logger, store);
-    const tool = new ExecuteCodeTool(host, `window:${vscode.env.sessionId}`, () => sandboxes.describe().image, () => sandboxes.building);
+    const host = new WindowHost(sandboxes, settings, logger, store, async (question) => (await ui.askModal(question, START_ANSWER)) === START_ANSWER);
+    const windowKey = `window:${vscode.env.sessionId}`;
+    const tool = new ExecuteCodeTool(host, windowKey, () => sandboxes.describe().image, () => sandboxes.building);
     context.subscriptions.push(vscode.lm.registerTool(TOOL_NAME, tool));
+    // The same tool again with the chat's run card, where VS Code renders it (the plain tool is then hidden).
+    registerCardDoor(context, host, store, logger, windowKey, cardHtml);
 
     registerCommands(
       {

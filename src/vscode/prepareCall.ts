@@ -1,8 +1,8 @@
 /**
- * A call being prepared, before it runs: the line chat shows, and the question the person answers
- * first when there is one. Asked when the person turned confirmation on, and always when the
- * model passes `startFrom` (another chat's state comes into this one): whatever else is pending for
- * the chat, a `startFrom` is never run unasked. The question says how many earlier programs run
+ * A call being prepared, before it runs: the line chat shows, and VS Code's question the person
+ * answers first when they turned confirmation on (another chat's state coming in, `startFrom`, is
+ * asked by the window's host itself as the call begins, whatever VS Code's question was or was
+ * approved away: windowHost.ts). The question says how many earlier programs run
  * again first, from the records, when the call goes back, starts from another chat, or finds no
  * sandbox holding the chat's state. Plain logic: the host's store, provider and settings come in
  * as parameters.
@@ -60,9 +60,9 @@ export async function prepareCall(rawInput: unknown, sessionKey: string, host: P
       return 'origin' in reading ? { run: host.runLabel(reading.origin) } : reading;
     }),
   };
-  // Another chat's state comes in: the person says yes to it here, whatever the setting.
-  const ask = s.confirmBeforeRun || input.startFrom !== undefined;
-  if (!ask) return { message: invocationMessage(facts), prewarm: true };
+  // Another chat's state coming in is asked by the window's host itself, as the call begins
+  // (windowHost.ts): VS Code's question can be approved away. Nothing is made for it meanwhile.
+  if (!s.confirmBeforeRun) return { message: invocationMessage(facts), prewarm: input.startFrom === undefined };
   if (session) await countReplay(facts, input, sessionKey, chosen, host);
   return { message: invocationMessage(facts), question: confirmationText(facts), prewarm: false };
 }

@@ -2,7 +2,8 @@ import type { Logger } from '../core/logger';
 import type { CollectedFile, SandboxProvider } from '../core/sandbox';
 import { sessionDigest } from '../core/session';
 import { filesInCapsOf, filesOutCapsOf, runLimitsOf } from '../core/settings';
-import { SessionStates } from '../core/state';
+import { REFUSED, SessionStates, startQuestion, stateChain } from '../core/state';
+import { ToolError } from '../core/errors';
 import { executeToolCall, type ToolCallOptions } from '../core/toolCall';
 import type { ExecuteReport } from '../core/executeCode';
 import type { ToolInput } from '../core/toolInput';
@@ -10,8 +11,12 @@ import { pruneAfterCall, type ArtifactStore } from '../storage/artifactStore';
 import { readImageAttachments, type ImageAttachment } from '../storage/imageAttachments';
 import { RunRecording } from '../storage/runRecorder';
 import { otherChats } from '../storage/startTokens';
+import { runTime } from '../storage/storeIndex';
 import type { SettingsReader } from './config';
 import { workspaceSource } from './workspaceFiles';
+
+/** The button that lets another chat's state come in (the dialog's other choice is Cancel). */
+export const START_ANSWER = 'Start from It';
 
 /** One call through the window's host, from the language-model tool or the chat card's MCP door. */
 export interface WindowCall {
@@ -54,8 +59,35 @@ export class WindowHost {
     readonly settings: SettingsReader,
     readonly log: Logger,
     readonly store: ArtifactStore,
+    /**
+     * Asks the person (a dialog of the window's): true when they agree. Another chat's state comes
+     * into a chat only so: the project asks itself, whichever door the call came through, since
+     * VS Code's own question before a tool can be approved away (Allow in this Session, Always
+     * Allow, Bypass Approvals, Autopilot) and an MCP tool's does not say what the call does.
+     */
+    private readonly confirm: (question: string) => Promise<boolean>,
   ) {
     this.otherChats = otherChats(store);
+  }
+
+  /** A `startFrom` call is asked first: refused with a sentence when the person says no. */
+  private async askStart(input: ToolInput): Promise<void> {
+    if (input.startFrom === undefined || this.settings.read().state !== 'session') return;
+    const reading = this.store.readStartToken(input.startFrom);
+    // A token this store will not take is refused by the call itself, with its own sentence.
+    if (!('origin' in reading)) return;
+    let runs: number | undefined;
+    try {
+      const theirs = await this.store.stateRuns(reading.origin.chat);
+      const at = theirs.findIndex((r) => r.runId === reading.origin.run);
+      const chain = at < 0 ? undefined : stateChain(theirs.slice(0, at + 1));
+      runs = chain?.kind === 'ok' ? chain.runs.length : chain?.kind === 'none' ? 0 : undefined;
+    } catch {
+      // The records could not be read: the question leaves the count out, the call says why.
+    }
+    if (!(await this.confirm(startQuestion(new Date(runTime(reading.origin.run)).toLocaleString(), runs)))) {
+      throw new ToolError('invalid_input', REFUSED.startDeclined);
+    }
   }
 
   /** The view's "Go Back to This Run's State": the chat's next call starts from the state after `runId`. */
@@ -65,6 +97,7 @@ export class WindowHost {
 
   async call(c: WindowCall): Promise<WindowCallResult> {
     const { input, sessionKey } = c;
+    await this.askStart(input);
     const settings = this.settings.read();
     const recording = new RunRecording(this.store, sessionKey);
     const digest = sessionDigest(sessionKey);

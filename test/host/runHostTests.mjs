@@ -19,7 +19,9 @@ fs.writeFileSync(
   settingsFile,
   // No spare sandbox by default here: the suites count the window's containers call by call; the
   // spare sandbox has a test of its own that turns it on.
-  JSON.stringify({ 'codeactSandbox.image': image, 'codeactSandbox.spareSandboxes': 0 }, null, 2),
+  // The plain tool by default: the suites call `execute_code` by that name; the card suite turns
+  // the chat's run card on (its tool has the MCP server's name).
+  JSON.stringify({ 'codeactSandbox.image': image, 'codeactSandbox.spareSandboxes': 0, 'codeactSandbox.runCard': false }, null, 2),
 );
 
 // The network suite's servers (test/host/internet.ts): on a Docker network of their own, under

@@ -122,7 +122,7 @@ describe('the run card over MCP (unit)', () => {
     const { resources } = await client.listResources();
     assert.deepEqual(resources.map((r) => [r.uri, r.mimeType]), [[CARD_URI, CARD_MIME_TYPE]]);
     const read = await client.readResource({ uri: CARD_URI });
-    assert.deepEqual(read.contents, [{ uri: CARD_URI, mimeType: CARD_MIME_TYPE, text: HTML, _meta: { ui: { csp: { connectDomains: [], resourceDomains: [] }, prefersBorder: true } } }]);
+    assert.deepEqual(read.contents, [{ uri: CARD_URI, mimeType: CARD_MIME_TYPE, text: HTML, _meta: { ui: { csp: { connectDomains: [], resourceDomains: [] }, prefersBorder: false } } }]);
     // The MCP Apps library's own name for the type (an ES module: imported as such).
     const extApps = '@modelcontextprotocol/ext-apps/server';
     const { RESOURCE_MIME_TYPE } = (await import(extApps)) as { RESOURCE_MIME_TYPE: string };

@@ -20,5 +20,5 @@ export {
   type TokenUse,
 } from './outcome';
 export { REPLAY_BUDGET_MS, replayChain } from './replay';
-export { REFUSED, STATE_LINES, WHY, duration, plural, refusedTokenMessage, resumeSentence, unkeptClause } from './sentences';
+export { REFUSED, STATE_LINES, WHY, duration, plural, refusedTokenMessage, resumeSentence, startQuestion, unkeptClause } from './sentences';
 export { STATE_MODES, SessionStates, type StateCall, type StateMode, type StateOutcome } from './states';

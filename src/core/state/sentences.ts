@@ -162,6 +162,20 @@ export const REFUSED = {
   startGone: `The run the user chose to start from is no longer recorded (its chat was deleted, or it was removed to keep within the storage budget). ${WITHOUT} (the chat starts from an empty state), and tell the user.`,
   startBroken: (why: string) => `This chat cannot start from the state the user chose, because its kept runs cannot be re-run: ${why}. ${WITHOUT}, and tell the user.`,
   startUsedElsewhere: USED_ELSEWHERE,
+  startDeclined: `The user did not agree to start this chat from another chat's state, so nothing ran. ${WITHOUT}, and tell the user.`,
   cancelledFirst: 'The run was cancelled before it started.',
   rebuildStopped: (why: string) => `Rebuilding this chat's state stopped because ${why}, so the program was not run; the next call rebuilds it in a new sandbox. Call again.`,
 } as const;
+
+/**
+ * The project's own question before another chat's state comes into this one (plain text: a
+ * dialog's). `run`: when the chosen run ran; `runs`: how many kept programs run again first
+ * (undefined when the records cannot tell).
+ */
+export function startQuestion(run: string, runs: number | undefined): string {
+  const again = runs === undefined ? "that chat's kept programs run again first" : runs === 0 ? 'its state was empty' : `that chat's ${plural(runs, 'kept program')} run again first`;
+  return (
+    `Start this chat from the state another chat had after its run of ${run}? In a new sandbox of this chat, ${again}, ` +
+    'with the workspace files as they are now and the allow-list of today. The other chat is not changed.'
+  );
+}

@@ -12,5 +12,5 @@ export function cardResourceListing(): Resource {
  * renders it in can make no network request.
  */
 export function cardResource(html: string): ReadResourceResult {
-  return { contents: [{ uri: CARD_URI, mimeType: CARD_MIME_TYPE, text: html, _meta: { ui: { csp: { connectDomains: [], resourceDomains: [] }, prefersBorder: true } } }] };
+  return { contents: [{ uri: CARD_URI, mimeType: CARD_MIME_TYPE, text: html, _meta: { ui: { csp: { connectDomains: [], resourceDomains: [] }, prefersBorder: false } } }] };
 }

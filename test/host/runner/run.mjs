@@ -370,6 +370,43 @@ function handleHook(page, firstArg, artifacts) {
       .catch((e) => log(`snapshot ${name} failed: ${firstLine(e)}`));
     return true;
   }
+  // What the page shows, for a test to assert on: `CODEACT_HOST_QUERY <id> <json>`, where the
+  // JSON names a CSS selector and, optionally, what a frame's document must contain to be searched
+  // (a chat's MCP App is a webview: a frame within a frame) and whether to scroll the first match
+  // into view (`reveal`). The answer, the matching elements of
+  // every frame that qualifies, lands in <artifacts>/query-<id>.json.
+  const query = /^CODEACT_HOST_QUERY (\S+) (\{.*\})$/.exec(firstArg);
+  if (query) {
+    const [, id, spec] = query;
+    const { selector, frameHas, reveal } = JSON.parse(spec);
+    (async () => {
+      const found = [];
+      for (const frame of page.frames()) {
+        const got = await frame
+          .evaluate(
+            ({ selector, frameHas, reveal }) => {
+              if (frameHas && !document.querySelector(frameHas)) return [];
+              const all = [...document.querySelectorAll(selector)];
+              // For a screenshot of it: the first match scrolled into its frame's view.
+              if (reveal && all[0]) all[0].scrollIntoView({ block: 'start' });
+              return all.map((el) => ({
+                tag: el.tagName.toLowerCase(),
+                text: el.textContent,
+                ...(el instanceof HTMLImageElement ? { src: el.src.slice(0, 40), naturalWidth: el.naturalWidth, alt: el.alt } : {}),
+              }));
+            },
+            { selector, frameHas, reveal },
+          )
+          .catch(() => []);
+        found.push(...got);
+      }
+      return found;
+    })().then(
+      (found) => fs.writeFileSync(path.join(artifacts, `query-${id.replace(/[^\w.-]/g, '_')}.json`), JSON.stringify(found)),
+      (e) => log(`query ${id} failed: ${firstLine(e)}`),
+    );
+    return true;
+  }
   const click = /^CODEACT_HOST_CLICK (.+)$/.exec(firstArg);
   if (click) {
     const text = click[1].trim();

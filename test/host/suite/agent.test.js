@@ -407,11 +407,17 @@ describe('agent mode calls execute_code (host)', function () {
         return asked && reply.toolCall ? { toolCall: { ...reply.toolCall, input: { ...reply.toolCall.input, startFrom: asked[1] } } } : reply;
       });
       try {
-        // Another chat's state coming in is always asked, whatever confirmBeforeRun says.
-        const asked = await ask(message + program('print(forked * 6)'));
-        assert.deepEqual({ type: asked.type, toolId: asked.toolId }, { type: 'confirmation', toolId: 'execute_code' });
+        // Another chat's state coming in is always asked, by the extension's own dialog: VS Code's
+        // question before a tool can be approved away.
+        const answered = ask(message + program('print(forked * 6)'));
+        const dialog = await h.waitFor(async () => {
+          const found = await h.query('.monaco-dialog-box .dialog-message-text');
+          return found.length ? found : undefined;
+        }, 60000, "the extension's question");
+        assert.match(dialog[0].text, /^Start this chat from the state another chat had after its run of .+\? In a new sandbox of this chat, that chat's 1 kept program run again first, /);
         await h.snapshot('start-chat-from-run-confirmation');
-        await vscode.commands.executeCommand('workbench.action.chat.acceptTool');
+        console.log('CODEACT_HOST_CLICK Start from It');
+        await answered;
         await h.waitFor(() => toolResults().length === before + 2, 60000, 'the result after accepting');
       } finally {
         model.script(undefined);

@@ -67,6 +67,20 @@ async function snapshot(name) {
   await sleep(1500);
 }
 
+let queries = 0;
+/**
+ * The elements matching `selector` in every frame of the page whose document has `frameHas` (a
+ * chat's run card is a webview: frames within frames), as the runner reads them from the browser.
+ */
+async function query(selector, frameHas, reveal = false) {
+  const id = `q${process.pid}-${++queries}`;
+  const file = path.join(process.env.CODEACT_HOST_ARTIFACTS || '', `query-${id}.json`);
+  console.log(`CODEACT_HOST_QUERY ${id} ${JSON.stringify({ selector, ...(frameHas ? { frameHas } : {}), ...(reveal ? { reveal } : {}) })}`);
+  const text = await waitFor(() => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : undefined), 20000, `the page's answer to ${selector}`);
+  fs.rmSync(file, { force: true });
+  return JSON.parse(text);
+}
+
 /**
  * How many processes run in the sandbox besides its PID 1 and this count itself: a running program
  * and whatever it started. Read from /proc inside (docker top shows other command lines under gVisor);
@@ -84,4 +98,4 @@ function programProcesses(containerId) {
   }
 }
 
-module.exports = { EXTENSION_ID, IMAGE, ALT_IMAGE, sleep, docker, ownContainers, spareContainers, activate, textOf, run, setting, waitFor, snapshot, programProcesses };
+module.exports = { EXTENSION_ID, IMAGE, ALT_IMAGE, sleep, docker, ownContainers, spareContainers, activate, textOf, run, setting, waitFor, snapshot, query, programProcesses };

@@ -52,12 +52,12 @@ describe('a call being prepared (unit)', () => {
   const sentence = (question: string | undefined) => question?.split('\n')[0];
   const ASKED = 'The program (1 line) runs in the sandbox `img`, chat 3f2a1b2c. It gets none of your files. It has no network.';
 
-  it("asks about another chat's state coming in even when the person chose a run to go back to: a Go Back pending does not hide it", async () => {
+  it("with confirmation on, VS Code's question names another chat's state coming in even when the person chose a run to go back to", async () => {
     const [, second] = keptRuns('a', 3);
     const mine = keptRuns(CHAT, 1);
     chosen.set(CHAT, mine[0]!);
     const token = store.startToken('a', second!);
-    const call = await prepareCall({ code: 'print(x)', startFrom: token }, KEY, host(settings({ state: 'session' })));
+    const call = await prepareCall({ code: 'print(x)', startFrom: token }, KEY, host(settings({ state: 'session', confirmBeforeRun: true })));
     assert.equal(call.prewarm, false);
     assert.equal(
       sentence(call.question),
@@ -67,11 +67,16 @@ describe('a call being prepared (unit)', () => {
     );
   });
 
-  it('asks about any startFrom, whatever the settings: a token taken, one not made here, one passed with session state off', async () => {
+  it("with confirmation on, says a startFrom will be refused: a token taken, one not made here, one passed with session state off; without it, asks nothing and makes no sandbox", async () => {
     const [first] = keptRuns('a', 1);
     const token = store.startToken('a', first!);
     assert.equal(store.takeStartToken(token, 'someone'), true);
-    const ask = async (startFrom: string, state: 'fresh' | 'session') => prepareCall({ code: 'x', startFrom }, KEY, host(settings({ state })));
+    const ask = async (startFrom: string, state: 'fresh' | 'session') => prepareCall({ code: 'x', startFrom }, KEY, host(settings({ state, confirmBeforeRun: true })));
+    // The window's host asks about another chat's state itself (windowHost.ts); nothing is made first.
+    assert.deepEqual(await prepareCall({ code: 'x', startFrom: token }, KEY, host(settings({ state: 'session' }))), {
+      message: 'Running 1 line of Python in the sandbox `img`, chat 3f2a1b2c',
+      prewarm: false,
+    });
     for (const [startFrom, state, why] of [
       [token, 'session', 'with a token a chat has used already (a token starts one chat, once)'],
       ['a.b.c.d', 'session', 'with a token that is not one you offered from the CodeAct Sandbox view'],
