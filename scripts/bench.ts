@@ -31,6 +31,7 @@ import { benchResume, printResume, type ResumeBench } from './bench/resume';
 import { benchNetwork, type NetworkBench } from './bench/network';
 import { benchChats, type ChatsBench } from './bench/chats';
 import { benchMcp, type McpBench } from './bench/mcp';
+import { benchCard, type CardBench } from './bench/card';
 import { printTable, stat, type Stat } from './bench/stats';
 import { describeFaults, faultsPerCall, pageTouchMicros, type CallFaults } from './bench/faults';
 import { describeSyscalls } from './bench/syscalls';
@@ -161,6 +162,7 @@ async function main(): Promise<void> {
   let network: NetworkBench | undefined;
   let chats: ChatsBench | undefined;
   let mcp: McpBench | undefined;
+  let card: CardBench | undefined;
   const providers = [warm, plain];
   // First, while nothing else runs: the command line's start against Node's own.
   process.stdout.write('command line start ... ');
@@ -311,6 +313,11 @@ async function main(): Promise<void> {
     }
     console.log('done');
 
+    process.stdout.write("the chat's run card against the plain tool ... ");
+    card = await benchCard(dockerClient, IMAGE, N, VERSION, LIMITS);
+    Object.assign(results, card.results);
+    console.log('done');
+
     process.stdout.write('session state ... ');
     session = await benchSession(dockerClient, IMAGE, N, VERSION, LIMITS, GAP_MS);
     console.log('done');
@@ -383,6 +390,7 @@ async function main(): Promise<void> {
     [`that round trip and a process's exit and reaping after its fork / fork and exit of the bare interpreter (no target)`]: (r('attach.roundTrip') + r('afterFork.bareInterpreter')) / r('forkAndExit.bareInterpreter'),
     ...chats!.ratios,
     ...mcp!.ratios,
+    ...card!.ratios,
     'warm print(1) / bare interpreter (target <= 2)': r('print1.pipeline.warm') / r('print1.bareInterpreter'),
     'warm print(1) / docker exec CLI (target < 1)': r('print1.pipeline.warm') / r('print1.dockerExecCli'),
     'warm pandas program / docker exec CLI (target <= 0.1)': r('pandas.pipeline.warm') / r('pandas.dockerExecCli'),
@@ -462,7 +470,7 @@ async function main(): Promise<void> {
   const out = path.join('test-results', 'bench');
   fs.mkdirSync(out, { recursive: true });
   const file = path.join(out, 'bench.json');
-  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, plainPhases, load, loadSerial, loadQuick, dataImage, session, cliStart, cliRun, warmFaults, syscalls: runtimes.syscalls, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios, ...resume!.ratios, ...network!.ratios }, resumeRecordBytesPerStateMb: resume!.recordBytesPerStateMb, network, chats, mcp, notes }, null, 2) + '\n');
+  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, plainPhases, load, loadSerial, loadQuick, dataImage, session, cliStart, cliRun, warmFaults, syscalls: runtimes.syscalls, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios, ...resume!.ratios, ...network!.ratios }, resumeRecordBytesPerStateMb: resume!.recordBytesPerStateMb, network, chats, mcp, card, notes }, null, 2) + '\n');
   console.log(`\nwritten to ${file}`);
 }
 

@@ -21,6 +21,11 @@ export interface CodeactApi {
   backend(): { backend?: string; reason?: string; image?: string; engine?: string; runtime?: string };
   /** The engine's state as the view and the status item show it (undefined before the first check). */
   engineState(): string | undefined;
+  /**
+   * Answers the window's own questions (a dialog: another chat's state coming in) instead of the
+   * person: VS Code refuses dialogs in extension tests. The answerer sees each question's exact text.
+   */
+  answerQuestions(answer: ((question: string) => boolean) | undefined): void;
 }
 
 export interface TreeSnapshot {
@@ -30,7 +35,14 @@ export interface TreeSnapshot {
   children: TreeSnapshot[];
 }
 
-export function codeactApi(parts: { sandboxes: SandboxService; tool: ExecuteCodeTool; settings: SettingsReader; store: ArtifactStore; tree: ArtifactTreeProvider }): CodeactApi {
+export function codeactApi(parts: {
+  sandboxes: SandboxService;
+  tool: ExecuteCodeTool;
+  settings: SettingsReader;
+  store: ArtifactStore;
+  tree: ArtifactTreeProvider;
+  answerQuestions: CodeactApi['answerQuestions'];
+}): CodeactApi {
   const { sandboxes, tool, settings, store, tree } = parts;
   const walk = async (node?: ArtifactNode): Promise<TreeSnapshot[]> =>
     Promise.all(
@@ -54,5 +66,6 @@ export function codeactApi(parts: { sandboxes: SandboxService; tool: ExecuteCode
     engineState: () => sandboxes.engineState.state,
     treeNodes: (parent) => tree.getChildren(parent),
     treeSnapshot: () => walk(),
+    answerQuestions: parts.answerQuestions,
   };
 }

@@ -91,7 +91,11 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         ui.showError(`CodeAct Sandbox: ${message}`, ACTION.openSetting('codeactSandbox.filesOutMaxFiles'), ACTION.showLog);
       }
     }
-    const host = new WindowHost(sandboxes, settings, logger, store, async (question) => (await ui.askModal(question, START_ANSWER)) === START_ANSWER);
+    // The window's own questions are dialogs; extension tests answer them instead (VS Code refuses dialogs there).
+    let answerer: ((question: string) => boolean) | undefined;
+    const host = new WindowHost(sandboxes, settings, logger, store, async (question) =>
+      answerer ? answerer(question) : (await ui.askModal(question, START_ANSWER)) === START_ANSWER,
+    );
     const windowKey = `window:${vscode.env.sessionId}`;
     const tool = new ExecuteCodeTool(host, windowKey, () => sandboxes.describe().image, () => sandboxes.building);
     context.subscriptions.push(vscode.lm.registerTool(TOOL_NAME, tool));
@@ -123,7 +127,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
       );
     logger.info(`CodeAct Sandbox ${VERSION} active; image ${initial.image || 'the data image'}, backend ${initial.backend}`);
 
-    return codeactApi({ sandboxes, tool, settings, store, tree });
+    return codeactApi({ sandboxes, tool, settings, store, tree, answerQuestions: (answer) => (answerer = answer) });
   } catch (e) {
     // Shown to the user, then rethrown so VS Code marks the activation as failed.
     ui.showError(`CodeAct Sandbox failed to start: ${describeError(e)}`, ACTION.showLog);
