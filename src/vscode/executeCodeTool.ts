@@ -40,8 +40,8 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     private readonly store: ArtifactStore,
     /** The image the sandbox runs now (a Dev Container build's tag), when known. */
     private readonly currentImage: () => string | undefined = () => undefined,
-    /** Whether the sandbox image is being built now (the call will wait for it). */
-    private readonly building: () => boolean = () => false,
+    /** Whether the sandbox image is being built now, or this call would start its build (the call will wait for it). */
+    private readonly building: () => boolean | Promise<boolean> = () => false,
   ) {
     this.otherChats = otherChats(store);
   }
@@ -61,7 +61,7 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     const call = await prepareCall(options.input, key, {
       settings: this.settings.read(),
       image: this.currentImage(),
-      building: this.building(),
+      building: await this.building(),
       personChose: (chat) => this.goingBack.get(chat),
       readToken: (token) => this.store.readStartToken(token),
       runLabel: ({ run }) => new Date(runTime(run)).toLocaleString(),
