@@ -3,6 +3,7 @@ import type { ArtifactNode, ArtifactTreeProvider } from './artifactTree';
 import type { ExecuteCodeTool } from './executeCodeTool';
 import type { SettingsReader } from './config';
 import type { SandboxService } from './sandboxService';
+import type { WindowPlace } from './windowPlace';
 
 /** What the extension hands to other extensions and to its own tests (activate's return value). */
 export interface CodeactApi {
@@ -21,6 +22,10 @@ export interface CodeactApi {
   backend(): { backend?: string; reason?: string; image?: string; engine?: string; runtime?: string };
   /** The engine's state as the view and the status item show it (undefined before the first check). */
   engineState(): string | undefined;
+  /** What the status item shows now. */
+  statusItem(): { text: string; tooltip: string } | undefined;
+  /** Where this window's extension runs against its workspace (windowPlace.ts). */
+  windowPlace(): WindowPlace;
 }
 
 export interface TreeSnapshot {
@@ -52,6 +57,8 @@ export function codeactApi(parts: { sandboxes: SandboxService; tool: ExecuteCode
     artifactsRoot: store.root,
     backend: () => sandboxes.describe(),
     engineState: () => sandboxes.engineState.state,
+    statusItem: () => sandboxes.statusShown,
+    windowPlace: () => sandboxes.place,
     treeNodes: (parent) => tree.getChildren(parent),
     treeSnapshot: () => walk(),
   };

@@ -38,6 +38,7 @@ import { ENGINE_ANSWERED_CONTEXT, EngineStateTracker, HAS_RUN_CONTEXT, IMAGE_MIS
 import { proxyTesting, type DevcontainerImages, type SandboxServiceOptions } from './serviceOptions';
 import { buildingView, engineView, pullProgress, statusView } from './status';
 import { ACTION, type StatusItem } from './ui';
+import type { WindowPlace } from './windowPlace';
 
 export const BUILD_APPROVED_KEY = 'codeactSandbox.devcontainerBuildApproved';
 export const PACKAGES_APPROVED_KEY = 'codeactSandbox.packagesBuildApproved';
@@ -67,6 +68,8 @@ export class SandboxService implements SandboxProvider {
   private providerKey = '';
   private engine: EngineTarget | undefined;
   private readonly status: StatusItem;
+  /** What the status item shows now (for the API and tests). */
+  statusShown: { text: string; tooltip: string } | undefined;
   private choice: BackendChoice | undefined;
   private image: string | undefined;
   /** The runtime the last sandbox runs under (known once the engine was asked). */
@@ -85,7 +88,14 @@ export class SandboxService implements SandboxProvider {
 
   constructor(private readonly deps: SandboxServiceOptions) {
     this.devcontainer = deps.devcontainer ?? { plan: planDevcontainerImage, ensure: ensureDevcontainerImage };
-    this.status = deps.ui.createStatusItem({ id: 'codeactSandbox.status', name: 'CodeAct Sandbox', command: COMMAND.showLog });
+    const item = deps.ui.createStatusItem({ id: 'codeactSandbox.status', name: 'CodeAct Sandbox', command: COMMAND.showLog });
+    this.status = {
+      show: (text, tooltip, warning) => {
+        this.statusShown = { text, tooltip };
+        item.show(text, tooltip, warning);
+      },
+      dispose: () => item.dispose(),
+    };
     this.data = new DataImages({ ui: deps.ui, log: deps.log, onBuilding: (building) => this.onBuilding(building), ...(deps.dataImages ? { ops: deps.dataImages } : {}) });
     this.engineState = new EngineStateTracker(
       {
@@ -180,6 +190,11 @@ export class SandboxService implements SandboxProvider {
     } catch {
       return false;
     }
+  }
+
+  /** Where this window's extension runs against its workspace. */
+  get place(): WindowPlace {
+    return this.deps.place ?? { kind: 'local', apart: false };
   }
 
   /** Whether this window is building the sandbox image now (a call waits for it). */
