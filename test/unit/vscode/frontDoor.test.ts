@@ -237,4 +237,29 @@ describe('the front door (unit)', () => {
       assert.ok(label.includes('2025'), label);
     });
   });
+
+  describe("the manifest's words", () => {
+    const nls = JSON.parse(fs.readFileSync(path.join(__dirname, '../../../package.nls.json'), 'utf8')) as Record<string, string>;
+
+    it('the tool and the extension say "no network unless you allow domains" and name Podman beside Docker (they said "hardened Docker sandbox (no network, ...")', () => {
+      assert.equal(
+        nls['tool.execute_code.userDescription'],
+        'Runs a Python program in a hardened container sandbox on Docker or Podman (no network unless you allow domains, no access to your files except those it is given) and returns what it printed; files it produces are kept in the CodeAct Sandbox view.',
+      );
+      assert.match(nls.description!, /^Gives Copilot agent mode an execute_code tool that runs model-written Python in a hardened container sandbox on Docker or Podman: no network unless you allow domains,/);
+    });
+
+    it('confirmBeforeRun says what VS Code guarantees: the question until the tool is approved without asking (it said "Ask before each program runs")', () => {
+      assert.match(nls['config.confirmBeforeRun.markdownDescription']!, /VS Code shows the question until you approve this tool without asking: Allow in this Session or Workspace, Always Allow, `#chat\.tools\.autoApprove#` \(Bypass Approvals\) or Autopilot; from then on programs run unasked\./);
+    });
+
+    it('the view: install links and no engine settings when there is no engine; no Prepare for a named image it cannot make', () => {
+      for (const key of ['viewsWelcome.none.linux', 'viewsWelcome.none.mac', 'viewsWelcome.none.windows']) {
+        assert.doesNotMatch(nls[key]!, /Open Engine Settings/, key);
+        assert.match(nls[key]!, /\[Install (Docker Desktop|Docker Engine)\]\(https:\/\/docs\.docker\.com\//, key);
+      }
+      assert.doesNotMatch(nls['viewsWelcome.1']!, /Prepare/);
+      assert.equal(nls['viewsWelcome.4'], undefined);
+    });
+  });
 });
