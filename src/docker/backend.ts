@@ -21,8 +21,13 @@ export interface BackendChoice {
 
 export interface ChooseBackendOptions {
   setting: BackendSetting;
-  /** The workspace folder whose configuration is used; undefined when none is open. */
+  /** The workspace folder whose configuration is used; undefined when none is open on this machine. */
   workspaceFolder?: string;
+  /**
+   * A folder is open, but on another machine than the one this runs on (a remote window whose
+   * extension runs on the person's computer): its configuration is not built from here.
+   */
+  remoteFolder?: boolean;
   /**
    * Workspace Trust. Building runs the workspace's Dockerfile with network access, so an
    * untrusted workspace never builds: auto falls back to docker, devcontainer is refused.
@@ -32,13 +37,15 @@ export interface ChooseBackendOptions {
   settingHint?: string;
 }
 
+const REMOTE_AUTO = 'docker: auto, and the workspace folder is on another machine (a Dev Container image is built only from a folder on this computer)';
+
 export async function chooseBackend(o: ChooseBackendOptions): Promise<BackendChoice> {
   const hint = o.settingHint ?? 'the sandbox backend setting';
   if (o.setting === 'docker') return { backend: 'docker', reason: 'docker: the backend is set to docker' };
   const config = o.workspaceFolder ? await findDevcontainerConfig(o.workspaceFolder) : undefined;
   const rel = config && o.workspaceFolder ? path.relative(o.workspaceFolder, config).split(path.sep).join('/') : undefined;
   if (o.setting === 'auto') {
-    if (!o.workspaceFolder) return { backend: 'docker', reason: 'docker: auto, and no workspace folder is open' };
+    if (!o.workspaceFolder) return { backend: 'docker', reason: o.remoteFolder ? REMOTE_AUTO : 'docker: auto, and no workspace folder is open' };
     if (!rel) return { backend: 'docker', reason: 'docker: auto, and the workspace has no Dev Container configuration' };
     if (!o.trusted) return { backend: 'docker', reason: `docker: auto, and the workspace is not trusted, so its ${rel} is not built` };
     return { backend: 'devcontainer', reason: `devcontainer: auto, and the workspace has ${rel}`, configFile: rel };
@@ -52,7 +59,9 @@ export async function chooseBackend(o: ChooseBackendOptions): Promise<BackendCho
   if (!o.workspaceFolder || !rel) {
     throw new ToolError(
       'invalid_settings',
-      `The sandbox is set to use the workspace's Dev Container, but ${o.workspaceFolder ? 'the workspace has no .devcontainer/devcontainer.json (or .devcontainer.json)' : 'no workspace folder is open'}. Ask the user to add one, or to set ${hint} to docker or auto.`,
+      o.workspaceFolder || !o.remoteFolder
+        ? `The sandbox is set to use the workspace's Dev Container, but ${o.workspaceFolder ? 'the workspace has no .devcontainer/devcontainer.json (or .devcontainer.json)' : 'no workspace folder is open'}. Ask the user to add one, or to set ${hint} to docker or auto.`
+        : `The sandbox is set to use the workspace's Dev Container, but the workspace folder is on another machine, and a Dev Container image is built only from a folder on the user's computer. Ask the user to set ${hint} to docker or auto.`,
     );
   }
   return { backend: 'devcontainer', reason: `devcontainer: the backend is set to devcontainer (${rel})`, configFile: rel };

@@ -6,7 +6,19 @@ export { aheadOnEngine, type LockAhead } from './ahead';
 export { BACKEND_SETTINGS, chooseBackend, type BackendChoice, type BackendSetting } from './backend';
 export { currentOwner, type Owner, type ProxyTesting, type SandboxSpec } from './container';
 export { ensureDevcontainerImage, planDevcontainerImage } from './devcontainer';
-export { createDockerClient, engineStateOf, pingEngine, resolveEngine, type EngineState, type EngineTarget } from './engine';
+export {
+  checkEngineIdentity,
+  createDockerClient,
+  engineIdentityOf,
+  engineStateOf,
+  findPodman,
+  pingEngine,
+  resolveEngine,
+  type EngineIdentity,
+  type EngineState,
+  type EngineTarget,
+  type PodmanFound,
+} from './engine';
 export {
   ImageBuildError,
   RequirementRejectedError,

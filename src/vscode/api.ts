@@ -3,6 +3,7 @@ import type { ArtifactNode, ArtifactTreeProvider } from './artifactTree';
 import type { ExecuteCodeTool } from './executeCodeTool';
 import type { SettingsReader } from './config';
 import type { SandboxService } from './sandboxService';
+import type { WindowPlace } from './windowPlace';
 
 /** What the extension hands to other extensions and to its own tests (activate's return value). */
 export interface CodeactApi {
@@ -26,6 +27,10 @@ export interface CodeactApi {
    * person: VS Code refuses dialogs in extension tests. The answerer sees each question's exact text.
    */
   answerQuestions(answer: ((question: string) => boolean) | undefined): void;
+  /** What the status item shows now. */
+  statusItem(): { text: string; tooltip: string } | undefined;
+  /** Where this window's extension runs against its workspace (windowPlace.ts). */
+  windowPlace(): WindowPlace;
 }
 
 export interface TreeSnapshot {
@@ -64,6 +69,8 @@ export function codeactApi(parts: {
     artifactsRoot: store.root,
     backend: () => sandboxes.describe(),
     engineState: () => sandboxes.engineState.state,
+    statusItem: () => sandboxes.statusShown,
+    windowPlace: () => sandboxes.place,
     treeNodes: (parent) => tree.getChildren(parent),
     treeSnapshot: () => walk(),
     answerQuestions: parts.answerQuestions,

@@ -34,17 +34,20 @@ export interface ItemContext {
   filePath(sessionDigest: string, runId: string, name: string): string;
   /** The run's start as the label shows it (the locale's time by default). */
   time?(startedAt: Date): string;
+  /** A chat's start as its label shows it: the date too, since chats outlive a day (the locale's by default). */
+  day?(startedAt: Date): string;
 }
 
 export function artifactItem(node: ArtifactNode, context: ItemContext): ArtifactItem {
   const time = context.time ?? ((d: Date) => d.toLocaleTimeString());
+  const day = context.day ?? ((d: Date) => d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }));
   if (node.kind === 'session') {
     // A chat as a person remembers it: when it began and what it first ran; its id beside.
     const s = node.session;
     const n = s.runCount;
     return {
       id: `session:${s.sessionDigest}`,
-      label: `${time(new Date(s.firstStartedAt))} ${firstLine(s.firstProgram)}`,
+      label: `${day(new Date(s.firstStartedAt))} ${firstLine(s.firstProgram)}`,
       description: `${s.sessionLabel} · ${n} run${n === 1 ? '' : 's'}`,
       icon: { id: 'comment-discussion' },
       collapsible: 'expanded',
@@ -144,4 +147,9 @@ export class FileBadge {
     this.count = 0;
     this.show(0);
   }
+}
+
+/** Copy Path in a remote window: the path is on the person's computer, not where the window's terminal runs. */
+export function copiedApartSentence(file: string, remoteName: string | undefined): string {
+  return `CodeAct Sandbox: copied ${file}, a path on your own computer, where CodeAct Sandbox keeps its files; this window's folder and terminal are on ${remoteName ? `the ${remoteName} side` : 'another machine'}, where that path does not exist. Save to Workspace puts a copy in the workspace there.`;
 }

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { ArtifactStore } from '../storage/artifactStore';
-import { FileBadge, artifactItem, fileNodes, runDocument, storageUse, type ArtifactNode } from './artifactItems';
+import type { ArtifactStore, RunRecord } from '../storage/artifactStore';
+import { FileBadge, artifactItem, copiedApartSentence, fileNodes, runDocument, storageUse, type ArtifactNode } from './artifactItems';
 import type { CommandTable } from './commands';
 import { COMMAND, VIEW } from './ids';
 import type { Ui } from './ui';
@@ -61,6 +61,23 @@ export class ArtifactTreeProvider implements vscode.TreeDataProvider<ArtifactNod
   }
 }
 
+/** The scheme of a run's read-only document ("Show Program and Output"). */
+export const RUN_SCHEME = 'codeact-run';
+
+/** /<chat digest>/<run id>/Run <when>.md: the tab's title is the run's time, its language Markdown. */
+function runDocumentUri(sessionDigest: string, r: RunRecord): vscode.Uri {
+  const when = new Date(r.startedAt).toLocaleString().replace(/[/\\]/g, '-');
+  return vscode.Uri.from({ scheme: RUN_SCHEME, path: `/${sessionDigest}/${r.runId}/Run ${when}.md` });
+}
+
+async function runDocumentText(store: ArtifactStore, uri: vscode.Uri): Promise<string> {
+  const [, sessionDigest, runId] = uri.path.split('/');
+  const r = sessionDigest && runId ? (await store.listRuns(sessionDigest)).find((x) => x.runId === runId) : undefined;
+  if (!r) return 'This run is no longer kept (deleted, or removed to stay within codeactSandbox.artifactsBudgetMb).';
+  const streams = (await Promise.all((['stdout', 'stderr'] as const).map((s) => store.streamFile(sessionDigest!, r.runId, s)))).filter((p): p is string => p !== undefined);
+  return runDocument(r, streams, new Date(r.startedAt).toLocaleString());
+}
+
 type ViewCommand = 'refresh' | 'openFile' | 'showRun' | 'saveFile' | 'revealFile' | 'copyPath' | 'deleteRun' | 'deleteSession' | 'clearAll';
 
 /** Registers the view (its disposables go into `subscriptions`) and returns its commands. */
@@ -74,6 +91,7 @@ export function registerArtifactView(
   chatDeleted: (sessionDigest: string | undefined) => void = () => {},
 ): { provider: ArtifactTreeProvider; commands: CommandTable<(typeof COMMAND)[ViewCommand]> } {
   const provider = new ArtifactTreeProvider(store);
+  subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(RUN_SCHEME, { provideTextDocumentContent: (uri) => runDocumentText(store, uri) }));
   const view = vscode.window.createTreeView(VIEW.artifacts, { treeDataProvider: provider, showCollapseAll: true });
   subscriptions.push(provider, view);
   // A badge counts the files that arrived while the view was out of sight; seeing it clears it.
@@ -104,12 +122,10 @@ export function registerArtifactView(
     },
     [COMMAND.showRun]: async (n?: ArtifactNode) => {
       if (n?.kind !== 'run') return;
-      const r = n.record;
-      const streams = (await Promise.all((['stdout', 'stderr'] as const).map((s) => store.streamFile(n.sessionDigest, r.runId, s)))).filter(
-        (p): p is string => p !== undefined,
-      );
-      const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: runDocument(r, streams, new Date(r.startedAt).toLocaleString()) });
+      // A document of its own scheme: read-only, never dirty, nothing to save when it closes.
+      const doc = await vscode.workspace.openTextDocument(runDocumentUri(n.sessionDigest, n.record));
       await vscode.window.showTextDocument(doc, { preview: true });
+      return doc.uri.toString();
     },
     [COMMAND.saveFile]: async (n?: ArtifactNode) => {
       const f = fileNode(n);
@@ -128,7 +144,12 @@ export function registerArtifactView(
     },
     [COMMAND.copyPath]: async (n?: ArtifactNode) => {
       const f = fileNode(n);
-      if (f) await vscode.env.clipboard.writeText(provider.uriOf(f).fsPath);
+      if (!f) return;
+      const file = provider.uriOf(f).fsPath;
+      await vscode.env.clipboard.writeText(file);
+      // The store is on the computer this extension runs on; a remote window's terminal is elsewhere.
+      const apart = (vscode.workspace.workspaceFolders ?? []).some((w) => w.uri.scheme !== 'file');
+      if (apart) ui.showWarning(copiedApartSentence(file, vscode.env.remoteName), { title: 'Save to Workspace', command: COMMAND.saveFile, args: [n] });
     },
     // Deletes ask first (a test passes { confirmed: true }): a run's files exist nowhere else.
     [COMMAND.deleteRun]: async (n?: ArtifactNode, options?: { confirmed?: boolean }) => {

@@ -91,6 +91,14 @@ export class DataImages {
     return { tag: image.tag, built: [...(base.built ? [base.tag] : []), ...(image.built && image.tag !== base.tag ? [image.tag] : [])] };
   }
 
+  /** Whether a call would build first: the data image, or the packages image on it, is not on the engine. Never builds. */
+  async missing(docker: Dockerode, requirements: readonly string[]): Promise<boolean> {
+    const base = await this.ops.find(docker);
+    if (!base) return true;
+    if (!requirements.length) return false;
+    return (await this.ops.findPackages(docker, base, requirements).catch(() => undefined)) === undefined;
+  }
+
   /** For pre-warming: the tag when everything is on the engine already, else undefined. Never builds. */
   async present(docker: Dockerode, requirements: readonly string[]): Promise<string | undefined> {
     if (this.stopped || this.building) return undefined;

@@ -20,8 +20,8 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     private readonly windowKey: string,
     /** The image the sandbox runs now (a Dev Container build's tag), when known. */
     private readonly currentImage: () => string | undefined = () => undefined,
-    /** Whether the sandbox image is being built now (the call will wait for it). */
-    private readonly building: () => boolean = () => false,
+    /** Whether the sandbox image is being built now, or this call would start its build (the call will wait for it). */
+    private readonly building: () => boolean | Promise<boolean> = () => false,
   ) {}
 
   /** The view's "Go Back to This Run's State": the chat's next call starts from the state after `runId`. */
@@ -40,7 +40,7 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     const call = await prepareCall(options.input, key, {
       settings: host.settings.read(),
       image: this.currentImage(),
-      building: this.building(),
+      building: await this.building(),
       personChose: (chat) => host.goingBack.get(chat),
       readToken: (token) => host.store.readStartToken(token),
       runLabel: ({ run }) => new Date(runTime(run)).toLocaleString(),

@@ -20,9 +20,11 @@ import { createLog } from './log';
 import { notebookCommands } from './notebookCommands';
 import { sandboxCommands } from './sandboxCommands';
 import { registerCommands } from './commands';
-import { SandboxService } from './sandboxService';
+import { engineCommands } from './engineCommands';
+import { ENGINE_SETTINGS, SandboxService } from './sandboxService';
 import { ACTION } from './ui';
 import { createVscodeUi, createVscodeWorkspace } from './vscodeUi';
+import { windowPlace } from './windowPlace';
 
 export type { CodeactApi, TreeSnapshot } from './api';
 
@@ -41,6 +43,8 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
     // Per workspace when there is one, so each project's runs stay with it; never inside the
     // workspace itself: these files were written by model-written code.
     const store = new ArtifactStore(path.join((context.storageUri ?? context.globalStorageUri).fsPath, 'runs'));
+    // Where this extension runs against the workspace decides where the engine is looked for (windowPlace.ts).
+    const place = windowPlace(vscode.env.remoteName, context.extension.extensionKind, vscode.workspace.workspaceFolders?.[0]?.uri.authority);
     const sandboxes = new SandboxService({
       settings,
       log: logger,
@@ -50,6 +54,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
       state: context.workspaceState,
       globalState: context.globalState,
       engineCliFound: () => commandOnPath('docker') || commandOnPath('podman'),
+      place,
       ...(testInternetFile ? { testInternetFile } : {}),
       // Named by the folder's hash: another workspace's window keeps other records, and its chats' images.
       chatRecords: {
@@ -97,7 +102,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
       answerer ? answerer(question) : (await ui.askModal(question, START_ANSWER)) === START_ANSWER,
     );
     const windowKey = `window:${vscode.env.sessionId}`;
-    const tool = new ExecuteCodeTool(host, windowKey, () => sandboxes.describe().image, () => sandboxes.building);
+    const tool = new ExecuteCodeTool(host, windowKey, () => sandboxes.describe().image, () => sandboxes.willBuild());
     context.subscriptions.push(vscode.lm.registerTool(TOOL_NAME, tool));
     // The same tool again with the chat's run card, where VS Code renders it (the plain tool is then hidden).
     registerCardDoor(context, host, store, logger, windowKey, cardHtml);
@@ -108,6 +113,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         ...notebookCommands(store, ui, logger, context.extension.id),
         ...goBackCommands(store, tool, ui, () => settings.read().state),
         ...sandboxCommands(sandboxes, ui, logger),
+        ...engineCommands(sandboxes, ui, place, context.extension.id),
         [COMMAND.showLog]: () => channel.show(),
         [COMMAND.checkEngine]: () => sandboxes.checkEngine(true),
         [COMMAND.openTroubleshooting]: () => vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(context.extensionUri, 'docs', 'troubleshooting.md')),
@@ -115,8 +121,10 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
       context.subscriptions,
     );
 
-    // The engine's state, for the view and the status item before any chat needs it: in the background.
+    // The engine's state, for the view and the status item before any chat needs it: in the background,
+    // and again whenever a setting that names the engine changes.
     void sandboxes.checkEngine(false).then((state) => logger.info(`container engine: ${state}`));
+    context.subscriptions.push(vscode.workspace.onDidChangeConfiguration((e) => ENGINE_SETTINGS.some((k) => e.affectsConfiguration(k)) && void sandboxes.checkEngine(false)));
 
     // Containers left by a window that crashed: removed in the background, never blocking activation.
     void Promise.resolve()

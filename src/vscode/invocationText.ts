@@ -16,13 +16,13 @@ export interface InvocationFacts {
   code: string;
   files: readonly string[];
   outputs: readonly string[];
-  /** The sandbox's image, as the settings or a Dev Container build name it. */
+  /** The sandbox's image, as the settings or a Dev Container build name it; empty: the data image, whose tag is not known yet. */
   image: string;
   /** The chat the sandbox belongs to, for people ("chat 3f2a…"). */
   chat: string;
   /** Allowed domains; empty: no network. */
   allowed: readonly string[];
-  /** The sandbox image is being built now: the first call waits for it. */
+  /** The sandbox image is being built now, or this call starts its build (it is not on the engine): the call waits for it. */
   building: boolean;
   /** Session mode: the call first goes back to an earlier state (a new sandbox, earlier kept calls run again), or sets aside the person's choice to. */
   goingBack?: GoingBack;
@@ -93,15 +93,18 @@ function names(list: readonly string[]): string {
 }
 
 function where(f: InvocationFacts): string {
-  return `sandbox ${inlineCode(f.image)}, ${f.chat}`;
+  return `sandbox ${f.image ? inlineCode(f.image) : '(the data image)'}, ${f.chat}`;
 }
 
-/** The line chat shows while the call runs. */
+/**
+ * The line chat shows under the tool's name while the call runs, and keeps after it ran: VS Code's
+ * stable API has no past-tense line for a tool, so it is said in words true at both times.
+ */
 export function invocationMessage(f: InvocationFacts): string {
-  const parts = [`Running ${lines(f.code)} of Python in the ${where(f)}`];
+  const parts = [`${lines(f.code)} of Python in the ${where(f)}`];
   if (f.files.length) parts.push(`with ${names(f.files)}`);
   if (f.outputs.length) parts.push(`saving ${names(f.outputs)}`);
-  const building = f.building ? ' (first, the sandbox image is built: a few minutes, once)' : '';
+  const building = f.building ? ', after building the sandbox image on the engine (a few minutes, the first time only)' : '';
   const g = f.goingBack;
   const back = g && !('setAsideBy' in g) && !('refused' in g) ? `, after ${goingTo(g)}` : f.rebuild ? `, after rebuilding its state (${plural(f.rebuild.runs, 'program')} run again)` : '';
   return `${parts.join(', ')}${back}${building}`;

@@ -1,10 +1,11 @@
 import { describeError, isToolError } from '../core/errors';
 import type { Logger } from '../core/logger';
 import { ImageBuildError } from '../docker';
+import { forPerson } from './personText';
 import type { CommandTable } from './commands';
 import { COMMAND } from './ids';
 import type { SandboxService } from './sandboxService';
-import { ACTION, type Ui } from './ui';
+import { ACTION, type Ui, type UiAction } from './ui';
 
 /** The commands that act on the window's sandboxes and their image. */
 export function sandboxCommands(
@@ -12,6 +13,18 @@ export function sandboxCommands(
   ui: Ui,
   logger: Logger,
 ): CommandTable<typeof COMMAND.removeSandboxes | typeof COMMAND.prepareImage | typeof COMMAND.rebuildDevcontainer> {
+  /**
+   * What the person is told when their command failed: the engine's own notice (with its buttons)
+   * when the engine is the trouble, else the model's sentence in the person's words (personText.ts).
+   */
+  const tellFailure = (e: unknown, retry: UiAction) => {
+    const engine = sandboxes.engineState.state;
+    if (isToolError(e) && (e.code === 'engine_unreachable' || e.code === 'engine_busy') && engine !== undefined && engine !== 'ok') {
+      sandboxes.engineState.tell(engine);
+      return;
+    }
+    ui.showError(`CodeAct Sandbox: ${isToolError(e) ? forPerson(e.modelMessage) : describeError(e)}`, ACTION.showLog, retry);
+  };
   return {
     [COMMAND.removeSandboxes]: async () => {
       const n = await sandboxes.removeAll().catch((e: unknown) => {
@@ -38,7 +51,7 @@ export function sandboxCommands(
       } catch (e) {
         logger.error(`preparing the sandbox image failed: ${describeError(e)}`);
         // A build failure was shown by the build's own notification already.
-        if (!(e instanceof ImageBuildError)) ui.showError(`CodeAct Sandbox: ${isToolError(e) ? e.modelMessage : describeError(e)}`, ACTION.showLog, ACTION.prepare);
+        if (!(e instanceof ImageBuildError)) tellFailure(e, ACTION.prepare);
         return undefined;
       }
     },
@@ -48,7 +61,7 @@ export function sandboxCommands(
         ui.showInfo('CodeAct Sandbox: the Dev Container image was rebuilt; the next call uses it.');
       } catch (e) {
         logger.error(`rebuild failed: ${describeError(e)}`);
-        ui.showError(`CodeAct Sandbox: ${isToolError(e) ? e.modelMessage : describeError(e)}`, ACTION.showLog, ACTION.rebuild);
+        tellFailure(e, ACTION.rebuild);
       }
     },
   };

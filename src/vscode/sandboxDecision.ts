@@ -14,13 +14,17 @@ export interface SandboxFacts {
   /** What `chooseBackend` made of the setting and the workspace. */
   choice: BackendChoice;
   trusted: boolean;
-  /** The user's stored answer to "build the image from the Dev Container configuration?"; undefined until asked. */
+  /** The user's stored answer to "build the image from the Dev Container configuration?"; undefined until they chose a button. */
   approval: boolean | undefined;
   /** The Dev Container image and whether the engine has it; looked up only when `needsDevcontainerImage` says so. */
   devcontainerImage?: { tag: string; present: boolean };
   /** codeactSandbox.pythonPackages in force (in an untrusted workspace, the user's own). */
   packages: readonly string[];
-  /** The user's stored answer to "install these packages?"; undefined until asked. */
+  /**
+   * The user's answer to "install these packages?" for this very list: true once they chose
+   * Install (kept for the workspace, and only for the list they saw), false after Not Now in this
+   * window, undefined otherwise (never asked, the list changed, or the question was dismissed).
+   */
   packagesApproval: boolean | undefined;
 }
 
@@ -39,8 +43,11 @@ export type SandboxDecision =
   /** Fail the call with this sentence for the model. */
   | { kind: 'refuse'; code: ToolErrorCode; message: string };
 
-/** The buttons of the build question; the answer is stored as `approval`. */
-export const BUILD_ANSWER = { build: 'Build Image', decline: 'Use the Docker Image' } as const;
+/**
+ * The buttons of the build question; a button chosen is stored as `approval`, a dismissed
+ * question (Escape) is no answer: that call goes on without the build, and the next one asks.
+ */
+export const BUILD_ANSWER = { build: 'Build Image', decline: "Don't Build" } as const;
 
 /** Building runs the workspace's Dockerfile with network access: the user says yes once. */
 export function buildQuestion(configFile: string): string {
@@ -49,8 +56,13 @@ export function buildQuestion(configFile: string): string {
 
 export const PACKAGES_SETTING = `${CONFIG_SECTION}.pythonPackages`;
 
-/** The buttons of the packages question; the answer is stored as `packagesApproval`. */
+/** The buttons of the packages question: Install is kept with the list it answered, Not Now for this window only. */
 export const PACKAGES_ANSWER = { install: 'Install Packages', decline: 'Not Now' } as const;
+
+/** The list an Install answered, as stored: the same requirements in any order are the same list. */
+export function packagesKey(requirements: readonly string[]): string {
+  return JSON.stringify([...requirements].map((r) => r.trim()).sort());
+}
 
 /** Installing runs pip with network access: the user says yes once per workspace. */
 export function packagesQuestion(requirements: readonly string[]): string {
@@ -94,7 +106,7 @@ export function decideAfterAnswer(facts: SandboxFacts, ask: Extract<SandboxDecis
   return {
     kind: 'refuse',
     code: 'cancelled',
-    message: `The user chose not to build the workspace's Dev Container image. Ask the user to set the ${CONFIG_SECTION}.backend setting to docker or auto, or to run "CodeAct Sandbox: Rebuild Dev Container Image".`,
+    message: `The user did not agree to build the workspace's Dev Container image, so the program was not run. Ask the user to set the ${CONFIG_SECTION}.backend setting to docker or auto, or to run "CodeAct Sandbox: Rebuild Dev Container Image".`,
   };
 }
 
@@ -104,7 +116,7 @@ export function decideAfterPackagesAnswer(ask: Extract<SandboxDecision, { kind: 
   return {
     kind: 'refuse',
     code: 'cancelled',
-    message: `The user chose not to install the packages of the ${PACKAGES_SETTING} setting, so the program was not run. Ask the user to run "CodeAct Sandbox: Prepare Sandbox Image", which installs them, or to remove them from that setting.`,
+    message: `The user did not agree to install the packages of the ${PACKAGES_SETTING} setting now, so the program was not run. Ask the user to run "CodeAct Sandbox: Prepare Sandbox Image", which installs them, or to remove them from that setting.`,
   };
 }
 

@@ -1,12 +1,12 @@
-import { ToolError, describeError } from '../core/errors';
+import { ToolError } from '../core/errors';
 import type { Sandbox, SandboxProvider } from '../core/sandbox';
 import { networkOf, sandboxLimitsOf, type Settings } from '../core/settings';
 import {
   DockerSandboxProvider,
+  ImageBuildError,
   chooseBackend,
-  engineStateOf,
-  pingEngine,
   createDockerClient,
+  engineIdentityOf,
   ensureDevcontainerImage,
   planDevcontainerImage,
   removeOrphanedSandboxes,
@@ -22,6 +22,7 @@ import {
   BUILD_ANSWER,
   PACKAGES_ANSWER,
   PACKAGES_SETTING,
+  packagesKey,
   buildQuestion,
   decideAfterAnswer,
   decideAfterPackagesAnswer,
@@ -32,13 +33,19 @@ import {
   type SandboxDecision,
   type SandboxFacts,
 } from './sandboxDecision';
+import { EngineCheck } from './engineCheck';
 import { ENGINE_ANSWERED_CONTEXT, EngineStateTracker, HAS_RUN_CONTEXT, IMAGE_MISSING_SENTENCE, IMAGE_READY_CONTEXT, IMAGE_STATE_CONTEXT, engineStatusView } from './engineState';
 import { proxyTesting, type DevcontainerImages, type SandboxServiceOptions } from './serviceOptions';
-import { buildingView, pullProgress, statusView } from './status';
+import { buildingView, engineView, pullProgress, statusView } from './status';
 import { ACTION, type StatusItem } from './ui';
+import type { WindowPlace } from './windowPlace';
 
 export const BUILD_APPROVED_KEY = 'codeactSandbox.devcontainerBuildApproved';
 export const PACKAGES_APPROVED_KEY = 'codeactSandbox.packagesBuildApproved';
+/** How long the chat's line waits to learn whether a call builds the data image first. */
+const WILL_BUILD_LOOK_MS = 2_000;
+/** The settings that name the engine: a change makes a new connection, and the engine is asked again. */
+export const ENGINE_SETTINGS = ['dockerHost', 'dockerContext', 'dockerCertPath', 'dockerTlsVerify'].map((k) => `${CONFIG_SECTION}.${k}`);
 export type { DevcontainerImages, SandboxServiceOptions } from './serviceOptions';
 
 /** One call's facts and what carrying out its decision needs. */
@@ -61,76 +68,133 @@ export class SandboxService implements SandboxProvider {
   private providerKey = '';
   private engine: EngineTarget | undefined;
   private readonly status: StatusItem;
+  /** What the status item shows now (for the API and tests). */
+  statusShown: { text: string; tooltip: string } | undefined;
   private choice: BackendChoice | undefined;
   private image: string | undefined;
   /** The runtime the last sandbox runs under (known once the engine was asked). */
   private runtime: string | undefined;
   private readonly devcontainer: DevcontainerImages;
   private readonly data: DataImages;
+  /** Package lists the person answered Not Now in this window: not asked again until the window reloads. */
+  private readonly packagesDeclined = new Set<string>();
   /** Sentences already logged about settings that do not apply. */
   private readonly noted = new Set<string>();
   readonly engineState: EngineStateTracker;
+  private readonly engineCheck: EngineCheck;
   /** The image a call could not have, until a call gets a sandbox again (told once per image). */
   private missingImage: string | undefined;
   private readonly missingImagesTold = new Set<string>();
 
   constructor(private readonly deps: SandboxServiceOptions) {
     this.devcontainer = deps.devcontainer ?? { plan: planDevcontainerImage, ensure: ensureDevcontainerImage };
-    this.status = deps.ui.createStatusItem({ id: 'codeactSandbox.status', name: 'CodeAct Sandbox', command: COMMAND.showLog });
+    const item = deps.ui.createStatusItem({ id: 'codeactSandbox.status', name: 'CodeAct Sandbox', command: COMMAND.showLog });
+    this.status = {
+      show: (text, tooltip, warning) => {
+        this.statusShown = { text, tooltip };
+        item.show(text, tooltip, warning);
+      },
+      dispose: () => item.dispose(),
+    };
     this.data = new DataImages({ ui: deps.ui, log: deps.log, onBuilding: (building) => this.onBuilding(building), ...(deps.dataImages ? { ops: deps.dataImages } : {}) });
     this.engineState = new EngineStateTracker(
       {
         setContext: (key, value) => deps.ui.setContext(key, value),
         notify: (message, ...items) => deps.ui.notify(message, ...items),
         executeCommand: (command, ...args) => deps.ui.executeCommand(command, ...args),
+        openLink: (url) => deps.ui.openLink(url),
         showStatus: (state) => this.showEngineStatus(state),
       },
       deps.globalState ?? deps.state,
+      { platform: deps.platform ?? process.platform, place: deps.place ?? { kind: 'local', apart: false } },
     );
+    this.engineCheck = new EngineCheck({
+      log: deps.log,
+      tracker: this.engineState,
+      platform: deps.platform ?? process.platform,
+      cliFound: () => deps.engineCliFound?.() ?? true,
+      ...(deps.findPodman ? { findPodman: deps.findPodman } : {}),
+    });
   }
 
   /**
    * Asks the engine now: its state, for the view, the status item and a notice. `asked`: a
-   * person asked (Retry, the command, the walkthrough's button), not the window's own check.
+   * person asked (Retry, the command, the walkthrough's button), not the window's own check or a
+   * change of the engine settings; they see it being asked, and its answer either way.
    */
   async checkEngine(asked = true): Promise<EngineState> {
-    try {
-      await pingEngine(this.current().docker);
-      this.engineState.set('ok');
-      if (asked) this.deps.ui.setContext(ENGINE_ANSWERED_CONTEXT, Date.now());
-    } catch (e) {
-      this.noteEngineFailure(e, true);
+    const check = () => this.engineCheck.check(() => ({ docker: this.current().docker, target: this.engine }));
+    const state = asked ? await this.deps.ui.busy('CodeAct Sandbox: checking the container engine', check) : await check();
+    if (state === 'ok') {
+      this.showEngineStatus('ok');
+      if (asked) {
+        this.deps.ui.setContext(ENGINE_ANSWERED_CONTEXT, Date.now());
+        this.deps.ui.showInfo(`CodeAct Sandbox: ${engineView(this.engine, this.engineCheck.identity).line} answers; Copilot can run programs in the sandbox.`);
+      }
+    } else if (asked) {
+      this.engineState.tell(state);
     }
-    return this.engineState.state ?? 'ok';
+    return state;
   }
 
-  /** A failure that says something about the engine sets its state; `always`: any other failure counts as unreachable. */
-  private noteEngineFailure(e: unknown, always = false): void {
-    const local = this.engine === undefined || this.engine.protocol === 'unix' || this.engine.protocol === 'npipe';
-    const state = engineStateOf(e, { local, cliFound: this.deps.engineCliFound?.() ?? true }) ?? (always ? 'unreachable' : undefined);
-    if (state === undefined) return;
-    this.deps.log.warn(`container engine: ${state} (${describeError(e)})`);
-    this.engineState.set(state);
+  /** The Podman a person chose to use (Use Podman): the engine address it answers at, as the setting holds it. */
+  async podmanAddress(): Promise<string | undefined> {
+    return (await this.engineCheck.podman())?.candidate.setting;
   }
 
-  /** An image the engine lacks and could not pull: the view says so with its buttons, and one notification per image. */
+  /**
+   * An image the engine lacks and could not pull: the view says so with its buttons, and one
+   * notification per image. A data image that could not be built is not that: its build's own
+   * notification said what happened (dataImages.ts), once.
+   */
   private noteImageFailure(e: unknown): void {
-    if (!(e instanceof ToolError) || e.code !== 'image_unavailable') return;
+    if (!(e instanceof ToolError) || e.code !== 'image_unavailable' || e instanceof ImageBuildError) return;
     const image = this.image ?? '';
     this.missingImage = image;
     this.deps.ui.setContext(IMAGE_STATE_CONTEXT, 'missing');
     if (this.missingImagesTold.has(image)) return;
     this.missingImagesTold.add(image);
-    this.deps.ui.showError(`CodeAct Sandbox: ${IMAGE_MISSING_SENTENCE}`, ACTION.chooseImage, { ...ACTION.prepare, title: 'Prepare Image' }, ACTION.showLog);
+    // Prepare builds the data image, never a named one: it cannot help here.
+    this.deps.ui.showError(`CodeAct Sandbox: ${IMAGE_MISSING_SENTENCE}`, ACTION.chooseImage, ACTION.showLog);
   }
 
   private showEngineStatus(state: EngineState): void {
     if (state !== 'ok') {
-      const view = engineStatusView(state);
+      const view = engineStatusView(state, this.engineState.advice);
       this.status.show(view.text, view.tooltip, { command: COMMAND.checkEngine });
     } else if (this.choice && this.image) {
       this.showStatus(this.choice, this.image, true);
+    } else if (!this.data.building) {
+      // The engine answers and no call has chosen an image yet: the warning is over all the same.
+      const view = statusView({ engine: engineView(this.engine, this.engineCheck.identity), ...(this.runtime ? { runtime: this.runtime } : {}) });
+      this.status.show(view.text, view.tooltip);
     }
+  }
+
+  /**
+   * Whether the next call waits for the data image to be built: this window builds it now, or it
+   * is not on the engine yet (the first call starts its build, minutes long). A quick look only:
+   * when the engine is slow to say, the line says nothing of a build.
+   */
+  async willBuild(): Promise<boolean> {
+    if (this.data.building) return true;
+    const s = this.deps.settings.read();
+    if (s.image) return false;
+    try {
+      const { facts } = await this.gather(s);
+      const decision = decideSandbox(facts);
+      if (decision.kind !== 'data' && decision.kind !== 'ask-packages') return false;
+      const look = this.data.missing(this.current().docker, decision.requirements);
+      const quick = new Promise<false>((resolve) => setTimeout(resolve, WILL_BUILD_LOOK_MS, false).unref());
+      return await Promise.race([look, quick]);
+    } catch {
+      return false;
+    }
+  }
+
+  /** Where this window's extension runs against its workspace. */
+  get place(): WindowPlace {
+    return this.deps.place ?? { kind: 'local', apart: false };
   }
 
   /** Whether this window is building the sandbox image now (a call waits for it). */
@@ -145,18 +209,23 @@ export class SandboxService implements SandboxProvider {
 
   async acquire(sessionKey: string, signal: AbortSignal): Promise<Sandbox> {
     let sandbox: Sandbox;
+    let provider: DockerSandboxProvider | undefined;
     try {
-      sandbox = await this.current().acquire(sessionKey, signal);
+      provider = this.current();
+      sandbox = await provider.acquire(sessionKey, signal);
     } catch (e) {
-      this.noteEngineFailure(e);
+      const told = await this.engineCheck.failed(e, this.engine);
       this.noteImageFailure(e);
-      throw e;
+      throw told ?? e;
     }
     if (this.missingImage !== undefined) {
       this.missingImage = undefined;
       this.deps.ui.setContext(IMAGE_STATE_CONTEXT, 'ok');
     }
-    this.engineState.set('ok');
+    // The provider asked the engine what it is already: the answer is its client's, kept.
+    const identity = engineIdentityOf(provider.docker);
+    if (identity) this.engineCheck.answered(identity);
+    else this.engineState.set('ok');
     this.deps.ui.setContext(ENGINE_ANSWERED_CONTEXT, Date.now());
     this.deps.ui.setContext(IMAGE_READY_CONTEXT, Date.now());
     this.deps.ui.setContext(HAS_RUN_CONTEXT, Date.now());
@@ -209,8 +278,28 @@ export class SandboxService implements SandboxProvider {
 
   /** Builds the Dev Container image again and replaces the sandboxes that ran the old one. */
   async rebuildDevcontainer(): Promise<void> {
+    return this.noting(() => this.rebuild());
+  }
+
+  /** A command's failure at the engine sets the engine's state, as a call's does; the person is told by the command. */
+  private async noting<T>(run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (e) {
+      throw (await this.engineCheck.failed(e, this.engine)) ?? e;
+    }
+  }
+
+  private async rebuild(): Promise<void> {
     const folder = this.deps.workspace.localFolder();
-    if (!folder) throw new ToolError('invalid_settings', 'No local workspace folder is open, so there is no Dev Container to build.');
+    if (!folder) {
+      throw new ToolError(
+        'invalid_settings',
+        this.deps.workspace.remoteFolder()
+          ? "The workspace folder is on another machine, and a Dev Container image is built only from a folder on the user's computer."
+          : 'No workspace folder is open, so there is no Dev Container to build.',
+      );
+    }
     await this.build(folder, this.deps.settings.read(), undefined, true);
     await this.current().removeAll();
   }
@@ -221,6 +310,10 @@ export class SandboxService implements SandboxProvider {
    * name another image.
    */
   async prepareImage(): Promise<PreparedImage | { notUsed: string }> {
+    return this.noting(() => this.prepare());
+  }
+
+  private async prepare(): Promise<PreparedImage | { notUsed: string }> {
     const s = this.deps.settings.read();
     const { facts } = await this.gather(s);
     const decision = decideSandbox({ ...facts, packagesApproval: facts.trusted || facts.packagesApproval });
@@ -230,7 +323,7 @@ export class SandboxService implements SandboxProvider {
       this.deps.ui.setContext(IMAGE_READY_CONTEXT, Date.now());
       return { notUsed: decision.kind === 'configured' ? `${CONFIG_SECTION}.image names ${decision.image}` : 'the sandbox runs the Dev Container image' };
     }
-    if (decision.requirements.length && facts.packagesApproval !== true) await this.deps.state.update(PACKAGES_APPROVED_KEY, true);
+    if (decision.requirements.length && facts.packagesApproval !== true) await this.approvePackages(decision.requirements);
     const prepared = await this.data.prepare(this.current().docker, decision.requirements);
     this.deps.ui.setContext(IMAGE_READY_CONTEXT, Date.now());
     this.showStatus(decision.choice, prepared.tag);
@@ -263,7 +356,7 @@ export class SandboxService implements SandboxProvider {
       ...(this.runtime ? { runtime: this.runtime } : {}),
       ...(this.choice ? { backend: this.choice.backend, reason: this.choice.reason } : {}),
       ...(this.image ? { image: this.image } : {}),
-      ...(this.engine ? { engine: this.engine.displayName } : {}),
+      ...(this.engine ? { engine: engineView(this.engine, this.engineCheck.identity).line } : {}),
     };
   }
 
@@ -329,7 +422,7 @@ export class SandboxService implements SandboxProvider {
     const trusted = this.deps.workspace.isTrusted();
     const choice = await chooseBackend({
       setting: s.backend,
-      ...(folder ? { workspaceFolder: folder } : {}),
+      ...(folder ? { workspaceFolder: folder } : { remoteFolder: this.deps.workspace.remoteFolder() }),
       trusted,
       settingHint: `the ${CONFIG_SECTION}.backend setting`,
     });
@@ -342,7 +435,8 @@ export class SandboxService implements SandboxProvider {
       trusted,
       approval: typeof stored === 'boolean' ? stored : undefined,
       packages: s.pythonPackages,
-      packagesApproval: typeof packagesStored === 'boolean' ? packagesStored : undefined,
+      // An Install answered one list: another list is asked again.
+      packagesApproval: packagesStored === packagesKey(s.pythonPackages) ? true : this.packagesDeclined.has(packagesKey(s.pythonPackages)) ? false : undefined,
     };
     if (!folder || !needsDevcontainerImage(facts)) return { facts, folder };
     const plan = await this.devcontainer.plan(this.current().docker, folder);
@@ -364,7 +458,9 @@ export class SandboxService implements SandboxProvider {
       case 'ask-packages': {
         const answer = await this.deps.ui.askModal(packagesQuestion(decision.requirements), PACKAGES_ANSWER.install, PACKAGES_ANSWER.decline);
         const approved = answer === PACKAGES_ANSWER.install;
-        await this.deps.state.update(PACKAGES_APPROVED_KEY, approved);
+        // Install is kept with its list; Not Now holds for this window; a dismissed question is no answer.
+        if (approved) await this.approvePackages(decision.requirements);
+        else if (answer === PACKAGES_ANSWER.decline) this.packagesDeclined.add(packagesKey(decision.requirements));
         return this.carryOut(decideAfterPackagesAnswer(decision, approved), call);
       }
       case 'refuse':
@@ -372,7 +468,8 @@ export class SandboxService implements SandboxProvider {
       case 'ask': {
         const answer = await this.deps.ui.askModal(buildQuestion(decision.configFile), BUILD_ANSWER.build, BUILD_ANSWER.decline);
         const approved = answer === BUILD_ANSWER.build;
-        await this.deps.state.update(BUILD_APPROVED_KEY, approved);
+        // A button is an answer, kept; a dismissed question (Escape) is not: this call goes without, the next asks.
+        if (answer !== undefined) await this.deps.state.update(BUILD_APPROVED_KEY, approved);
         return this.carryOut(decideAfterAnswer(call.facts, decision, approved), call);
       }
       case 'build':
@@ -380,6 +477,11 @@ export class SandboxService implements SandboxProvider {
         if (!call.folder) throw new Error('a Dev Container build without a workspace folder');
         return { choice: decision.choice, image: await this.build(call.folder, call.settings, call.signal) };
     }
+  }
+
+  private async approvePackages(requirements: readonly string[]): Promise<void> {
+    this.packagesDeclined.delete(packagesKey(requirements));
+    await this.deps.state.update(PACKAGES_APPROVED_KEY, packagesKey(requirements));
   }
 
   /** Builds with a cancellable progress notification; either it or the call's `signal` stops the build. */
@@ -438,7 +540,7 @@ export class SandboxService implements SandboxProvider {
     }
     // The engine's trouble stays in view until it is over.
     if (this.data.building || (this.engineState.state !== undefined && this.engineState.state !== 'ok')) return;
-    const view = statusView(choice, image, this.engine ? `${this.engine.displayName} (${this.engine.reason})` : undefined, this.runtime);
+    const view = statusView({ choice, image, engine: engineView(this.engine, this.engineCheck.identity), ...(this.runtime ? { runtime: this.runtime } : {}) });
     this.status.show(view.text, view.tooltip);
   }
 }

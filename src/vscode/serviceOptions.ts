@@ -1,10 +1,11 @@
 /** What the sandbox service is made of (its effects and stores), and the host tests' proxy settings. */
 import * as fs from 'node:fs';
 import type { Logger } from '../core/logger';
-import { ensureDevcontainerImage, planDevcontainerImage, type ChatRecords, type DockerSandboxProvider, type Owner, type ProviderOptions, type ProxyTesting } from '../docker';
+import { ensureDevcontainerImage, planDevcontainerImage, type ChatRecords, type DockerSandboxProvider, type Owner, type PodmanFound, type ProviderOptions, type ProxyTesting } from '../docker';
 import type { SettingsReader } from './config';
 import type { DataImageOps } from './dataImages';
 import type { Ui, WorkspaceEnv, WorkspaceState } from './ui';
+import type { WindowPlace } from './windowPlace';
 
 /** The Dev Container image operations the service uses (the Docker layer's; tests pass fakes). */
 export interface DevcontainerImages {
@@ -36,6 +37,12 @@ export interface SandboxServiceOptions {
   engineCliFound?: () => boolean;
   /** The window's run records: a chat's prepared image goes when its chat has no records left. */
   chatRecords?: ChatRecords;
+  /** The platform the extension runs on (install links); default: this process's. */
+  platform?: NodeJS.Platform;
+  /** Where the extension runs against the workspace (windowPlace.ts); default: a local window. */
+  place?: WindowPlace;
+  /** Where Podman's tools look, and whether one answers there (tests pass a fake). */
+  findPodman?: () => Promise<PodmanFound | undefined>;
 }
 
 /** The host tests' proxy settings (SandboxServiceOptions.testInternetFile), read once. */

@@ -37,6 +37,12 @@ export interface Ui {
   showError(message: string, ...actions: UiAction[]): void;
   /** A cancellable progress notification while `run` works; cancelling it aborts `signal`. */
   withProgress<T>(title: string, run: (report: (update: ProgressUpdate) => void, signal: AbortSignal) => Promise<T>): Promise<T>;
+  /** A progress notification that cannot be cancelled, while `run` works (a short check the person asked for). */
+  busy<T>(title: string, run: () => Promise<T>): Promise<T>;
+  /** Opens a web page in the browser. */
+  openLink(url: string): void;
+  /** Changes a setting in the user's settings (any section: `codeactSandbox.dockerHost`, `remote.extensionKind`) from its user value. */
+  updateUserSetting(key: string, value: (current: unknown) => unknown): Promise<void>;
   createStatusItem(options: { id: string; name: string; command: string }): StatusItem;
   /** A non-modal warning with buttons; the one chosen, or undefined when dismissed. */
   notify(message: string, ...items: string[]): Promise<string | undefined>;
@@ -58,6 +64,8 @@ export interface WorkspaceEnv {
   isTrusted(): boolean;
   /** The first workspace folder on the local file system (a Dev Container is built from disk). */
   localFolder(): string | undefined;
+  /** A workspace folder is open on another machine (a remote window whose extension runs on this computer). */
+  remoteFolder(): boolean;
   /** The extension's settings section as it is now. */
   configuration(): { inspect(key: string): InspectedSetting | undefined };
 }

@@ -21,6 +21,12 @@ export function createVscodeUi(): Ui {
           }
         }),
       ),
+    busy: (title, run) => Promise.resolve(vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: false }, () => run())),
+    openLink: (url) => void vscode.env.openExternal(vscode.Uri.parse(url)),
+    updateUserSetting: async (key, value) => {
+      const config = vscode.workspace.getConfiguration();
+      await config.update(key, value(config.inspect(key)?.globalValue), vscode.ConfigurationTarget.Global);
+    },
     notify: async (message, ...items) => vscode.window.showWarningMessage(message, ...items),
     setContext: (key, value) => void vscode.commands.executeCommand('setContext', key, value),
     executeCommand: (command, ...args) => void vscode.commands.executeCommand(command, ...args),
@@ -68,6 +74,7 @@ export function createVscodeWorkspace(): WorkspaceEnv {
   return {
     isTrusted: () => vscode.workspace.isTrusted,
     localFolder: () => vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file')?.uri.fsPath,
+    remoteFolder: () => (vscode.workspace.workspaceFolders ?? []).some((f) => f.uri.scheme !== 'file'),
     configuration: () => vscode.workspace.getConfiguration(CONFIG_SECTION),
   };
 }

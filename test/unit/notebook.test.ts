@@ -201,6 +201,18 @@ describe('notebook export (unit)', () => {
     validate(nb);
   });
 
+  it('says "no network" only when the runs had none: runs with an allow-list reached the allowed domains', () => {
+    const header = (runs: RunRecord[]) => (buildNotebook({ sessionLabel: 'c', runs, file: files, now: NOW }).cells[0]!.source as string).split('\n').find((l) => l.startsWith('- **Limits:**'));
+    const networked = run('net', { network: { connections: [], complete: true } });
+    // Was "...; no network" whatever the runs had.
+    assert.equal(header([networked]), '- **Limits:** 30 s per run, 1024 MB of memory; network to the allowed domains only, through a recording proxy');
+    assert.equal(
+      header([networked, run('plain', {})]),
+      '- **Limits:** 30 s per run, 1024 MB of memory; network to the allowed domains only, through a recording proxy for 1 of 2 runs, no network for the others',
+    );
+    assert.equal(header([run('plain', {})]), '- **Limits:** 30 s per run, 1024 MB of memory; no network');
+  });
+
   it('shows an SVG as an image (no script runs, nothing is fetched), and only when the bytes are an SVG', () => {
     const svg = '<?xml version="1.0"?>\n<!-- matplotlib -->\n<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">\n<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>';
     assert.equal(isSvg(Buffer.from(svg)), true);

@@ -20,7 +20,8 @@ export {
   withDeadline,
 } from './errors';
 export { followProgress, type ProgressEvent } from './progress';
-export { engineIdentity, type EngineIdentity, type EngineKind } from './identity';
+export { engineIdentity, knownIdentity as engineIdentityOf, type EngineIdentity, type EngineKind } from './identity';
 export { checkPodmanLimits } from './podmanHost';
-export { engineStateOf, isPermissionDenied, pingEngine, type EngineState } from './state';
+export { checkEngineIdentity, engineStateOf, findPodman, isPermissionDenied, pingEngine, type EngineState, type PodmanFound } from './state';
+export { expandSocketAddress, podmanCandidates, type PodmanCandidate } from './podmanSockets';
 export { chooseRuntime, engineRuntimes, isGvisor, type RuntimeChoice, type RuntimeRequest } from './runtime';

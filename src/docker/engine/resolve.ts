@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { ToolError } from '../../core/errors';
 import { DEFAULT_CONTEXT, dockerConfigDir, readCliConfig, readContext, type ContextChoice, type ReadFile } from './context';
 import { readOrUndefined } from './plainSocket';
+import { expandSocketAddress } from './podmanSockets';
 import type { EngineContext, EngineOptions, EngineSource, EngineTarget, EngineTls } from './target';
 
 /** Effects of the resolution; tests give a temporary store and an engine that does not exist. */
@@ -70,7 +71,8 @@ export function resolveEngine(
       `Both a Docker engine address (${origin.host}) and a Docker context (${origin.context}) are set, so the program was not run. Ask the user to clear one of them.`,
     );
   }
-  if (hostOption !== undefined) return address(hostOption, 'settings', origin.host, hint);
+  // A setting is not read by a shell: `~` and `$XDG_RUNTIME_DIR` are expanded here, as Podman's documentation writes its socket.
+  if (hostOption !== undefined) return address(expandSocketAddress(hostOption, env, home), 'settings', origin.host, hint);
   if (contextOption !== undefined) return viaContext({ name: contextOption, chosenBy: origin.context });
   const envHost = nonEmpty(env.DOCKER_HOST);
   if (envHost !== undefined) return address(envHost, 'environment', 'DOCKER_HOST', 'the DOCKER_HOST environment variable');

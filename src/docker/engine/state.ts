@@ -3,8 +3,14 @@
  * its address, this user may not use it (a Linux user outside the docker group), or no engine is
  * installed here at all. Classified from the failure's error codes; pure.
  */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import type Dockerode from 'dockerode';
+import { createDockerClient } from './connection';
 import { isEngineFailure, withDeadline } from './errors';
+import { engineIdentity, type EngineIdentity } from './identity';
+import { podmanCandidates, type PodmanCandidate } from './podmanSockets';
+import { resolveEngine } from './resolve';
 
 export type EngineState = 'ok' | 'unreachable' | 'denied' | 'none';
 
@@ -45,4 +51,44 @@ const ENGINE_CHECK_MS = 10_000;
 /** Asks the engine whether it answers (its ping): resolves, or rejects with what went wrong. */
 export async function pingEngine(docker: Dockerode): Promise<void> {
   await withDeadline(docker.ping(), ENGINE_CHECK_MS, 'a ping');
+}
+
+/** Asks the engine whether it answers and what it is (its ping's headers), within the check's time. */
+export function checkEngineIdentity(docker: Dockerode): Promise<EngineIdentity> {
+  return withDeadline(engineIdentity(docker), ENGINE_CHECK_MS, 'a ping');
+}
+
+/** A Podman service that answered where Podman's own tools look. */
+export interface PodmanFound {
+  candidate: PodmanCandidate;
+  identity: EngineIdentity;
+}
+
+/** How long one Podman candidate may take to answer: a socket that exists answers at once or is stale. */
+const PODMAN_PROBE_MS = 3_000;
+
+/**
+ * The first Podman service that answers where Podman's own tools look (podmanSockets.ts), for the
+ * person whose Docker does not answer. A socket file that does not exist is not dialled; one that
+ * answers as Docker (Podman Desktop's Docker compatibility forwards the same service, but a
+ * Docker engine at CONTAINER_HOST is not Podman) is not offered as Podman.
+ */
+export async function findPodman(
+  o: { env?: NodeJS.ProcessEnv; platform?: NodeJS.Platform; home?: string; uid?: number; exists?: (file: string) => boolean } = {},
+): Promise<PodmanFound | undefined> {
+  const env = o.env ?? process.env;
+  const platform = o.platform ?? process.platform;
+  const home = o.home ?? (env.HOME || env.USERPROFILE || os.homedir());
+  const exists = o.exists ?? ((file: string) => fs.existsSync(file));
+  for (const candidate of podmanCandidates(env, platform, home, o.uid)) {
+    if (candidate.address.startsWith('unix://') && !exists(candidate.address.slice('unix://'.length))) continue;
+    try {
+      const docker = createDockerClient(resolveEngine({ host: candidate.address }, {}, platform), { env });
+      const identity = await withDeadline(engineIdentity(docker), PODMAN_PROBE_MS, 'a ping');
+      if (identity.kind === 'podman') return { candidate, identity };
+    } catch {
+      // Not answering there: the next place.
+    }
+  }
+  return undefined;
 }

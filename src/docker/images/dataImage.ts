@@ -257,7 +257,7 @@ function noImage(attempts: Attempt[], plans: RoutePlan[], hints: ImageHints): Im
     return new ImageBuildError(
       'image_unavailable',
       `The sandbox image could not be built, so the program was not run: ${what}. Ask the user to make one of them available, or to set ${hints.imageSetting} to an image that has python3.`,
-      `CodeAct Sandbox cannot build its sandbox image: ${what}. Load one of them into the engine (docker pull where a registry is reachable, or docker load of a saved copy), or set ${hints.imageSetting} to an image you have.`,
+      `The sandbox image cannot be built: ${what}. Load one of them into the engine (docker pull where a registry is reachable, or docker load of a saved copy), or set ${hints.imageSetting} to an image you have.`,
       { cause },
     );
   }

@@ -84,7 +84,7 @@ function header(input: NotebookInput, runs: readonly RunRecord[], options: Noteb
   const runtimes = distinct(runs.map((r) => r.runtime ?? ''));
   if (runtimes.some(Boolean)) lines.push(`- **Runtime:** ${runtimes.map((r) => (r ? inlineCode(r) : 'unknown')).join(', ')}`);
   const limits = distinct(runs.filter((r) => r.timeoutMs && r.memoryMb).map((r) => `${seconds(r.timeoutMs!)} per run, ${r.memoryMb} MB of memory`));
-  if (limits.length) lines.push(`- **Limits:** ${limits.join('; ')}; no network`);
+  if (limits.length) lines.push(`- **Limits:** ${limits.join('; ')}; ${networkWords(runs)}`);
   const session = runs.filter((r) => r.state).length;
   lines.push(
     `- **State:** ${
@@ -98,6 +98,14 @@ function header(input: NotebookInput, runs: readonly RunRecord[], options: Noteb
   if (options.keptStateOnly) lines.push('', 'Runs whose state was not kept, and runs before the last reset, are left out: running the cells top to bottom rebuilds the state the chat ended with.');
   if (runs.some((r) => r.filesIn.length)) lines.push('', 'Each run ran in a fresh folder holding the workspace files it shared (named in its first line): run the notebook next to them.');
   return { cell_type: 'markdown', id: 'codeact-header', metadata: {}, source: lines.join('\n') };
+}
+
+/** What network the runs had: none, or the allowed domains only (a run with an allow-list keeps its connections). */
+function networkWords(runs: readonly RunRecord[]): string {
+  const open = runs.filter((r) => r.network).length;
+  if (open === 0) return 'no network';
+  const allowed = 'network to the allowed domains only, through a recording proxy';
+  return open === runs.length ? allowed : `${allowed} for ${open} of ${runs.length} runs, no network for the others`;
 }
 
 /** What is left of the notebook's inline image budget, shared by its cells. */

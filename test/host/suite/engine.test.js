@@ -2,6 +2,7 @@
 // content, the status item and the notification, before any chat fails. First of the suites,
 // while the view has no runs (the welcome content shows only in an empty view).
 const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
@@ -14,6 +15,24 @@ const NO_ENGINE = 'unix:///run/codeact-sandbox-host-test-no-engine.sock';
 const WALKTHROUGH = `${h.EXTENSION_ID}#start`;
 /** An image no engine has, from a registry on loopback where nothing listens: the pull fails at once, and reaches nothing else. */
 const MISSING_IMAGE = '127.0.0.1:9/codeact-sandbox-missing:never';
+/** The Podman service scripts/ensure-podman.sh starts (rootful), when it runs on this machine. */
+const PODMAN_SERVICE = '/run/codeact-podman/podman.sock';
+
+/** A Unix socket file nothing listens at (a stopped Docker Desktop leaves its socket so): connecting is refused. */
+function deadSocket(file) {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  // Bound and closed without listening: the file stays (Node's own servers remove theirs on close).
+  execFileSync('python3', ['-c', 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])', file]);
+}
+
+/**
+ * The engine settings changed and back make the window find its engine again from the
+ * environment (the connection is made anew only when a setting that names it changes).
+ */
+async function findEngineAgain() {
+  await h.setting('dockerTlsVerify', true);
+  await h.setting('dockerTlsVerify', undefined);
+}
 
 describe('the container engine, as the person sees it (host)', function () {
   this.timeout(120_000);
@@ -41,8 +60,10 @@ describe('the container engine, as the person sees it (host)', function () {
 
   it('shows a stopped engine in the view with its buttons and in the status bar, and clears it on Retry', async function () {
     await h.setting('dockerHost', NO_ENGINE);
+    // A change of the engine setting is checked again by itself.
+    await h.waitFor(() => api.engineState() === 'unreachable', 20_000, 'the check after the setting changed');
     assert.equal(await vscode.commands.executeCommand('codeactSandbox.checkEngine'), 'unreachable');
-    assert.equal(api.engineState(), 'unreachable');
+    assert.equal(api.statusItem().text, '$(warning) Sandbox: engine not reachable');
     // The model is told the same at its call, in its own words.
     await assert.rejects(h.run('print(1)'), /not reachable, so the program was not run/);
     await vscode.commands.executeCommand('codeactSandbox.artifacts.focus');
@@ -50,7 +71,95 @@ describe('the container engine, as the person sees it (host)', function () {
     await h.setting('dockerHost', undefined);
     assert.equal(await vscode.commands.executeCommand('codeactSandbox.checkEngine'), 'ok');
     assert.equal(api.engineState(), 'ok');
-    await h.snapshot('engine-ok');
+    // The warning is over once Retry found the engine, before any chat chose an image; the Retry's answer is shown.
+    assert.match(api.statusItem().text, /^\$\(vm\) Sandbox: Docker$/);
+    assert.match(api.statusItem().tooltip, /Engine: Docker [\d.]+/);
+    await h.snapshot('engine-back-after-retry');
+  });
+
+  it('Podman only: Docker does not answer, Podman does where its tools look; Use Podman runs the program there, named Podman', async function () {
+    if (!fs.existsSync(PODMAN_SERVICE)) this.skip();
+    this.timeout(240_000);
+    // Docker Desktop stopped (its socket left behind, nothing listening), DOCKER_HOST unset, and
+    // Podman's rootless socket where Podman's own tools look for it.
+    assert.equal(process.env.DOCKER_HOST, undefined);
+    const dockerDesktop = path.join(os.homedir(), '.docker', 'run', 'docker.sock');
+    const podmanSocket = path.join(process.env.XDG_RUNTIME_DIR, 'podman', 'podman.sock');
+    deadSocket(dockerDesktop);
+    fs.mkdirSync(path.dirname(podmanSocket), { recursive: true });
+    fs.symlinkSync(PODMAN_SERVICE, podmanSocket);
+    try {
+      await findEngineAgain();
+      assert.equal(await vscode.commands.executeCommand('codeactSandbox.checkEngine'), 'unreachable');
+      assert.equal(api.statusItem().text, '$(warning) Sandbox: Docker not answering, Podman found');
+      await assert.rejects(h.run('print(1)'), {
+        message: /^Docker does not answer on the user's computer, but Podman does \(Podman [\d.]+\), so the program was not run\. Ask the user to choose Use Podman in the CodeAct Sandbox view, or to start Docker, then try again\.$/,
+      });
+      await vscode.commands.executeCommand('codeactSandbox.artifacts.focus');
+      await h.snapshot('podman-only');
+      // The view's button.
+      assert.equal(await vscode.commands.executeCommand('codeactSandbox.usePodman'), 'ok');
+      assert.equal(vscode.workspace.getConfiguration('codeactSandbox').get('dockerHost'), 'unix://$XDG_RUNTIME_DIR/podman/podman.sock');
+      assert.match(api.statusItem().text, /^\$\(vm\) Sandbox: Podman$/);
+      assert.equal(await h.run('print(6 * 7)'), 'stdout:\n42');
+      assert.match(api.backend().engine, /^Podman [\d.]+ at unix:\/\/.*\/podman\/podman\.sock \(setting codeactSandbox\.dockerHost\)$/);
+      assert.match(api.statusItem().text, /^\$\(vm\) Sandbox: Podman$/);
+      assert.doesNotMatch(api.statusItem().tooltip, /Docker/);
+      await h.snapshot('podman-in-use');
+    } finally {
+      // The view shows its welcome content only while it is empty: the next persons' states need it so.
+      await vscode.commands.executeCommand('codeactSandbox.clearAll', { confirmed: true });
+      await h.setting('dockerHost', undefined);
+      fs.rmSync(podmanSocket, { force: true });
+      fs.rmSync(dockerDesktop, { force: true });
+      await findEngineAgain();
+    }
+    assert.equal(await vscode.commands.executeCommand('codeactSandbox.checkEngine'), 'ok');
+  });
+
+  it('no engine at all: install links for this platform in the view, and the model is told to install one, not to start it', async function () {
+    const pathBefore = process.env.PATH;
+    // Neither docker nor podman on PATH, and nothing at the engine's address: no engine on this computer.
+    process.env.PATH = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-empty-path-'));
+    try {
+      await h.setting('dockerHost', NO_ENGINE);
+      assert.equal(await vscode.commands.executeCommand('codeactSandbox.checkEngine'), 'none');
+      assert.equal(api.statusItem().text, '$(warning) Sandbox: no engine');
+      await assert.rejects(h.run('print(1)'), {
+        message:
+          "No container engine is installed on the user's computer, so the program was not run. Ask the user to install Docker Engine or Podman (the CodeAct Sandbox view links to both), then try again.",
+      });
+      await vscode.commands.executeCommand('codeactSandbox.artifacts.focus');
+      await h.snapshot('engine-none');
+    } finally {
+      process.env.PATH = pathBefore;
+      await h.setting('dockerHost', undefined);
+    }
+    assert.equal(await vscode.commands.executeCommand('codeactSandbox.checkEngine'), 'ok');
+  });
+
+  it('the window as code-server shows it: where the extension runs, and the advice of a remote window\'s kind', async function () {
+    const place = api.windowPlace();
+    const ext = vscode.extensions.getExtension(h.EXTENSION_ID);
+    console.log(`code-server window: remoteName ${vscode.env.remoteName}, extensionKind ${ext.extensionKind}, uiKind ${vscode.env.uiKind}, folder ${vscode.workspace.workspaceFolders?.[0]?.uri.toString()}`);
+    // code-server runs the extension host next to the workspace (its server): never "apart".
+    assert.equal(place.apart, false);
+    assert.equal(ext.extensionKind, vscode.ExtensionKind.Workspace);
+    // What the view says in an SSH window whose extension runs on the person's computer (the key
+    // the extension sets there; code-server cannot open such a window).
+    await h.setting('dockerHost', NO_ENGINE);
+    try {
+      assert.equal(await vscode.commands.executeCommand('codeactSandbox.checkEngine'), 'unreachable');
+      await vscode.commands.executeCommand('setContext', 'codeactSandbox.window', 'ssh');
+      await vscode.commands.executeCommand('codeactSandbox.artifacts.focus');
+      await h.snapshot('remote-ssh-window');
+      await vscode.commands.executeCommand('setContext', 'codeactSandbox.window', 'codespaces');
+      await h.snapshot('remote-codespaces-window');
+    } finally {
+      await vscode.commands.executeCommand('setContext', 'codeactSandbox.window', 'local');
+      await h.setting('dockerHost', undefined);
+    }
+    assert.equal(await vscode.commands.executeCommand('codeactSandbox.checkEngine'), 'ok');
   });
 
   it('shows a socket that refuses this user as permission denied, with its own sentence', async function () {

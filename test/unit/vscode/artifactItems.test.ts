@@ -25,7 +25,11 @@ const record: RunRecord = {
   stdoutTruncated: false,
   stderrTruncated: false,
 };
-const context = { filePath: (s: string, r: string, n: string) => `/store/${s}/${r}/files/${n}`, time: (d: Date) => d.toISOString().slice(11, 19) };
+const context = {
+  filePath: (s: string, r: string, n: string) => `/store/${s}/${r}/files/${n}`,
+  time: (d: Date) => d.toISOString().slice(11, 19),
+  day: (d: Date) => d.toLocaleString('en-US', { dateStyle: 'medium', timeStyle: 'short', hourCycle: 'h23', timeZone: 'UTC' }),
+};
 
 describe('artifact tree items (unit)', () => {
   it('a session: when it began and its first program\'s first line, its id and how many runs, expanded', () => {
@@ -43,7 +47,8 @@ describe('artifact tree items (unit)', () => {
     };
     assert.deepEqual(artifactItem(node, context), {
       id: 'session:d1',
-      label: '02:59:00 import pandas as pd',
+      // A chat is named by its day and time (it was "02:59:00 ...", no date: chats outlive a day).
+      label: 'Jan 2, 2025, 02:59 import pandas as pd',
       description: 'chat 1234 · 1 run',
       icon: { id: 'comment-discussion' },
       collapsible: 'expanded',

@@ -71,9 +71,16 @@ describe('the data image in VS Code (unit)', () => {
         return { tag: PACKAGES_TAG, id: 'sha256:p', requirements: [...o.requirements], built: true, distributions: [] };
       },
     };
-    const log = recordingLogger();
-    service = new SandboxService({ settings: new SettingsReader(log, workspace, ui), log, owner: currentOwner('vscode', 'unit'), ui, workspace, state, dataImages: ops });
+    dataOps = ops;
+    service = makeService();
   });
+
+  let dataOps: DataImageOps;
+  /** A window on this test's fakes (a second one: another window of the same workspace). */
+  function makeService(): SandboxService {
+    const log = recordingLogger();
+    return new SandboxService({ settings: new SettingsReader(log, workspace, ui), log, owner: currentOwner('vscode', 'unit'), ui, workspace, state, dataImages: dataOps });
+  }
 
   afterEach(async () => {
     await service.dispose();
@@ -103,7 +110,7 @@ describe('the data image in VS Code (unit)', () => {
     assert.ok((await first) instanceof ToolError); // at the missing engine, after the spec
     assert.equal(service.describe().image, DATA.tag);
     // The image in the status item, then the engine's trouble over it (the call failed there).
-    assert.equal(ui.status.at(-2)!.text, '$(vm) Sandbox: docker');
+    assert.equal(ui.status.at(-2)!.text, '$(vm) Sandbox: engine');
     assert.deepEqual(ui.status.at(-1), { ...engineStatusView('unreachable'), warning: { command: 'codeactSandbox.checkEngine' } });
     // Built: the next call finds it.
     await call();
@@ -162,11 +169,41 @@ describe('the data image in VS Code (unit)', () => {
     ui.answer = 'Install Packages';
     await call();
     assert.deepEqual(ui.shown, [`askModal: ${packagesQuestion(['polars==1.9.0'])} [Install Packages | Not Now]`, `withProgress: ${PACKAGES_TITLE}`]);
-    assert.equal(state.values.get(PACKAGES_APPROVED_KEY), true);
+    // Kept with the list it answered.
+    assert.equal(state.values.get(PACKAGES_APPROVED_KEY), '["polars==1.9.0"]');
     assert.deepEqual(packageBuilds.map((b) => [b.base.tag, b.requirements]), [[DATA.tag, ['polars==1.9.0']]]);
     assert.equal(service.describe().image, PACKAGES_TAG);
     await call();
     assert.equal(ui.shown.length, 2, 'not asked again, not built again');
+    // Another list is another question (the stored yes was not tied to the list).
+    workspace.user.pythonPackages = ['polars==1.9.0', 'pyarrow'];
+    ui.answer = undefined;
+    await call();
+    assert.deepEqual(ui.shown.slice(2), [`askModal: ${packagesQuestion(['polars==1.9.0', 'pyarrow'])} [Install Packages | Not Now]`]);
+  });
+
+  it('packages: Escape is no answer (asked again at the next call); Not Now holds for this window only; neither is stored', async () => {
+    present = true;
+    workspace.user.pythonPackages = ['polars'];
+    const asked = `askModal: ${packagesQuestion(['polars'])} [Install Packages | Not Now]`;
+    ui.answer = undefined;
+    assert.equal(((await call()) as ToolError).code, 'cancelled');
+    assert.equal(((await call()) as ToolError).code, 'cancelled');
+    assert.deepEqual(ui.shown, [asked, asked]);
+    ui.answer = 'Not Now';
+    await call();
+    await call();
+    assert.deepEqual(ui.shown, [asked, asked, asked], 'Not Now: not asked again in this window');
+    // Was stored as a permanent no.
+    assert.equal(state.values.has(PACKAGES_APPROVED_KEY), false);
+    const later = makeService();
+    try {
+      ui.answer = undefined;
+      await later.acquire('chat:1', new AbortController().signal).catch(() => undefined);
+      assert.deepEqual(ui.shown.at(-1), asked, 'a new window asks again');
+    } finally {
+      await later.dispose();
+    }
   });
 
   it('packages declined: the call is refused with the way out; Prepare counts as the answer', async () => {
@@ -177,10 +214,10 @@ describe('the data image in VS Code (unit)', () => {
     assert.ok(e instanceof ToolError);
     assert.equal(
       e.modelMessage,
-      'The user chose not to install the packages of the codeactSandbox.pythonPackages setting, so the program was not run. Ask the user to run "CodeAct Sandbox: Prepare Sandbox Image", which installs them, or to remove them from that setting.',
+      'The user did not agree to install the packages of the codeactSandbox.pythonPackages setting now, so the program was not run. Ask the user to run "CodeAct Sandbox: Prepare Sandbox Image", which installs them, or to remove them from that setting.',
     );
     assert.deepEqual(await service.prepareImage(), { tag: PACKAGES_TAG, built: [PACKAGES_TAG] });
-    assert.equal(state.values.get(PACKAGES_APPROVED_KEY), true);
+    assert.equal(state.values.get(PACKAGES_APPROVED_KEY), '["polars"]');
   });
 
   it('Prepare with an image of the user\'s choice builds nothing and says why', async () => {

@@ -35,6 +35,20 @@ export class FakeUi implements Ui {
     this.calls.push(`withProgress: ${title}`);
     return run((u) => this.progress.push(u), new AbortController().signal);
   }
+  async busy<T>(title: string, run: () => Promise<T>): Promise<T> {
+    this.calls.push(`busy: ${title}`);
+    return run();
+  }
+  openLink(url: string): void {
+    this.calls.push(`open link: ${url}`);
+  }
+  /** The user settings as the extension wrote them (updateUserSetting). */
+  readonly userSettings = new Map<string, unknown>();
+  async updateUserSetting(key: string, value: (current: unknown) => unknown): Promise<void> {
+    const next = value(this.userSettings.get(key));
+    this.calls.push(`user setting: ${key} = ${JSON.stringify(next)}`);
+    this.userSettings.set(key, next);
+  }
   async notify(message: string, ...items: string[]): Promise<string | undefined> {
     this.calls.push(`notify: ${message} [${items.join(' | ')}]`);
     return this.notifyAnswer;
@@ -65,6 +79,8 @@ export class FakeUi implements Ui {
 export class FakeWorkspace implements WorkspaceEnv {
   trusted = true;
   folder: string | undefined = undefined;
+  /** A folder open on another machine. */
+  remote = false;
   user: Record<string, unknown> = {};
   workspace: Record<string, unknown> = {};
 
@@ -73,6 +89,9 @@ export class FakeWorkspace implements WorkspaceEnv {
   }
   localFolder(): string | undefined {
     return this.folder;
+  }
+  remoteFolder(): boolean {
+    return this.remote;
   }
   configuration(): { inspect(key: string): InspectedSetting | undefined } {
     return { inspect: (key) => ({ globalValue: this.user[key], workspaceValue: this.workspace[key] }) };

@@ -6,15 +6,24 @@ const base: InvocationFacts = { code: 'import csv\nprint(1)\n', files: [], outpu
 
 describe('what chat shows before a call (unit)', function () {
   it('names the lines of code, the files shared, the outputs declared, and a build the call waits for', function () {
-    assert.equal(invocationMessage(base), 'Running 2 lines of Python in the sandbox `img`, chat 3f2a');
+    assert.equal(invocationMessage(base), '2 lines of Python in the sandbox `img`, chat 3f2a');
     assert.equal(
       invocationMessage({ ...base, code: 'print(1)', files: ['data/sales.csv'], outputs: ['chart.png'], building: true }),
-      'Running 1 line of Python in the sandbox `img`, chat 3f2a, with `data/sales.csv`, saving `chart.png` (first, the sandbox image is built: a few minutes, once)',
+      '1 line of Python in the sandbox `img`, chat 3f2a, with `data/sales.csv`, saving `chart.png`, after building the sandbox image on the engine (a few minutes, the first time only)',
     );
     assert.equal(
       invocationMessage({ ...base, files: ['a', 'b', 'c', 'd', 'e', 'f', 'g'] }),
-      'Running 2 lines of Python in the sandbox `img`, chat 3f2a, with `a`, `b`, `c`, `d`, `e` and 2 more',
+      '2 lines of Python in the sandbox `img`, chat 3f2a, with `a`, `b`, `c`, `d`, `e` and 2 more',
     );
+  });
+
+  it('a first call on the data image: no empty name in backticks, words true while it runs and after (it was "Running 2 lines of Python in the sandbox ``, chat 3f2a")', function () {
+    assert.equal(invocationMessage({ ...base, image: '' }), '2 lines of Python in the sandbox (the data image), chat 3f2a');
+    assert.equal(
+      invocationMessage({ ...base, image: '', building: true }),
+      '2 lines of Python in the sandbox (the data image), chat 3f2a, after building the sandbox image on the engine (a few minutes, the first time only)',
+    );
+    assert.ok(!rendered(invocationMessage({ ...base, image: '' })).text.includes('``'));
   });
 
   it('asks with what is true of the call: never "no network" when domains are allowed, never "no files" when some are shared', function () {
@@ -51,8 +60,8 @@ describe('what chat shows before a call (unit)', function () {
       `${asked} First the chat's state goes back 1 kept call: in a new sandbox, its 3 kept programs run again (for at most 5 minutes in all), ${today} ` +
         "The model's `rewind` comes first, so the chat does not go back to the run you chose in the CodeAct Sandbox view (the model is told).",
     );
-    assert.equal(invocationMessage({ ...base, goingBack: { by: 'model', calls: 1 } }), 'Running 2 lines of Python in the sandbox `img`, chat 3f2a, after going back 1 kept call');
-    assert.equal(invocationMessage({ ...base, goingBack: { by: 'person' } }), 'Running 2 lines of Python in the sandbox `img`, chat 3f2a, after going back to the run you chose');
+    assert.equal(invocationMessage({ ...base, goingBack: { by: 'model', calls: 1 } }), '2 lines of Python in the sandbox `img`, chat 3f2a, after going back 1 kept call');
+    assert.equal(invocationMessage({ ...base, goingBack: { by: 'person' } }), '2 lines of Python in the sandbox `img`, chat 3f2a, after going back to the run you chose');
     assert.equal(invocationMessage({ ...base, goingBack: { by: 'person', setAsideBy: 'reset' } }), invocationMessage(base));
 
     // From the input as the model gave it, before it is checked.
@@ -72,7 +81,7 @@ describe('what chat shows before a call (unit)', function () {
         'This chat has no sandbox holding its state now (it was removed, or the window reopened), so first the state is rebuilt: in a new sandbox, ' +
         'its 200 kept programs run again (for at most 5 minutes in all), with the workspace files as they are now and the allow-list of today.',
     );
-    assert.equal(invocationMessage({ ...base, rebuild: { runs: 2 } }), 'Running 2 lines of Python in the sandbox `img`, chat 3f2a, after rebuilding its state (2 programs run again)');
+    assert.equal(invocationMessage({ ...base, rebuild: { runs: 2 } }), '2 lines of Python in the sandbox `img`, chat 3f2a, after rebuilding its state (2 programs run again)');
   });
 
   it("says when the chat first starts from another chat's state (that chat's programs run again here), and why a token is refused", function () {
@@ -92,7 +101,7 @@ describe('what chat shows before a call (unit)', function () {
     assert.equal(question({ by: 'startFrom', refused: 'fresh' }), `${asked} ${refused} which needs session state, and the state setting is fresh: the call is refused.`);
     assert.equal(
       invocationMessage({ ...base, goingBack: { by: 'startFrom', run: '1/2/2026, 3:04:05 AM' } }),
-      "Running 2 lines of Python in the sandbox `img`, chat 3f2a, after starting from another chat's state after its run of 1/2/2026, 3:04:05 AM",
+      "2 lines of Python in the sandbox `img`, chat 3f2a, after starting from another chat's state after its run of 1/2/2026, 3:04:05 AM",
     );
     assert.equal(invocationMessage({ ...base, goingBack: { by: 'startFrom', refused: 'used' } }), invocationMessage(base));
 
@@ -145,7 +154,7 @@ describe('what chat shows before a call, against a program that writes Markdown 
     );
     const running = rendered(invocationMessage({ ...base, files, image }));
     assert.deepEqual(running.hiding, []);
-    assert.equal(running.text, `Running 2 lines of Python in the sandbox ${image}, chat 3f2a, with a\`b.csv, \`\`x\`\`, "data.csv\`\\n\\n<!-- hidden -->", [x](https://evil.example), <b>bold</b>`);
+    assert.equal(running.text, `2 lines of Python in the sandbox ${image}, chat 3f2a, with a\`b.csv, \`\`x\`\`, "data.csv\`\\n\\n<!-- hidden -->", [x](https://evil.example), <b>bold</b>`);
   });
 
   it('says when the program holds characters that are invisible or reorder what is shown (Trojan Source)', function () {

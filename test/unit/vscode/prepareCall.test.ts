@@ -74,7 +74,7 @@ describe('a call being prepared (unit)', () => {
     const ask = async (startFrom: string, state: 'fresh' | 'session') => prepareCall({ code: 'x', startFrom }, KEY, host(settings({ state, confirmBeforeRun: true })));
     // The window's host asks about another chat's state itself (windowHost.ts); nothing is made first.
     assert.deepEqual(await prepareCall({ code: 'x', startFrom: token }, KEY, host(settings({ state: 'session' }))), {
-      message: 'Running 1 line of Python in the sandbox `img`, chat 3f2a1b2c',
+      message: '1 line of Python in the sandbox `img`, chat 3f2a1b2c',
       prewarm: false,
     });
     for (const [startFrom, state, why] of [
@@ -90,7 +90,7 @@ describe('a call being prepared (unit)', () => {
 
   it('runs unasked, and prewarms, with confirmation off and no startFrom; asked, and not prewarmed, with it on', async () => {
     const off = await prepareCall({ code: 'x' }, KEY, host(settings()));
-    assert.deepEqual(off, { message: 'Running 1 line of Python in the sandbox `img`, chat 3f2a1b2c', prewarm: true });
+    assert.deepEqual(off, { message: '1 line of Python in the sandbox `img`, chat 3f2a1b2c', prewarm: true });
     const on = await prepareCall({ code: 'x' }, KEY, host(settings({ confirmBeforeRun: true })));
     assert.deepEqual(on, { message: off.message, question: `${ASKED}\n\n\`\`\`python\nx\n\`\`\``, prewarm: false });
   });
@@ -105,7 +105,7 @@ describe('a call being prepared (unit)', () => {
       `${ASKED} This chat has no sandbox holding its state now (it was removed, or the window reopened), so first the state is rebuilt: in a new sandbox, ` +
         'its 3 kept programs run again (for at most 5 minutes in all), with the workspace files as they are now and the allow-list of today.',
     );
-    assert.equal(gone.message, 'Running 1 line of Python in the sandbox `img`, chat 3f2a1b2c, after rebuilding its state (3 programs run again)');
+    assert.equal(gone.message, '1 line of Python in the sandbox `img`, chat 3f2a1b2c, after rebuilding its state (3 programs run again)');
     // A reset starts from an empty state: nothing is rebuilt.
     assert.equal(sentence((await prepareCall({ code: 'x', reset: true }, KEY, host(s))).question), ASKED);
     holds = true;

@@ -20,7 +20,7 @@ const AUTO_DEV: BackendChoice = { backend: 'devcontainer', reason: `devcontainer
 const SET_DEV: BackendChoice = { backend: 'devcontainer', reason: `devcontainer: the backend is set to devcontainer (${CONFIG})`, configFile: CONFIG };
 const DECLINED: BackendChoice = { backend: 'docker', reason: `docker: auto, and the user chose not to build ${CONFIG}` };
 const REFUSED_BUILD =
-  'The user chose not to build the workspace\'s Dev Container image. Ask the user to set the codeactSandbox.backend setting to docker or auto, or to run "CodeAct Sandbox: Rebuild Dev Container Image".';
+  'The user did not agree to build the workspace\'s Dev Container image, so the program was not run. Ask the user to set the codeactSandbox.backend setting to docker or auto, or to run "CodeAct Sandbox: Rebuild Dev Container Image".';
 
 function facts(over: Partial<SandboxFacts>): SandboxFacts {
   return { setting: 'auto', configuredImage: IMAGE, choice: AUTO_DEV, trusted: true, approval: undefined, packages: [], packagesApproval: undefined, ...over };
@@ -120,7 +120,7 @@ describe('sandbox backend decision (unit)', () => {
   describe('the data image (an empty image setting)', () => {
     const data = (over: Partial<SandboxFacts>) => facts({ setting: 'docker', choice: DOCKER, configuredImage: '', ...over });
     const REFUSED_PACKAGES =
-      'The user chose not to install the packages of the codeactSandbox.pythonPackages setting, so the program was not run. Ask the user to run "CodeAct Sandbox: Prepare Sandbox Image", which installs them, or to remove them from that setting.';
+      'The user did not agree to install the packages of the codeactSandbox.pythonPackages setting now, so the program was not run. Ask the user to run "CodeAct Sandbox: Prepare Sandbox Image", which installs them, or to remove them from that setting.';
 
     it('without packages: the data image, trusted or not (its recipe is ours, not the workspace\'s)', () => {
       for (const trusted of [true, false]) assert.deepEqual(decideSandbox(data({ trusted })), { kind: 'data', choice: DOCKER, requirements: [] });

@@ -16,7 +16,7 @@ import { FakeState, FakeUi, FakeWorkspace, recordingLogger } from './fakes';
 
 const CONFIG = '.devcontainer/devcontainer.json';
 const TAG = 'codeact-devcontainer/0123456789ab:0123456789abcdef';
-const QUESTION = `askModal: ${buildQuestion(CONFIG)} [Build Image | Use the Docker Image]`;
+const QUESTION = `askModal: ${buildQuestion(CONFIG)} [Build Image | Don't Build]`;
 const BUILDING = 'withProgress: CodeAct Sandbox: building the Dev Container image';
 // No engine listens here: a sandbox is never created, whatever the service decides.
 const NO_ENGINE = 'unix:///nonexistent/codeact-unit-test.sock';
@@ -185,17 +185,28 @@ describe('sandbox service (unit)', () => {
       assert.deepEqual(builds, [tmp]);
       assert.equal(state.values.get(BUILD_APPROVED_KEY), true);
       const choice = { backend: 'devcontainer', reason: `devcontainer: auto, and the workspace has ${CONFIG}` } as const;
-      assert.deepEqual(service.describe(), { ...choice, image: TAG, engine: 'the local Docker engine' });
+      assert.deepEqual(service.describe(), { ...choice, image: TAG, engine: `The container engine at ${NO_ENGINE} (setting codeactSandbox.dockerHost)` });
       // The image, then the engine's trouble over it (the call failed at the missing engine).
-      assert.deepEqual(ui.status.at(-2), statusView(choice, TAG, 'the local Docker engine (setting codeactSandbox.dockerHost)'));
+      assert.deepEqual(ui.status.at(-2), statusView({ choice, image: TAG, engine: { word: 'engine', line: `The container engine at ${NO_ENGINE} (setting codeactSandbox.dockerHost)` } }));
       assert.deepEqual(ui.status.at(-1), { ...engineStatusView('unreachable'), warning: { command: 'codeactSandbox.checkEngine' } });
       // Approved: the next call builds (the image is still absent here) without asking again.
       await call();
       assert.deepEqual(ui.shown, [QUESTION, BUILDING, BUILDING]);
     });
 
-    it('auto: a declined build falls back to the configured image, and is not asked again', async () => {
+    it('auto: a dismissed question (Escape) is no answer: that call goes without the build, and the next one asks again', async () => {
       ui.answer = undefined; // the dialog was dismissed
+      await call();
+      assert.deepEqual(ui.shown, [QUESTION]);
+      // Was stored as a permanent no.
+      assert.equal(state.values.has(BUILD_APPROVED_KEY), false);
+      assert.equal(service.describe().reason, `docker: auto, and the user chose not to build ${CONFIG}`);
+      await call();
+      assert.deepEqual(ui.shown, [QUESTION, QUESTION]);
+    });
+
+    it("auto: Don't Build falls back to the configured image, and is not asked again", async () => {
+      ui.answer = "Don't Build";
       await call();
       assert.deepEqual(ui.shown, [QUESTION]);
       assert.equal(state.values.get(BUILD_APPROVED_KEY), false);
@@ -203,7 +214,7 @@ describe('sandbox service (unit)', () => {
         backend: 'docker',
         reason: `docker: auto, and the user chose not to build ${CONFIG}`,
         image: CHOSEN,
-        engine: 'the local Docker engine',
+        engine: `The container engine at ${NO_ENGINE} (setting codeactSandbox.dockerHost)`,
       });
       await call();
       assert.deepEqual(ui.shown, [QUESTION]);
@@ -212,13 +223,13 @@ describe('sandbox service (unit)', () => {
 
     it('devcontainer: a declined build fails the call with a sentence for the model', async () => {
       workspace.user.backend = 'devcontainer';
-      ui.answer = 'Use the Docker Image';
+      ui.answer = "Don't Build";
       const e = await call();
       assert.ok(e instanceof ToolError);
       assert.equal(e.code, 'cancelled');
       assert.equal(
         e.modelMessage,
-        'The user chose not to build the workspace\'s Dev Container image. Ask the user to set the codeactSandbox.backend setting to docker or auto, or to run "CodeAct Sandbox: Rebuild Dev Container Image".',
+        'The user did not agree to build the workspace\'s Dev Container image, so the program was not run. Ask the user to set the codeactSandbox.backend setting to docker or auto, or to run "CodeAct Sandbox: Rebuild Dev Container Image".',
       );
       assert.deepEqual(builds, []);
     });
@@ -240,14 +251,21 @@ describe('sandbox service (unit)', () => {
       assert.deepEqual(builds, [`${tmp} (forced)`]);
     });
 
-    it('without a local folder, says so', async () => {
+    it('without a folder, says so; with a remote folder open, never says that no folder is open', async () => {
       workspace.folder = undefined;
-      await assert.rejects(service.rebuildDevcontainer(), (e) => {
-        assert.ok(e instanceof ToolError);
-        assert.equal(e.modelMessage, 'No local workspace folder is open, so there is no Dev Container to build.');
-        return true;
+      await assert.rejects(service.rebuildDevcontainer(), { message: 'No workspace folder is open, so there is no Dev Container to build.' });
+      workspace.remote = true;
+      // Was: "No local workspace folder is open, so there is no Dev Container to build."
+      await assert.rejects(service.rebuildDevcontainer(), {
+        message: "The workspace folder is on another machine, and a Dev Container image is built only from a folder on the user's computer.",
       });
       assert.deepEqual(builds, []);
+      // The status item's reason too.
+      await call();
+      assert.equal(
+        service.describe().reason,
+        'docker: auto, and the workspace folder is on another machine (a Dev Container image is built only from a folder on this computer)',
+      );
     });
   });
 
@@ -267,10 +285,11 @@ describe('sandbox service (unit)', () => {
       try {
         for (let i = 0; i < 2; i++) await assert.rejects(lacking.acquire('chat:1', new AbortController().signal), { code: 'image_unavailable' });
         assert.equal(ui.context.get('codeactSandbox.imageState'), 'missing');
+        // Prepare builds the data image only: it is not offered for a named image it cannot make.
         assert.deepEqual(ui.shown, [
-          'error: CodeAct Sandbox: The sandbox image is not on the container engine and could not be pulled, so Copilot cannot run programs in a sandbox. ' +
-            'Choose an image the engine has, or prepare the image, then ask again. ' +
-            '[Choose Image -> workbench.action.openSettings codeactSandbox.image | Prepare Image -> codeactSandbox.prepareImage | Show Log -> codeactSandbox.showLog]',
+          'error: CodeAct Sandbox: The image named in codeactSandbox.image is not on the container engine and could not be pulled, so Copilot cannot run programs in a sandbox. ' +
+            'Pull it on the engine, choose an image the engine has, or clear the setting to use the data image (built on your engine), then ask again. ' +
+            '[Choose Image -> workbench.action.openSettings codeactSandbox.image | Show Log -> codeactSandbox.showLog]',
         ]);
         missing = false;
         assert.equal(await lacking.acquire('chat:1', new AbortController().signal), ok);
