@@ -102,6 +102,8 @@ const common = {
     // src/docker/container/runnerProgram.ts reads dist/runner.py and dist/guest.py.
     __CODEACT_RUNNER_SOURCE__: JSON.stringify(runnerSource),
     __CODEACT_GUEST_SOURCE__: JSON.stringify(guestSource),
+    // The network proxy's credential forwarder (src/docker/images/proxyImage.ts copies it into the proxy image).
+    __CODEACT_CREDENTIALS_SOURCE__: JSON.stringify(fs.readFileSync('resources/proxy/credentials.py', 'utf8')),
   },
 };
 
