@@ -230,4 +230,90 @@ describe('credentials added by the proxy (integration)', function () {
     ]);
     assert.ok(!(await engineViews()).includes(secret), 'the value is in an inspect or log of a container');
   });
+
+  it('swaps a stand-in on its bound host only, refuses it anywhere else, leaves no CA key anywhere, and drops a removed binding at the next call', async function () {
+    const values = new TestValues();
+    values.values.set('key', secret);
+    const bound = bindings({ secret: 'key', hosts: [BOUND], paths: ['/digest'], as: 'header', name: 'X-Api-Key', placeholder: 'API_KEY' });
+    const withBinding = networkWith(bound, values);
+    let network = withBinding;
+    const provider = sandboxes.makeProvider({ spec: () => testSpec({ network }) });
+    const session = uniqueSessionKey('cred-stand-in');
+    const program = [
+      PRELUDE,
+      "key = os.environ.get('API_KEY', '')",
+      "print('stand-in:', key.startswith('codeact-stand-in-'), len(key))",
+      `print('bound:', get('https://${BOUND}/digest?h=X-Api-Key', {'X-Api-Key': key}))`,
+      `print('outside its paths:', get('https://${BOUND}/echo', {'X-Api-Key': key}))`,
+      `print('other host:', get('http://${NAMES.web}/digest?h=X-Api-Key', {'X-Api-Key': key}))`,
+      `print('in a URL:', get('http://${NAMES.web}/digest?key=' + key))`,
+    ].join('\n');
+    const r = await run(provider, session, program);
+    assert.equal(
+      r.text,
+      [
+        'stdout:',
+        'stand-in: True 53',
+        `bound: 1 ${sha(secret)} 0 ${EMPTY}`,
+        'outside its paths: HTTP 403',
+        'other host: HTTP 403',
+        'in a URL: HTTP 403',
+        '',
+        TOLD,
+        '',
+        `The sandbox's network proxy blocked: ${BOUND} (a placeholder's stand-in sent where its credential is not bound), ${NAMES.web} (a placeholder's stand-in sent where its credential is not bound). Do not try to get around the proxy: nothing else leaves the sandbox.`,
+      ].join('\n'),
+    );
+    assert.deepEqual(
+      r.network!.connections.filter((c) => c.method !== 'CONNECT').map((c) => [c.method, c.host, c.allowed ? 'allowed' : c.reason, c.credential === true]),
+      [
+        ['GET', BOUND, 'allowed', true],
+        ['GET', BOUND, 'stand-in', false],
+        ['GET', NAMES.web, 'stand-in', false],
+        ['GET', NAMES.web, 'stand-in', false],
+      ],
+    );
+
+    // Every private key the proxy's users can read: the leaf's alone, never the CA's.
+    const sandbox = await dockerCli('inspect', '--format', '{{json .Config.Labels}}', r.sandboxId);
+    const labels = JSON.parse(sandbox) as Record<string, string>;
+    const proxy = labels[LABEL.proxy]!;
+    const caPem = Buffer.from(labels[LABEL.credentialCa]!, 'base64').toString();
+    const scan = [
+      // Regular files only (a fifo would block a read), on every mount but the kernel's.
+      "for f in $(find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f -size -2M -print 2>/dev/null | xargs grep -lE -- '-----BEGIN (EC |RSA )?PRIVATE KEY-----' 2>/dev/null); do",
+      '  openssl pkey -in "$f" -pubout 2>/dev/null || true',
+      'done',
+    ].join('\n');
+    const keys = new Set<string>();
+    for (const user of ['0', '13', '990']) {
+      for (const k of (await dockerCli('exec', '-u', user, proxy, 'sh', '-c', scan)).split(/(?=-----BEGIN PUBLIC KEY-----)/)) if (k.trim()) keys.add(k.trim());
+    }
+    const caKey = (await dockerCli('exec', '-i', proxy, 'sh', '-c', `printf '%s' '${caPem.trim()}' | openssl x509 -pubkey -noout`)).trim();
+    const pub = async (user: string, pem: string) => (await dockerCli('exec', '-u', user, proxy, 'sh', '-c', `openssl x509 -in ${pem} -pubkey -noout`)).trim();
+    // The forwarder's leaf, and the key squid's TLS port must have (it only peeks, never signs).
+    const expected = [await pub('990', '/run/codeact-credentials/forwarder-*/leaf.pem'), await pub('13', '/run/codeact-proxy/peek.pem')];
+    assert.deepEqual([...keys].sort(), expected.sort());
+    assert.ok(!keys.has(caKey) && !expected.includes(caKey), 'the CA key is still in the proxy container');
+    // Nothing was written to the proxy's own layer (its root is read-only): the engine made only its tmpfs mount points.
+    const mountPoints = new Set(['C /run', 'A /run/codeact-credentials', 'A /run/codeact-proxy']);
+    assert.deepEqual((await dockerCli('diff', proxy)).split('\n').filter((l) => l.trim() && !mountPoints.has(l.trim())), []);
+    assert.ok(!(await engineViews()).includes(secret), 'the value is in an inspect or log of a container');
+
+    // The binding removed: the next call gets a sandbox and proxy without it.
+    network = networkWith([], values);
+    const after = await run(
+      provider,
+      session,
+      [
+        PRELUDE,
+        "print(os.environ.get('API_KEY'))",
+        `open('test-ca.pem', 'w').write(${JSON.stringify(internet.caPem)})`,
+        `print(get('https://${BOUND}/digest?h=X-Api-Key', {'X-Api-Key': 'mine'}, context=ssl.create_default_context(cafile='test-ca.pem')))`,
+      ].join('\n'),
+    );
+    assert.notEqual(after.sandboxId, r.sandboxId);
+    // Tunnelled as to any host: the server's own certificate, and the program's own header, untouched.
+    assert.equal(after.text, `stdout:\nNone\n1 ${sha('mine')} 0 ${EMPTY}\n\n${TOLD}`);
+  });
 });
