@@ -504,7 +504,10 @@ def percent(value):
 
 def main():
     run = sys.argv[1]
-    config = json.loads(sys.stdin.buffer.read().decode('utf-8'))
+    # One line of its own, base64: an engine may put its attach request's body before it (Podman does).
+    lines = [l for l in sys.stdin.buffer.read().split(b'\n') if l.startswith(b'codeact-credentials ')]
+    config = json.loads(base64.b64decode(lines[-1][len(b'codeact-credentials '):]).decode('utf-8'))
+    del lines
     os.close(0)
     not_dumpable()
     os.umask(0o077)

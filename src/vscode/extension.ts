@@ -18,6 +18,7 @@ import { notebookCommands } from './notebookCommands';
 import { sandboxCommands } from './sandboxCommands';
 import { registerCommands } from './commands';
 import { SandboxService } from './sandboxService';
+import { CredentialVault, credentialCommands } from './credentials';
 import { ACTION } from './ui';
 import { createVscodeUi, createVscodeWorkspace } from './vscodeUi';
 
@@ -38,7 +39,9 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
     // Per workspace when there is one, so each project's runs stay with it; never inside the
     // workspace itself: these files were written by model-written code.
     const store = new ArtifactStore(path.join((context.storageUri ?? context.globalStorageUri).fsPath, 'runs'));
+    const vault = new CredentialVault(context.secrets, context.globalState);
     const sandboxes = new SandboxService({
+      credentials: (bindings) => vault.sandboxCredentials(bindings),
       settings,
       log: logger,
       owner: currentOwner('vscode', VERSION),
@@ -97,6 +100,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         ...notebookCommands(store, ui, logger, context.extension.id),
         ...goBackCommands(store, tool, ui, () => settings.read().state),
         ...sandboxCommands(sandboxes, ui, logger),
+        ...credentialCommands(vault, logger),
         [COMMAND.showLog]: () => channel.show(),
         [COMMAND.checkEngine]: () => sandboxes.checkEngine(true),
         [COMMAND.openTroubleshooting]: () => vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(context.extensionUri, 'README.md')),

@@ -10,7 +10,7 @@ import { parseBindings, standInsFor, type CredentialBinding, type CredentialValu
 import type { SandboxNetwork } from '../../src/docker/container/spec';
 import { LABEL } from '../../src/docker/container/labels';
 import { NAMES, startTestInternet, type TestInternet } from './fixtures/testInternet';
-import { dockerCli, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
+import { TEST_ENGINE, dockerCli, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
 const BOUND = NAMES.api; // api.sub.codeact.test
 const TOLD =
@@ -295,8 +295,9 @@ describe('credentials added by the proxy (integration)', function () {
     const expected = [await pub('990', '/run/codeact-credentials/forwarder-*/leaf.pem'), await pub('13', '/run/codeact-proxy/peek.pem')];
     assert.deepEqual([...keys].sort(), expected.sort());
     assert.ok(!keys.has(caKey) && !expected.includes(caKey), 'the CA key is still in the proxy container');
-    // Nothing was written to the proxy's own layer (its root is read-only): the engine made only its tmpfs mount points.
-    const mountPoints = new Set(['C /run', 'A /run/codeact-credentials', 'A /run/codeact-proxy']);
+    // Nothing was written to the proxy's own layer (its root is read-only): the engine made only its
+    // tmpfs mount points (and, on Podman, the mounts of /etc's hosts and resolv.conf).
+    const mountPoints = new Set(['C /run', 'A /run/codeact-credentials', 'A /run/codeact-proxy', ...(TEST_ENGINE === 'podman' ? ['C /etc'] : [])]);
     assert.deepEqual((await dockerCli('diff', proxy)).split('\n').filter((l) => l.trim() && !mountPoints.has(l.trim())), []);
     assert.ok(!(await engineViews()).includes(secret), 'the value is in an inspect or log of a container');
 

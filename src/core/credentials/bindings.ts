@@ -5,9 +5,7 @@
  * Here: what a binding is, and a person's written bindings checked. Bindings come from the
  * person's own settings or command line only, never from a workspace or the model's input.
  */
-import { patternProblem, parsePatterns, type DomainPattern } from '../network/domains';
-import { judge, type DomainLists } from '../network/domains';
-import { canonicalPattern } from '../network/policy';
+import { canonicalPattern, judge, patternProblem, parsePatterns, type DomainLists, type DomainPattern } from '../network';
 
 /** How a credential is sent. */
 export type CredentialSend =

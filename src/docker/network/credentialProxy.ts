@@ -71,7 +71,8 @@ export async function attachCredentials(container: Dockerode.Container, network:
   stream.on('error', () => {});
   return {
     async deliver() {
-      const text = input!;
+      // A line of its own: Podman passes the attach request's body to the container's input before it.
+      const text = `\ncodeact-credentials ${Buffer.from(input!, 'utf8').toString('base64')}\n`;
       input = undefined;
       await new Promise<void>((resolve, reject) => stream.write(text, (e) => (e ? reject(e) : resolve())));
       stream.end();
