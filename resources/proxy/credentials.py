@@ -324,8 +324,13 @@ class Session:
         except Refused as r:
             self.refuse(r, method)
             return False
+        # A client waiting to be told to send its body is told so here: the body goes on at once.
+        expect = any(k.lower() == 'expect' for k, v in out_headers)
+        out_headers = [(k, v) for k, v in out_headers if k.lower() != 'expect']
         lines = [f'{method} {target} {parts[2].decode()}'.encode()] + [f'{k}: {v}'.encode('latin-1') for k, v in out_headers]
         sent = self.upstream_send(b'\r\n'.join(lines) + b'\r\n\r\n')
+        if expect and kind != 'none':
+            self.client.sendall(b'HTTP/1.1 100 Continue\r\n\r\n')
         sent += self.relay_body(self.reader, self.upstream.sendall, kind, length, None)
         got, status, up_keep = self.response(method)
         log(method, self.host, status, got, sent, 'credential' if binding else 'bound', self.server_address)

@@ -13,13 +13,18 @@ import type { CliOutput } from './report';
 
 /** Values read from files; the generation is the files' identities (never their contents), so processes reading the same files share sandboxes. */
 class FileValues implements CredentialValues {
+  // A true private field: no JSON of a spec, and no other process it is handed to, ever sees it.
+  readonly #values: ReadonlyMap<string, string>;
+
   constructor(
-    private readonly values: ReadonlyMap<string, string>,
+    values: ReadonlyMap<string, string>,
     readonly generation: string,
-  ) {}
+  ) {
+    this.#values = values;
+  }
 
   read(secret: string): Promise<string | undefined> {
-    return Promise.resolve(this.values.get(secret));
+    return Promise.resolve(this.#values.get(secret));
   }
 }
 
