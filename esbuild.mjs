@@ -134,6 +134,8 @@ const common = {
     __CODEACT_GUEST_SOURCE__: JSON.stringify(guestSource),
     // The run card's page, one HTML string (src/mcp/card/page/html.ts reads dist/card.html when run from the sources).
     __CODEACT_CARD_HTML__: JSON.stringify(cardHtml),
+    // The network proxy's credential forwarder (src/docker/images/proxyImage.ts copies it into the proxy image).
+    __CODEACT_CREDENTIALS_SOURCE__: JSON.stringify(fs.readFileSync('resources/proxy/credentials.py', 'utf8')),
   },
 };
 

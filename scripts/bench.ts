@@ -29,6 +29,7 @@ import { benchCliRun, benchCliStart, heaviestCliPhase, type CliRunBench, type Cl
 import { benchSession, printSession, type SessionBench } from './bench/session';
 import { benchResume, printResume, type ResumeBench } from './bench/resume';
 import { benchNetwork, type NetworkBench } from './bench/network';
+import { benchCredentials, type CredentialsBench } from './bench/credentials';
 import { benchChats, type ChatsBench } from './bench/chats';
 import { benchMcp, type McpBench } from './bench/mcp';
 import { benchCard, type CardBench } from './bench/card';
@@ -160,6 +161,7 @@ async function main(): Promise<void> {
   let cliRun: CliRunBench | undefined;
   let warmFaults: CallFaults | undefined;
   let network: NetworkBench | undefined;
+  let credentials: CredentialsBench | undefined;
   let chats: ChatsBench | undefined;
   let mcp: McpBench | undefined;
   let card: CardBench | undefined;
@@ -332,6 +334,11 @@ async function main(): Promise<void> {
     Object.assign(results, network.results);
     console.log('done');
 
+    process.stdout.write('credentials: a bound host and an unbound one through the same proxy ... ');
+    credentials = await benchCredentials(dockerClient, IMAGE, N, VERSION, LIMITS);
+    Object.assign(results, credentials.results);
+    console.log('done');
+
     process.stdout.write('load: 5 chats x 20 calls, 3 in flight per chat ... ');
     await Promise.all([warm.dispose(), plain.dispose()]);
     const loaded = makeProvider(true, { spareSandboxes: 1, maxSandboxes: 8, limits: LOAD_LIMITS });
@@ -438,6 +445,7 @@ async function main(): Promise<void> {
     console.log(`syscalls of a warm print(1) on runc, ${chat}, ${RUNTIME_GAP_MS} ms between calls: ${typeof s === 'string' ? `not counted (${s})` : describeSyscalls(s)}`);
   }
   for (const [k, v] of Object.entries(network!.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(2)}`);
+  for (const [k, v] of Object.entries(credentials!.ratios)) console.log(`${k.padEnd(rw)}  ${v.toFixed(2)}`);
   const cliRatio = r('cli.run.warmSession') / r('cli.nodeStart');
   const p = cliRun!.phases;
   console.log(
@@ -470,7 +478,7 @@ async function main(): Promise<void> {
   const out = path.join('test-results', 'bench');
   fs.mkdirSync(out, { recursive: true });
   const file = path.join(out, 'bench.json');
-  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, plainPhases, load, loadSerial, loadQuick, dataImage, session, cliStart, cliRun, warmFaults, syscalls: runtimes.syscalls, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios, ...resume!.ratios, ...network!.ratios }, resumeRecordBytesPerStateMb: resume!.recordBytesPerStateMb, network, chats, mcp, card, notes }, null, 2) + '\n');
+  fs.writeFileSync(file, JSON.stringify({ date: new Date().toISOString(), image: IMAGE, runs: N, machine, limits: LIMITS, results, phases, plainPhases, load, loadSerial, loadQuick, dataImage, session, cliStart, cliRun, warmFaults, syscalls: runtimes.syscalls, ratios: { ...ratios, ...runtimes.ratios, ...session!.ratios, ...resume!.ratios, ...network!.ratios, ...credentials!.ratios }, resumeRecordBytesPerStateMb: resume!.recordBytesPerStateMb, network, chats, mcp, card, notes }, null, 2) + '\n');
   console.log(`\nwritten to ${file}`);
 }
 

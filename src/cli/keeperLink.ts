@@ -142,7 +142,9 @@ export async function runByKeeper(p: Parsed, readProgram: (file: string) => Prom
   if (address === undefined) return none;
   const keep = keepSeconds(p);
   // A run that keeps no keeper asks the session's to go: else it would wait for the lock it holds.
-  if (keep === 0) await dismissKeeper(address);
+  // So does a run with --secret: its files or descriptors (/dev/fd/3) are this process's to read.
+  if (keep === 0 || p.flags.has('secret')) await dismissKeeper(address);
+  if (p.flags.has('secret')) return none;
   if (!keep || p.positional.length !== 1) return none;
   let code: string;
   try {

@@ -112,6 +112,16 @@ const SECTIONS: readonly Section[] = [
         help: ['a domain programs may reach through the sandbox\'s proxy (repeatable;', 'index.example.org, or *.example.org for the names under it); default: no network'],
       },
       { name: 'deny-domain', value: 'D', help: ['a domain refused even when --allow-domain matches it (repeatable)'] },
+      {
+        name: 'credentials',
+        value: 'FILE',
+        help: ['a JSON file of credential bindings (as the codeactSandbox.credentials', "setting): secrets the proxy adds on HTTPS to their hosts, never the program's"],
+      },
+      {
+        name: 'secret',
+        value: 'N=FILE',
+        help: ['the value of the secret N, read from FILE (a path, or /dev/fd/3) as the', 'process starts; never give a value as an argument (repeatable)'],
+      },
       { name: 'no-warm', help: ['start every program with docker exec (no warm runner in the sandbox)'] },
       {
         name: 'preload',

@@ -39,7 +39,7 @@ export interface RunContext {
  * How a run's provider is made, in this process or in a keeper (which holds the session's lock):
  * a run on a --session keeps spares for the next new session, made by a process of its own.
  */
-export function runWiring(p: Parsed, config: { workspace: string | undefined; log: Logger }, extra: Partial<ProviderWiring>): ProviderWiring {
+export function runWiring(p: Parsed, config: { workspace: string | undefined; log: Logger; credentials?: unknown }, extra: Partial<ProviderWiring>): ProviderWiring {
   const session = one(p, 'session');
   const spares = number(p, 'spares', DEFAULTS.spareSandboxes, 0, 8);
   return {
@@ -49,7 +49,8 @@ export function runWiring(p: Parsed, config: { workspace: string | undefined; lo
     adoptExisting: session !== undefined,
     buildLogHint: 'the build output printed below (all of it with --verbose)',
     // A run without --session keeps nothing, so there is no next session of its own to keep a spare for.
-    spareSandboxes: session === undefined ? 0 : spares,
+    // Nor is one made with credentials: a maker is a process of its own, and the values are this one's.
+    spareSandboxes: session === undefined || config.credentials ? 0 : spares,
     // Made by a process of its own: a run exits once the result is printed.
     spareMaker: (spec) => startSpareMaker(p, spec, spares, config.log),
     ...extra,

@@ -13,6 +13,7 @@ import { STATE_MODES, type StateMode } from '../core/state';
 import { settingsShape } from '../core/settings';
 import { BACKEND_SETTINGS, resolveEngine, type BackendSetting, type EngineTarget } from '../docker';
 import type { SandboxConfig } from '../standalone/pipeline';
+import { credentialsFrom } from './credentialFiles';
 import { UsageError, number, one, type Parsed } from './options';
 import { processOutput, type CliOutput } from './report';
 
@@ -48,6 +49,7 @@ export function sandboxConfigFrom(p: Parsed, output: CliOutput = processOutput):
   const { policy: network, problems, denyInvalid } = networkPolicy(p.flags.get('allow-domain') ?? [], p.flags.get('deny-domain') ?? [], { allow: '--allow-domain', deny: '--deny-domain' });
   for (const problem of problems) output.err(`codeact-sandbox: ${problem}\n`);
   if (problems.length && !network && !denyInvalid && p.flags.has('allow-domain')) output.err('codeact-sandbox: no valid --allow-domain is left, so the sandbox has no network\n');
+  const credentials = credentialsFrom(p, network, output);
   const state = (one(p, 'state') ?? DEFAULTS.state) as StateMode;
   if (!STATE_MODES.includes(state)) throw new UsageError(`--state must be ${STATE_MODES.join(' or ')}`);
   if (state === 'session' && p.flags.has('no-warm')) throw new UsageError('--state session needs the warm runner: a state lives in it (leave out --no-warm)');
@@ -60,6 +62,7 @@ export function sandboxConfigFrom(p: Parsed, output: CliOutput = processOutput):
     preloadWhen,
     runtime: runtimeFrom(p),
     ...(network ? { network } : {}),
+    ...(credentials ? { credentials } : {}),
     timeoutSeconds,
     outputBudgetBytes,
     outputsMode,

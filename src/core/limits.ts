@@ -60,6 +60,8 @@ export const DEFAULTS = {
   'network.allow': [] as readonly string[],
   /** Domains refused even when the allow-list matches them. */
   'network.deny': [] as readonly string[],
+  /** Credentials the proxy adds for bound hosts (core/credentials); only the user's own settings count. */
+  credentials: [] as readonly Record<string, unknown>[],
 } as const;
 
 export interface FilesOutCaps {

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { DEFAULTS, type FilesOutCaps, type RunLimits, type SandboxLimits } from './limits';
 import { MAX_REQUIREMENT_LENGTH, requirementName } from './requirements';
-import { networkPolicy, type NetworkPolicy } from './network';
+import { domainLists, networkPolicy, type NetworkPolicy } from './network';
+import { parseBindings, reachableBindings, type ParsedBindings, type WrittenBinding } from './credentials';
 import { PRELOAD_WHEN, preloadModuleSchema } from './runnerProtocol';
 
 /**
@@ -59,6 +60,8 @@ export const settingsShape = {
   // Each entry is checked as a domain pattern by networkOf (a bad one is reported and dropped, never widened).
   'network.allow': z.array(z.string().max(300)).max(200),
   'network.deny': z.array(z.string().max(300)).max(200),
+  // Each entry is checked as a binding by credentialsOf (a bad one is reported and dropped, never widened).
+  credentials: z.array(z.record(z.string(), z.unknown())).max(50),
 } as const;
 
 export type SettingKey = keyof typeof settingsShape;
@@ -96,8 +99,21 @@ export function readSettings(get: (key: SettingKey) => unknown, section = 'codea
     }
   }
   const settings = out as Settings;
-  problems.push(...networkOf(settings, section).problems);
+  const network = networkOf(settings, section);
+  problems.push(...network.problems, ...credentialsOf(settings, network.policy, section).problems);
   return { settings, problems };
+}
+
+/**
+ * The credential bindings the settings give, each of whose hosts the network policy lets programs
+ * reach, and a sentence per binding dropped. None without a network.
+ */
+export function credentialsOf(s: Pick<Settings, 'credentials'>, policy: NetworkPolicy | undefined, section = 'codeactSandbox'): ParsedBindings {
+  if (s.credentials.length === 0) return { bindings: [], problems: [] };
+  const parsed = parseBindings(s.credentials as WrittenBinding[], `${section}.credentials`);
+  if (!policy) return { bindings: [], problems: [...parsed.problems, `${section}.credentials binds secrets, but ${section}.network.allow lets programs reach no host; the bindings are ignored.`] };
+  const reachable = reachableBindings(parsed.bindings, domainLists(policy.allow, policy.deny), `${section}.network.allow`);
+  return { bindings: reachable.bindings, problems: [...parsed.problems, ...reachable.problems] };
 }
 
 /** The network policy the settings give (undefined: no network), and a sentence per pattern dropped. */

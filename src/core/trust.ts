@@ -8,6 +8,12 @@
  */
 export const RESTRICTED_SETTINGS = ['image', 'pythonPackages', 'backend', 'dockerHost', 'dockerContext', 'dockerCertPath', 'dockerTlsVerify', 'denyGlobs', 'confirmBeforeRun', 'runtime', 'network.allow'] as const;
 
+/**
+ * Settings only the user's own settings may give, in a trusted workspace too: a repository's
+ * settings could otherwise send the user's key to the repository's own host.
+ */
+export const PERSONAL_SETTINGS = ['credentials'] as const;
+
 /** The shape of `WorkspaceConfiguration.inspect()`, reduced to what matters here. */
 export interface InspectedSetting {
   defaultValue?: unknown;
@@ -22,6 +28,7 @@ export interface InspectedSetting {
  */
 export function settingValue(key: string, inspected: InspectedSetting | undefined, trusted: boolean): unknown {
   if (!inspected) return undefined;
+  if ((PERSONAL_SETTINGS as readonly string[]).includes(key)) return inspected.globalValue ?? inspected.defaultValue;
   const restricted = (RESTRICTED_SETTINGS as readonly string[]).includes(key);
   if (trusted || !restricted) {
     return inspected.workspaceFolderValue ?? inspected.workspaceValue ?? inspected.globalValue ?? inspected.defaultValue;
@@ -32,6 +39,7 @@ export function settingValue(key: string, inspected: InspectedSetting | undefine
 /** True when the value comes from somewhere other than the default (an explicit choice). */
 export function isExplicit(key: string, inspected: InspectedSetting | undefined, trusted: boolean): boolean {
   if (!inspected) return false;
+  if ((PERSONAL_SETTINGS as readonly string[]).includes(key)) return inspected.globalValue !== undefined;
   const restricted = (RESTRICTED_SETTINGS as readonly string[]).includes(key);
   if (trusted || !restricted) {
     return inspected.workspaceFolderValue !== undefined || inspected.workspaceValue !== undefined || inspected.globalValue !== undefined;

@@ -7,6 +7,7 @@ import type { WorkspaceSource } from '../core/files/filesIn';
 import { DEFAULTS, type SandboxLimits } from '../core/limits';
 import type { Logger } from '../core/logger';
 import type { NetworkPolicy } from '../core/network';
+import type { SandboxCredentials } from '../core/credentials';
 import type { PreloadWhen } from '../core/runnerProtocol';
 import { filesInCapsOf, filesOutCapsOf, readSettings } from '../core/settings';
 import type { SessionStates, StateMode } from '../core/state';
@@ -46,6 +47,8 @@ export interface SandboxConfig {
   runtime: string;
   /** The domains programs may reach (--allow-domain, --deny-domain); unset: no network. */
   network?: NetworkPolicy;
+  /** Credentials the proxy adds for bound hosts (--credentials, --secret); only with a network. */
+  credentials?: SandboxCredentials;
   timeoutSeconds: number;
   outputBudgetBytes: number;
   outputsMode: OutputsMode;
@@ -87,7 +90,7 @@ export function createSandboxProvider(config: SandboxConfig, wiring: ProviderWir
     preloadModules: config.preloadModules,
     preloadWhen: config.preloadWhen,
     runtime: config.runtime,
-    ...(config.network ? { network: { policy: config.network } } : {}),
+    ...(config.network ? { network: { policy: config.network, ...(config.credentials ? { credentials: config.credentials } : {}) } } : {}),
   };
   let force = config.rebuild;
   let lastReason: string | undefined;

@@ -28,6 +28,12 @@ export class SettingsReader {
     const config = this.workspace.configuration();
     const trusted = this.workspace.isTrusted();
     const { settings, problems } = readSettings((key) => settingValue(key, config.inspect(key), trusted), CONFIG_SECTION);
+    const personal = config.inspect('credentials');
+    if (personal?.workspaceValue !== undefined || personal?.workspaceFolderValue !== undefined) {
+      problems.unshift(
+        `${CONFIG_SECTION}.credentials is set in this workspace's settings, which is ignored: only your user settings bind your secrets (a repository's settings could otherwise send your key to its own host).`,
+      );
+    }
     for (const problem of problems) {
       if (this.reported.has(problem)) continue;
       this.reported.add(problem);

@@ -22,6 +22,7 @@ import { sandboxCommands } from './sandboxCommands';
 import { registerCommands } from './commands';
 import { engineCommands } from './engineCommands';
 import { ENGINE_SETTINGS, SandboxService } from './sandboxService';
+import { CredentialVault, credentialCommands } from './credentials';
 import { ACTION } from './ui';
 import { createVscodeUi, createVscodeWorkspace } from './vscodeUi';
 import { windowPlace } from './windowPlace';
@@ -45,7 +46,9 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
     const store = new ArtifactStore(path.join((context.storageUri ?? context.globalStorageUri).fsPath, 'runs'));
     // Where this extension runs against the workspace decides where the engine is looked for (windowPlace.ts).
     const place = windowPlace(vscode.env.remoteName, context.extension.extensionKind, vscode.workspace.workspaceFolders?.[0]?.uri.authority);
+    const vault = new CredentialVault(context.secrets, context.globalState);
     const sandboxes = new SandboxService({
+      credentials: (bindings) => vault.sandboxCredentials(bindings),
       settings,
       log: logger,
       owner: currentOwner('vscode', VERSION),
@@ -114,6 +117,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         ...goBackCommands(store, tool, ui, () => settings.read().state),
         ...sandboxCommands(sandboxes, ui, logger),
         ...engineCommands(sandboxes, ui, place, context.extension.id),
+        ...credentialCommands(vault, logger),
         [COMMAND.showLog]: () => channel.show(),
         [COMMAND.checkEngine]: () => sandboxes.checkEngine(true),
         [COMMAND.openTroubleshooting]: () => vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(context.extensionUri, 'docs', 'troubleshooting.md')),

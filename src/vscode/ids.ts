@@ -33,4 +33,7 @@ export const COMMAND = {
   openTroubleshooting: 'codeactSandbox.openTroubleshooting',
   goBackToRun: 'codeactSandbox.goBackToRun',
   startChatFromRun: 'codeactSandbox.startChatFromRun',
+  addCredential: 'codeactSandbox.addCredential',
+  listCredentials: 'codeactSandbox.listCredentials',
+  removeCredential: 'codeactSandbox.removeCredential',
 } as const;

@@ -1,6 +1,6 @@
 import { ToolError } from '../core/errors';
 import type { Sandbox, SandboxProvider } from '../core/sandbox';
-import { networkOf, sandboxLimitsOf, type Settings } from '../core/settings';
+import { credentialsOf, networkOf, sandboxLimitsOf, type Settings } from '../core/settings';
 import {
   DockerSandboxProvider,
   ImageBuildError,
@@ -506,6 +506,7 @@ export class SandboxService implements SandboxProvider {
   private specOf(s: Settings, image: string, packagesSetting?: string): SandboxSpec {
     const { policy } = networkOf(s, CONFIG_SECTION);
     const testing = policy && this.deps.testInternetFile ? proxyTesting(this.deps.testInternetFile) : undefined;
+    const credentials = policy && this.deps.credentials ? this.deps.credentials(credentialsOf(s, policy, CONFIG_SECTION).bindings) : undefined;
     return {
       image,
       limits: sandboxLimitsOf(s),
@@ -514,7 +515,7 @@ export class SandboxService implements SandboxProvider {
       preloadWhen: s.preloadWhen,
       runtime: s.runtime,
       ...(packagesSetting ? { packagesSetting } : {}),
-      ...(policy ? { network: { policy, ...(testing ? { testing } : {}) } } : {}),
+      ...(policy ? { network: { policy, ...(testing ? { testing } : {}), ...(credentials ? { credentials } : {}) } } : {}),
     };
   }
 

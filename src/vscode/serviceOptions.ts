@@ -1,5 +1,6 @@
 /** What the sandbox service is made of (its effects and stores), and the host tests' proxy settings. */
 import * as fs from 'node:fs';
+import type { CredentialBinding, SandboxCredentials } from '../core/credentials';
 import type { Logger } from '../core/logger';
 import { ensureDevcontainerImage, planDevcontainerImage, type ChatRecords, type DockerSandboxProvider, type Owner, type PodmanFound, type ProviderOptions, type ProxyTesting } from '../docker';
 import type { SettingsReader } from './config';
@@ -43,6 +44,8 @@ export interface SandboxServiceOptions {
   place?: WindowPlace;
   /** Where Podman's tools look, and whether one answers there (tests pass a fake). */
   findPodman?: () => Promise<PodmanFound | undefined>;
+  /** The user's credentials for the bindings the settings give (values stay in SecretStorage until a proxy starts). */
+  credentials?: (bindings: readonly CredentialBinding[]) => SandboxCredentials | undefined;
 }
 
 /** The host tests' proxy settings (SandboxServiceOptions.testInternetFile), read once. */

@@ -21,7 +21,15 @@ export type BlockReason =
   /** A tunnel through port 443 that did not start with a TLS client hello. */
   | 'not tls'
   /** Not an http:// request or a tunnel (ftp://, the proxy's own cache manager). */
-  | 'scheme';
+  | 'scheme'
+  /** Plain http:// to a host a credential is bound to: only HTTPS goes there. */
+  | 'not https'
+  /** A request to a credential's host that could be read two ways (a second Host, folded headers, conflicting lengths). */
+  | 'malformed'
+  /** A placeholder's stand-in sent where its credential is not bound. */
+  | 'stand-in'
+  /** The credential's host could not be reached, or its certificate not verified. */
+  | 'upstream';
 
 export interface Connection {
   /** When the proxy logged it (its end), ms since the epoch. */
@@ -43,6 +51,8 @@ export interface Connection {
   serverAddress?: string;
   /** A tunnel still open when the call ended: its bytes are not known yet. */
   open?: boolean;
+  /** A request to a host a credential is bound to: true when the proxy added the credential (the record never holds its value). */
+  credential?: boolean;
   /** Made by a kept run re-run to rebuild the chat's state before the call (its run id), not by the call's program. */
   replayOf?: string;
   /**
@@ -198,7 +208,8 @@ export function networkSummary(activity: NetworkActivity): string {
 /** One connection as a line of "Show Program and Output" and the CLI's --verbose. */
 export function connectionLine(c: Connection): string {
   const when = new Date(c.time).toISOString().slice(11, 23);
-  const verdict = c.allowed ? `allowed${c.serverAddress ? ` (to ${c.serverAddress})` : ''}` : `blocked (${reasonText(c)})`;
+  const added = c.credential ? `, credential added for ${c.host}` : '';
+  const verdict = c.allowed ? `allowed${c.serverAddress ? ` (to ${c.serverAddress})` : ''}${added}` : `blocked (${reasonText(c)})`;
   const by = c.replayOf ? `, by kept run ${c.replayOf} re-run to rebuild the state` : '';
   const many = connectionCount(c) > 1 ? `${connectionCount(c)} connections from then on, ` : '';
   const bytes = `${c.bytesOut} bytes out, ${c.bytesIn} bytes in${many ? ' in all' : ''}`;
@@ -221,6 +232,14 @@ function reasonText(c: Connection): string {
       return 'not TLS';
     case 'scheme':
       return 'only http:// and HTTPS tunnels are allowed';
+    case 'not https':
+      return 'a credential is bound to it, so only HTTPS goes there';
+    case 'malformed':
+      return 'a request that could be read two ways: a second Host header, a folded header, conflicting lengths, a dot segment or an upgrade';
+    case 'stand-in':
+      return "a placeholder's stand-in sent where its credential is not bound";
+    case 'upstream':
+      return "the server could not be reached or its certificate not verified against the system's trust store";
     default:
       return 'not on the allow-list';
   }

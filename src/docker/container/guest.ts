@@ -105,6 +105,24 @@ export function oomCountSource(): string {
   return `${guestSource()}\nn = read_oom_kills()\nif n is not None:\n    print(n)\n`;
 }
 
+/** A sandbox with credentials: its CA alone, and that CA with the image's own trust store (the work area's tls folder). */
+export const TLS_DIR = `${WORK_ROOT}/tls`;
+export const CA_CERT = `${TLS_DIR}/ca.pem`;
+export const CA_BUNDLE = `${TLS_DIR}/ca-bundle.pem`;
+
+/**
+ * A sandbox with credentials: the variables by which OpenSSL, requests, curl, pip, git and Node
+ * trust the sandbox's own CA (which signs the bound hosts' certificate) beside the image's store,
+ * and each placeholder binding's stand-in. Never a value: the sandbox has none.
+ */
+export function credentialEnv(standIns: Readonly<Record<string, string>>): string[] {
+  return [
+    ...['SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'PIP_CERT', 'GIT_SSL_CAINFO', 'AWS_CA_BUNDLE'].map((k) => `${k}=${CA_BUNDLE}`),
+    `NODE_EXTRA_CA_CERTS=${CA_CERT}`,
+    ...Object.entries(standIns).map(([k, v]) => `${k}=${v}`),
+  ];
+}
+
 export function sandboxEnv(): string[] {
   return [
     `HOME=${HOME_DIR}`,

@@ -4,7 +4,7 @@
  * cross-process lock on a shared one, and the typed errors of making one.
  */
 export { createFailure, sandboxFailed, translateEngine } from './errors';
-export { HOME_DIR, PROGRAM_NAME, RUNS_DIR, SANDBOX_GID, SANDBOX_UID, SANDBOX_USER, WORK_ROOT, endAllSparingLines, killAllSparingSource } from './guest';
+export { CA_BUNDLE, CA_CERT, HOME_DIR, TLS_DIR, credentialEnv, PROGRAM_NAME, RUNS_DIR, SANDBOX_GID, SANDBOX_UID, SANDBOX_USER, WORK_ROOT, endAllSparingLines, killAllSparingSource } from './guest';
 export { ExecStdout } from './execDemux';
 export { guestEnded, oomKillCount, startGuest } from './guestExec';
 export { LABEL, LABEL_SCHEMA, currentOwner, hasAllLabels, ownerLabels, runtimeFromLabels, runtimeLabels, sharedSandboxName, type Owner, type OwnerKind } from './labels';
@@ -17,6 +17,7 @@ export {
   declaredVolumes,
   hardenedHostConfig,
   networkDigest,
+  networkKey,
   removeQuietly,
   sameSpec,
   specKey,

@@ -36,6 +36,11 @@ export const LABEL = {
   egressNetwork: 'dev.codeact-sandbox.egress-network',
   /** Podman sandboxes with a network: the name of their own proxy, whose namespace they joined. */
   proxy: 'dev.codeact-sandbox.proxy',
+  /**
+   * Sandboxes with credentials: the certificate (PEM, base64) of the CA made for the sandbox alone,
+   * which it trusts; public, and kept here so another process attaching lays it out again.
+   */
+  credentialCa: 'dev.codeact-sandbox.credential-ca',
 } as const;
 
 export const LABEL_SCHEMA = '1';

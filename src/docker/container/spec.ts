@@ -2,6 +2,7 @@ import type Dockerode from 'dockerode';
 import { DEFAULTS, type SandboxLimits } from '../../core/limits';
 import type { PreloadWhen } from '../../core/runnerProtocol';
 import { policyDigest, type NetworkPolicy } from '../../core/network';
+import type { SandboxCredentials } from '../../core/credentials';
 import type { Logger } from '../../core/logger';
 import { describeError } from '../../core/errors';
 import { isGvisor, statusCode, withDeadline, type EngineKind, type RuntimeChoice, type RuntimeRequest } from '../engine';
@@ -46,16 +47,33 @@ export interface ProxyTesting {
   egressNetwork: string;
   reachable: readonly string[];
   hosts: Readonly<Record<string, string>>;
+  /** The test CA the credential forwarder trusts beside the system's store (the test servers' certificates). */
+  upstreamCa?: string;
 }
 
 export interface SandboxNetwork {
   policy: NetworkPolicy;
   testing?: ProxyTesting;
+  /**
+   * Credentials the proxy adds for bound hosts (only on hosts the policy lets programs reach).
+   * Such a sandbox has a proxy of its own on every engine (sidecar.ts): its CA is its alone.
+   */
+  credentials?: SandboxCredentials;
+}
+
+/**
+ * A network as its key and digest see it: the credentials by their bindings, stand-ins and
+ * generation, never through anything that could hold a value.
+ */
+export function networkKey(network: SandboxNetwork): string {
+  const c = network.credentials;
+  return JSON.stringify([network.policy, network.testing ?? null, c ? [c.bindings, c.standIns, c.values.generation] : null]);
 }
 
 /** The digest that names a network's internal network and proxy, and labels its sandboxes. */
 export function networkDigest(network: SandboxNetwork): string {
-  return policyDigest(network.policy, network.testing ? JSON.stringify(network.testing) : '');
+  if (!network.credentials) return policyDigest(network.policy, network.testing ? JSON.stringify(network.testing) : '');
+  return policyDigest(network.policy, networkKey(network));
 }
 
 /**
@@ -85,7 +103,8 @@ export function specKey(spec: SandboxSpec): string {
     spec.preloadWhen ?? DEFAULTS.preloadWhen,
     spec.runtime ?? null,
     spec.packagesSetting ?? null,
-    spec.network ?? null,
+    // With credentials, by networkKey alone: nothing that could hold a value is ever stringified.
+    spec.network?.credentials ? networkKey(spec.network) : (spec.network ?? null),
   ]);
 }
 

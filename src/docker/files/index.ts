@@ -2,3 +2,4 @@
 export { archiveOf } from './archive';
 export { collectFiles } from './transfer';
 export { layOutWorkArea, putRunFiles } from './workArea';
+export { imageTrustStore, trustEntries } from './trustStore';

@@ -2,13 +2,13 @@ import type Dockerode from 'dockerode';
 import { ToolError, describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
 import type { ProgramRun } from '../../core/sandbox';
-import { archiveOf } from './archive';
+import { archiveOf, type ArchiveEntry } from './archive';
 import { isNoSpace, withDeadline } from '../engine';
 import { RUNS_DIR, WORK_ROOT } from '../container';
 import { runArchive, runsFolderProblem } from './transfer';
 
-/** Lays out /sandbox (a tmpfs: empty after every start): home, tmp and the runs folder. */
-export async function layOutWorkArea(container: Dockerode.Container, deadlineMs: number): Promise<void> {
+/** Lays out /sandbox (a tmpfs: empty after every start): home, tmp and the runs folder, and `extra` (a sandbox's tls folder). */
+export async function layOutWorkArea(container: Dockerode.Container, deadlineMs: number, extra: readonly ArchiveEntry[] = []): Promise<void> {
   const layOut = () =>
     withDeadline(
       container.putArchive(
@@ -16,6 +16,7 @@ export async function layOutWorkArea(container: Dockerode.Container, deadlineMs:
           { type: 'directory', name: 'home' },
           { type: 'directory', name: 'tmp' },
           { type: 'directory', name: 'runs' },
+          ...extra,
         ]),
         { path: WORK_ROOT },
       ),

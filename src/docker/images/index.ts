@@ -9,7 +9,7 @@ export { PACKAGES_REPOSITORY, ensurePackagesImage, findPackagesImage, type Ensur
 export { ImageBuildError, RequirementRejectedError } from './errors';
 export { IMAGE_LABEL, imageDistributions } from './imageLabels';
 export type { BuildPhase, BuildProgress, BuildProgressListener } from './buildProgress';
-export { PROXY_CONF_ENV, PROXY_GATE_COMMAND, PROXY_HOSTS_ENV, PROXY_NEVER_ENV, PROXY_REACH_ENV, PROXY_SHARED_ENV, PROXY_REPOSITORY, PROXY_RUN_DIR, ensureProxyImage, proxyImageContext, proxyImageTag } from './proxyImage';
+export { CREDENTIALS_PORT, CREDENTIALS_RUN_DIR, CREDENTIALS_UID, PROXY_CREDENTIALS_ENV, PROXY_CONF_ENV, PROXY_GATE_COMMAND, PROXY_HOSTS_ENV, PROXY_NEVER_ENV, PROXY_REACH_ENV, PROXY_SHARED_ENV, PROXY_REPOSITORY, PROXY_RUN_DIR, ensureProxyImage, proxyImageContext, proxyImageTag } from './proxyImage';
 export { CHAT_REPOSITORY, CHAT_SITE, MAX_CHAT_GENERATIONS, NothingInstalled, buildChatImage, chatImageTag, configuredBase, listChatImages, removeChatImage, removeDropped, siteStamp, userSitePackages, type BetweenCalls, type ChatImage } from './chatImage';
 export { MAX_CHAT_SITE_BYTES } from './chatSite';
 export { asNamed, tagsIn } from './repoTags';

@@ -4,6 +4,8 @@
  * and reused until its recipe changes. Only sandboxes with an allow-list need it.
  */
 import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import type Dockerode from 'dockerode';
 import { ToolError, describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
@@ -37,6 +39,28 @@ export const PROXY_SHARED_ENV = 'CODEACT_PROXY_SHARED';
 export const PROXY_NEVER_ENV = 'CODEACT_PROXY_NEVER';
 /** Tests only: ranges among those it may reach on ports 80 and 443 all the same (the test servers). */
 export const PROXY_REACH_ENV = 'CODEACT_PROXY_REACH';
+/**
+ * Set to 1 when credentials are bound: the gate starts the credential forwarder first, as a user
+ * of its own, handing it the container's standard input (its bindings and their values).
+ */
+export const PROXY_CREDENTIALS_ENV = 'CODEACT_PROXY_CREDENTIALS';
+/** The forwarder's own tmpfs: its leaf and key, nothing else (the CA's key is destroyed in it). */
+export const CREDENTIALS_RUN_DIR = '/run/codeact-credentials';
+/** The forwarder's user (Debian's dynamic range): squid's user cannot read its memory or files. */
+export const CREDENTIALS_UID = 990;
+/** Where squid reaches the forwarder, on the container's loopback. */
+export const CREDENTIALS_PORT = 3129;
+const FORWARDER = '/usr/local/bin/codeact-credentials';
+
+declare const __CODEACT_CREDENTIALS_SOURCE__: string | undefined;
+let forwarderCache: string | undefined;
+
+/** The forwarder's Python (resources/proxy/credentials.py): inline in a bundle, read from the sources otherwise. */
+export function forwarderSource(): string {
+  if (typeof __CODEACT_CREDENTIALS_SOURCE__ === 'string') return __CODEACT_CREDENTIALS_SOURCE__;
+  forwarderCache ??= fs.readFileSync(path.resolve(__dirname, '../../../resources/proxy/credentials.py'), 'utf8');
+  return forwarderCache;
+}
 
 /** squid's port, as the gate opens it (squidConfig's PROXY_PORT; the image does not import the network layer). */
 const PROXY_PORT_FOR_GATE = 3128;
@@ -75,9 +99,16 @@ const GATE_SCRIPT = [
   `never=\${${PROXY_NEVER_ENV}:?the never-reached ranges are not set}`,
   `reach=\${${PROXY_REACH_ENV}:-}`,
   "servers=$(awk '$1 == \"nameserver\" && $2 !~ /:/ {print $2}' /etc/resolv.conf)",
-  "if [ \"$shared\" = 1 ]; then ! grep -Eq '^[[:space:]]*nameserver[[:space:]]+(127\\.|::1)' /etc/resolv.conf || fail 'the engine gave the proxy a name server on loopback, which the sandbox could answer'; fi",
+  // Docker's own resolver (127.0.0.11, on a network of the user's) is held by the engine, which no
+  // sandbox can answer for; it is fenced below so only the proxy's users may ask it. Any other
+  // name server on loopback could be a sandbox's to answer.
+  "if [ \"$shared\" = 1 ]; then ! grep -Eq '^[[:space:]]*nameserver[[:space:]]+(127\\.|::1)' /etc/resolv.conf || [ \"$(awk '$1 == \"nameserver\" {print $2}' /etc/resolv.conf)\" = 127.0.0.11 ] || fail 'the engine gave the proxy a name server on loopback, which the sandbox could answer'; fi",
   'uid=$(id -u proxy)',
   'gid=$(id -g proxy)',
+  `credentials=\${${PROXY_CREDENTIALS_ENV}:-0}`,
+  // The users that may send beyond the container: squid's, and the credential forwarder's when it runs.
+  'owners=$uid',
+  `if [ "$credentials" = 1 ]; then cuid=$(id -u codeact-cred); cgid=$(id -g codeact-cred); owners="$uid $cuid"; fi`,
   // Debian's iptables speaks nf_tables; a kernel without it has the legacy tables.
   'ipt=iptables',
   'iptables -w -L -n >/dev/null 2>&1 || ipt=iptables-legacy',
@@ -91,13 +122,18 @@ const GATE_SCRIPT = [
   '$ipt -w -A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT',
   // The refusal below is an ICMP message to the sender itself, over loopback.
   '$ipt -w -A OUTPUT -o lo -p icmp --icmp-type destination-unreachable -j ACCEPT',
-  // Loopback: squid and its sandbox (Podman), or squid and the engine's name server (Docker: no one else is here).
+  // The forwarder is squid's to reach, no one else's (a sandbox shares this loopback on Podman).
+  `if [ "$credentials" = 1 ]; then $ipt -w -A OUTPUT -o lo -p tcp --dport ${CREDENTIALS_PORT} -m owner ! --uid-owner $uid -j REJECT; fi`,
+  // Sharing the namespace, a sandbox would reach a resolver on loopback as well: only the proxy's users may ask it.
+  'if [ "$shared" = 1 ]; then for ns in $servers; do case "$ns" in 127.*) for o in $owners; do $ipt -w -A OUTPUT -o lo -d "$ns" -m owner --uid-owner $o -j ACCEPT; done; $ipt -w -A OUTPUT -o lo -d "$ns" -j REJECT;; esac; done; fi',
+  // Loopback: squid and its sandbox (Podman; Docker with credentials), or squid and the engine's name server (Docker: no one else is here).
   'if [ "$shared" = 1 ]; then $ipt -w -A OUTPUT -o lo -s 127.0.0.0/8 -d 127.0.0.0/8 -j ACCEPT; else $ipt -w -A OUTPUT -o lo -j ACCEPT; fi',
-  'own="-m owner --uid-owner $uid"',
-  'for ns in $servers; do for proto in udp tcp; do $ipt -w -A OUTPUT $own -p $proto -d "$ns" --dport 53 -j ACCEPT; done; done',
-  'for r in $reach; do $ipt -w -A OUTPUT $own -p tcp -d "$r" -m multiport --dports 80,443 -j ACCEPT; done',
+  'for o in $owners; do for ns in $servers; do for proto in udp tcp; do $ipt -w -A OUTPUT -m owner --uid-owner $o -p $proto -d "$ns" --dport 53 -j ACCEPT; done; done; done',
+  // The forwarder goes out on 443 only (it speaks only HTTPS to a bound host).
+  'for o in $owners; do for r in $reach; do $ipt -w -A OUTPUT -m owner --uid-owner $o -p tcp -d "$r" -m multiport --dports 80,443 -j ACCEPT; done; done',
   'for r in $never; do $ipt -w -A OUTPUT -d "$r" -j REJECT --reject-with icmp-host-unreachable; done',
-  '$ipt -w -A OUTPUT $own -p tcp -m multiport --dports 80,443 -j ACCEPT',
+  '$ipt -w -A OUTPUT -m owner --uid-owner $uid -p tcp -m multiport --dports 80,443 -j ACCEPT',
+  'if [ "$credentials" = 1 ]; then $ipt -w -A OUTPUT -m owner --uid-owner $cuid -p tcp --dport 443 -j ACCEPT; fi',
   '$ipt -w -A OUTPUT -j REJECT --reject-with icmp-host-unreachable',
   // IPv6 is off by sysctl; closed here too where the kernel has it.
   'if ip6tables -w -L -n >/dev/null 2>&1; then for chain in INPUT FORWARD OUTPUT; do ip6tables -w -P $chain DROP; done; ip6tables -w -F; ip6tables -w -A INPUT -i lo -j ACCEPT; ip6tables -w -A OUTPUT -o lo -j ACCEPT; fi',
@@ -105,6 +141,13 @@ const GATE_SCRIPT = [
   // squid opens its log by path (/dev/stdout), which the proxy user may not while the engine's
   // pipes are root's: they are opened to it (nothing else runs in this container).
   "chmod o+w /proc/self/fd/1 /proc/self/fd/2 || fail 'cannot open the log pipes to the proxy user'",
+  // The forwarder alone gets the container's standard input: its bindings and their values. A
+  // background job's input would be /dev/null unless redirected, hence fd 3. squid gets none.
+  'exec 3<&0 0</dev/null',
+  `if [ "$credentials" = 1 ]; then setpriv --reuid="$cuid" --regid="$cgid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- python3 -I ${FORWARDER} ${CREDENTIALS_RUN_DIR} <&3 3<&- & fi`,
+  'exec 3<&-',
+  // squid starts once the forwarder listens: a parent it found closed at its start it would take for down.
+  `if [ "$credentials" = 1 ]; then n=0; until grep -q '^ *[0-9]*: 0100007F:${CREDENTIALS_PORT.toString(16).toUpperCase().padStart(4, '0')} 00000000:0000 0A' /proc/net/tcp; do n=$((n+1)); [ $n -lt 600 ] || fail 'the credential forwarder did not start'; [ -d /proc/$! ] || fail 'the credential forwarder stopped'; sleep 0.1; done; fi`,
   `exec setpriv --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- /usr/local/bin/codeact-proxy`,
   '',
 ].join('\n');
@@ -124,18 +167,21 @@ export function proxyImageContext(period = proxyPeriod()): BuildContext {
     `FROM ${ROUTES.debian.base}`,
     `RUN : refreshed ${period} \\`,
     ' && apt-get update \\',
-    ' && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends -o Dpkg::Use-Pty=0 squid-openssl openssl iptables \\',
+    // python3 and ca-certificates: the credential forwarder, and the trust store it checks servers against.
+    ' && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends -o Dpkg::Use-Pty=0 squid-openssl openssl iptables python3 ca-certificates \\',
     ' && apt-get clean \\',
-    ' && rm -rf /var/lib/apt/lists/*',
+    ' && rm -rf /var/lib/apt/lists/* \\',
+    ` && useradd --system --uid ${CREDENTIALS_UID} --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin codeact-cred`,
     'COPY start-proxy /usr/local/bin/codeact-proxy',
     `COPY start-gate ${PROXY_GATE_COMMAND}`,
-    `RUN chmod 0755 /usr/local/bin/codeact-proxy ${PROXY_GATE_COMMAND}`,
+    `COPY credentials.py ${FORWARDER}`,
+    `RUN chmod 0755 /usr/local/bin/codeact-proxy ${PROXY_GATE_COMMAND} && chmod 0644 ${FORWARDER}`,
     // Debian's proxy user; the container starts as root for the gate, which ends as this user.
     'USER proxy',
     'CMD ["/usr/local/bin/codeact-proxy"]',
     '',
   ].join('\n');
-  return { dockerfile, files: { 'start-proxy': START_SCRIPT, 'start-gate': GATE_SCRIPT } };
+  return { dockerfile, files: { 'start-proxy': START_SCRIPT, 'start-gate': GATE_SCRIPT, 'credentials.py': forwarderSource() } };
 }
 
 function contextHash(context: BuildContext): string {

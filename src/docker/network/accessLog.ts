@@ -23,7 +23,25 @@ const REASONS: Record<string, BlockReason> = {
   port: 'port',
   sni: 'sni',
   scheme: 'scheme',
+  plain_bound: 'not https',
+  standin: 'stand-in',
 };
+
+/**
+ * The credential forwarder's reasons (resources/proxy/credentials.py): its lines carry the
+ * squid code CREDENTIAL, one per request inside a tunnel to a bound host.
+ */
+const FORWARDER_REASONS: Record<string, BlockReason> = {
+  malformed: 'malformed',
+  upgrade: 'malformed',
+  standin: 'stand-in',
+  private: 'private address',
+  upstream: 'upstream',
+  handshake: 'not tls',
+  sni: 'sni',
+};
+/** The forwarder's verdicts that let a request through: with the credential, or outside its paths and methods. */
+const FORWARDED = new Set(['credential', 'bound']);
 
 /** One log line, or undefined for a line that is not a connection of a sandbox (or not ours). */
 export function parseLogLine(line: string): LogEntry | undefined {
@@ -50,6 +68,11 @@ export function parseLogLine(line: string): LogEntry | undefined {
     ...(hello ? { sni: hello } : {}),
     ...(serverAddress ? { serverAddress } : {}),
   };
+  if (squidCode === 'CREDENTIAL') {
+    const passed = FORWARDED.has(why);
+    const reason = passed ? undefined : (FORWARDER_REASONS[why] ?? 'malformed');
+    return { kind: 'connection', client, clientPort, connection: { ...base, allowed: passed, ...(reason ? { reason } : {}), ...(why === 'credential' ? { credential: true } : {}) } };
+  }
   if (method === 'CONNECT' && squidCode === 'NONE_NONE' && why === 'allowed' && bump === 'splice') {
     return { kind: 'tunnel', client, clientPort, connection: { ...base, bytesOut: 0, bytesIn: 0, allowed: true, open: true } };
   }

@@ -33,6 +33,8 @@ export interface Egress {
   proxyAddress: string;
   /** When the running proxy started (the engine's word): another value is another proxy, with a log of its own. */
   startedAt?: string;
+  /** A proxy with credentials: the certificate of the CA made for this sandbox alone, which its programs trust. */
+  ca?: string;
 }
 
 export function egressNames(target: EgressTarget): { digest: string; proxy: string } {

@@ -6,7 +6,8 @@ import { Writable } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { LABEL, LABEL_SCHEMA, PODMAN_RLIMITS, type SandboxNetwork } from '../container';
 import { ENGINE_DEADLINE_MS, withDeadline, type EngineKind } from '../engine';
-import { PROXY_CONF_ENV, PROXY_GATE_COMMAND, PROXY_HOSTS_ENV, PROXY_NEVER_ENV, PROXY_REACH_ENV, PROXY_RUN_DIR, PROXY_SHARED_ENV } from '../images';
+import { CREDENTIALS_PORT, CREDENTIALS_RUN_DIR, CREDENTIALS_UID, PROXY_CONF_ENV, PROXY_CREDENTIALS_ENV, PROXY_GATE_COMMAND, PROXY_HOSTS_ENV, PROXY_NEVER_ENV, PROXY_REACH_ENV, PROXY_RUN_DIR, PROXY_SHARED_ENV } from '../images';
+import { squidCredentials } from './credentialProxy';
 import { NetworkUnavailableError } from './errors';
 import { LOG_TAG, NEVER_REACHED, squidConfig, type ProxyConfigInput } from './squidConfig';
 
@@ -54,11 +55,15 @@ export function proxyContainerOptions(input: ProxyContainerInput): Dockerode.Con
   // squid reads an empty source list as a syntax error, and an outside it does not know of is served.
   if ('except' in input.clients && input.clients.except.length === 0) throw new NetworkUnavailableError("the proxy's outside network has no subnet to keep out");
   if (bad !== undefined) throw new NetworkUnavailableError(`the test setting reachable names ${JSON.stringify(bad)}, not an IPv4 range`);
+  const credentials = input.target.credentials;
+  // A proxy with credentials is one sandbox's (sidecar.ts): the CA it makes is that sandbox's alone.
+  if (credentials && !input.gate) throw new NetworkUnavailableError('credentials need a proxy of the sandbox\'s own');
   const config = squidConfig({
     policy: input.target.policy,
     clients: input.clients,
     ...(input.gate ? { listen: '127.0.0.1' } : {}),
     ...(testing ? { reachable: testing.reachable, hostsFile: `${PROXY_RUN_DIR}/hosts` } : {}),
+    ...(credentials ? { credentials: squidCredentials(credentials, CREDENTIALS_PORT) } : {}),
   });
   const hosts = testing ? Object.entries(testing.hosts).map(([name, ip]) => `${ip} ${name}`) : [];
   const podman = input.engine === 'podman';
@@ -66,6 +71,8 @@ export function proxyContainerOptions(input: ProxyContainerInput): Dockerode.Con
   // there, nothing else runs in the container to write to it (a sandbox joins only the network).
   // The gate runs as root before it, and writes nothing there.
   const tmpfs = podman ? 'rw,nosuid,nodev,noexec,size=16m,mode=1777' : 'rw,nosuid,nodev,noexec,size=16m,mode=0700,uid=13,gid=13';
+  // The forwarder's own: its leaf's key, readable by its user alone (on Podman it makes a 0700 folder inside).
+  const forwarderTmpfs = podman ? 'rw,nosuid,nodev,noexec,size=1m,mode=1777' : `rw,nosuid,nodev,noexec,size=1m,mode=0700,uid=${CREDENTIALS_UID},gid=${CREDENTIALS_UID}`;
   return {
     name: input.name,
     Image: input.image,
@@ -75,7 +82,10 @@ export function proxyContainerOptions(input: ProxyContainerInput): Dockerode.Con
       `${PROXY_NEVER_ENV}=${NEVER_REACHED.filter((r) => !r.includes(':')).join(' ')}`,
       ...(testing?.reachable.length ? [`${PROXY_REACH_ENV}=${testing.reachable.join(' ')}`] : []),
       ...(input.gate ? [`${PROXY_SHARED_ENV}=1`] : []),
+      ...(credentials ? [`${PROXY_CREDENTIALS_ENV}=1`] : []),
     ],
+    // The credentials come once on standard input (credentialProxy.ts), to the forwarder alone.
+    ...(credentials ? { OpenStdin: true, StdinOnce: true, AttachStdin: true } : {}),
     Labels: input.labels,
     // The gate starts as root with what setting a firewall and then becoming the proxy user take;
     // it leaves squid none of it (proxyImage.ts).
@@ -90,7 +100,7 @@ export function proxyContainerOptions(input: ProxyContainerInput): Dockerode.Con
       Memory: 256 * 1024 * 1024,
       MemorySwap: 256 * 1024 * 1024,
       PidsLimit: 64,
-      Tmpfs: { [PROXY_RUN_DIR]: tmpfs, '/tmp': tmpfs, '/var/spool/squid': tmpfs, '/var/log/squid': tmpfs },
+      Tmpfs: { [PROXY_RUN_DIR]: tmpfs, '/tmp': tmpfs, '/var/spool/squid': tmpfs, '/var/log/squid': tmpfs, ...(credentials ? { [CREDENTIALS_RUN_DIR]: forwarderTmpfs } : {}) },
       RestartPolicy: { Name: 'no' },
       // No IPv6 (a link-local address reaches the host's side of a bridge), and, in the namespace
       // a sandbox joins, no port under 1024 for anyone but a privileged process.
@@ -99,7 +109,8 @@ export function proxyContainerOptions(input: ProxyContainerInput): Dockerode.Con
         'net.ipv6.conf.default.disable_ipv6': '1',
         ...(input.gate ? { 'net.ipv4.ip_unprivileged_port_start': '1024' } : {}),
       },
-      ...(podman ? { Ulimits: [...PODMAN_RLIMITS] } : {}),
+      // No core file: a crash must not write the forwarder's memory anywhere.
+      Ulimits: [{ Name: 'core', Soft: 0, Hard: 0 }, ...(podman ? PODMAN_RLIMITS : [])],
       // The access log is how a run's connections are known: kept, and bounded.
       LogConfig: podman ? { Type: 'k8s-file', Config: { 'max-size': '8m' } } : { Type: 'json-file', Config: { 'max-size': '8m', 'max-file': '2' } },
     },

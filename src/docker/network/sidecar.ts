@@ -1,5 +1,5 @@
 /**
- * Podman's way out: one proxy per sandbox, whose network namespace the sandbox joins
+ * Podman's way out, and on Docker a sandbox's with credentials (its CA must be its own): one proxy per sandbox, whose network namespace the sandbox joins
  * (`container:<proxy>`). Podman's internal networks cannot be Docker's (measured on 4.3: the host
  * holds an address on each, which a sandbox could reach, and where Docker runs beside it, Docker's
  * firewall drops the traffic between their members), so the proxy is on an ordinary network and
@@ -11,17 +11,20 @@ import type Dockerode from 'dockerode';
 import { ToolError, describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
 import { LABEL, networkDigest, type SandboxNetwork } from '../container';
-import { ENGINE_DEADLINE_MS, SandboxGoneError, engineFailure, isEngineFailure, isNameTaken, statusCode, withDeadline } from '../engine';
+import { ENGINE_DEADLINE_MS, SandboxGoneError, engineFailure, isEngineFailure, isNameTaken, statusCode, withDeadline, type EngineKind } from '../engine';
 import { ensureProxyImage } from '../images';
 import type { Egress } from './egress';
 import { NetworkUnavailableError } from './errors';
 import { NETWORK_LABEL, egressLabels, proxyContainerOptions, waitReady } from './proxyContainer';
+import { attachCredentials, forwarderCa } from './credentialProxy';
 
 /** Where a sandbox reaches its own proxy: the loopback of the namespace they share. */
 const LOOPBACK = '127.0.0.1';
 
 export interface SidecarOptions {
   docker: Dockerode;
+  /** Podman always; Docker for a sandbox with credentials (its CA is its own). */
+  engine: EngineKind;
   target: SandboxNetwork;
   /** The sandbox's name when it is made: the proxy's is derived from it (and kept when a spare is renamed). */
   sandboxName: string;
@@ -49,19 +52,28 @@ export async function makeSidecar(o: SidecarOptions): Promise<Egress> {
       image,
       target: o.target,
       labels: egressLabels(o.version, 'sidecar', networkDigest(o.target)),
-      engine: 'podman',
+      engine: o.engine,
       clients: { only: `${LOOPBACK}/32` },
-      gate: { network: o.target.testing?.egressNetwork ?? 'podman' },
+      gate: { network: o.target.testing?.egressNetwork ?? (o.engine === 'podman' ? 'podman' : 'bridge') },
     });
     const container = await withDeadline(o.docker.createContainer(options), ENGINE_DEADLINE_MS, 'create proxy');
+    const credentials = o.target.credentials;
+    let delivery: Awaited<ReturnType<typeof attachCredentials>> | undefined;
     try {
+      if (credentials) delivery = await attachCredentials(container, { ...o.target, credentials });
       await withDeadline(container.start(), ENGINE_DEADLINE_MS, 'start proxy');
+      if (delivery) await withDeadline(delivery.deliver(), ENGINE_DEADLINE_MS, 'hand the proxy its credentials');
+      const ca = credentials ? forwarderCa(o.docker, container, name) : undefined;
+      ca?.catch(() => {});
       await waitReady(o.docker, container, name);
+      const caPem = await ca;
       const info = await withDeadline(container.inspect(), ENGINE_DEADLINE_MS, 'inspect proxy');
       if (!info.State.Running) throw new NetworkUnavailableError(`the proxy ${name} stopped as it started`);
-      o.log.info(`network proxy ${name} started for ${o.target.policy.allow.join(', ')}${o.target.policy.deny.length ? ` (not ${o.target.policy.deny.join(', ')})` : ''}`);
-      return egressOf(o.target, name, info);
+      const bound = credentials ? `; credentials added for ${[...new Set(credentials.bindings.flatMap((b) => b.hosts))].join(', ')}` : '';
+      o.log.info(`network proxy ${name} started for ${o.target.policy.allow.join(', ')}${o.target.policy.deny.length ? ` (not ${o.target.policy.deny.join(', ')})` : ''}${bound}`);
+      return { ...egressOf(o.target, name, info), ...(caPem ? { ca: caPem } : {}) };
     } catch (e) {
+      delivery?.abandon();
       await removeSidecar(o.docker, name, o.log);
       throw e;
     }

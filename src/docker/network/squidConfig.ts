@@ -49,6 +49,13 @@ export interface ProxyConfigInput {
   listen?: string;
   /** Tests only: a hosts file squid reads instead of /etc/hosts (names only the tests' proxy resolves). */
   hostsFile?: string;
+  /**
+   * Hosts a credential is bound to: their tunnels go to the credential forwarder on this
+   * container's loopback (squid's parent for them), and plain http:// to them is refused. The
+   * stand-ins of placeholder bindings, with the headers they are sent in: a plain request that
+   * carries one (in its URL or those headers) is refused, wherever it goes.
+   */
+  credentials?: { hosts: readonly string[]; standIns: readonly string[]; headers: readonly string[]; port: number };
 }
 
 /** A pattern as a POSIX regular expression on the host: `x.y` exactly, `*.x.y` any name under it. */
@@ -67,6 +74,10 @@ export function squidConfig(input: ProxyConfigInput): string {
   const allow = input.policy.allow.map(patternRegex).join(' ');
   const deny = input.policy.deny.map(patternRegex).join(' ');
   const reachable = input.reachable ?? [];
+  const cred = input.credentials && input.credentials.hosts.length > 0 ? input.credentials : undefined;
+  // Stand-ins are hex after a fixed prefix (newStandIn): nothing in them is special to a regex.
+  const standIns = cred?.standIns.filter((s) => /^[a-z0-9-]+$/.test(s)) ?? [];
+  const standInHeaders = standIns.length ? [...new Set(cred!.headers.filter((h) => /^[A-Za-z0-9-]+$/.test(h)))] : [];
   return [
     '# CodeAct Sandbox network proxy. Generated from the allow- and deny-lists.',
     `http_port ${input.listen ? `${input.listen}:` : ''}${PROXY_PORT} ssl-bump cert=/run/codeact-proxy/peek.pem generate-host-certificates=off`,
@@ -125,6 +136,14 @@ export function squidConfig(input: ProxyConfigInput): string {
     why('allowed', 'allowed'),
     // A refused tunnel is reset: an error page would have to be served inside TLS, with a
     // certificate no client trusts. The reason is in the log, and the model gets it from there.
+    ...(cred
+      ? [
+          `acl bound dstdom_regex -n -i ${cred.hosts.map(patternRegex).join(' ')}`,
+          why('plain_bound', 'plain_bound'),
+          ...(standIns.length ? [`acl standin_url url_regex ${standIns.join(' ')}`, why('standin', 'standin')] : []),
+          ...standInHeaders.map((h, i) => `acl standin_header_${i} req_header ${h} ${standIns.join(' ')}`),
+        ]
+      : []),
     why('tunnel_port', 'port'),
     why('tunnel_denied', 'denied'),
     why('tunnel_unlisted', 'unlisted'),
@@ -145,6 +164,9 @@ export function squidConfig(input: ProxyConfigInput): string {
     ...(deny ? ['http_access deny CONNECT denied why_tunnel_denied', 'http_access deny denied why_denied'] : []),
     'http_access deny CONNECT !allowed why_tunnel_unlisted',
     'http_access deny !allowed why_unlisted',
+    // The credential's hosts: HTTPS only, so that the forwarder sees, checks and completes each request.
+    ...(cred ? ['http_access deny !CONNECT bound why_plain_bound'] : []),
+    ...(standIns.length ? ['http_access deny !CONNECT standin_url why_standin', ...standInHeaders.map((_, i) => `http_access deny !CONNECT standin_header_${i} why_standin`)] : []),
     ...(reachable.length ? ['http_access allow test_reachable why_allowed'] : []),
     'http_access deny CONNECT never_reached why_tunnel_private',
     'http_access deny never_reached why_private',
@@ -153,6 +175,17 @@ export function squidConfig(input: ProxyConfigInput): string {
     // The client hello must name an allowed server (and not a denied one); the tunnel is then
     // spliced, never decrypted. Without a server name, the CONNECT's host (already allowed) counts.
     'acl step1 at_step SslBump1',
+    ...(cred
+      ? [
+          // A bound host's tunnel is not peeked at by squid: the forwarder terminates its TLS with
+          // the sandbox's own leaf (and checks the hello's name itself), and squid sends it there.
+          `cache_peer 127.0.0.1 parent ${cred.port} 0 no-query no-digest no-netdb-exchange name=credentials`,
+          'cache_peer_access credentials allow CONNECT bound',
+          'cache_peer_access credentials deny all',
+          'never_direct allow CONNECT bound',
+          'ssl_bump splice step1 bound',
+        ]
+      : []),
     `acl hello_allowed ssl::server_name_regex -i ${allow}`,
     ...(deny ? [`acl hello_denied ssl::server_name_regex -i ${deny}`] : []),
     why('sni', 'sni'),

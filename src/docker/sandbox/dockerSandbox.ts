@@ -5,7 +5,7 @@ import type { FilesOutCaps } from '../../core/limits';
 import type { InstalledDistribution } from '../../core/missingModule';
 import type { Logger } from '../../core/logger';
 import type { CollectOutcome, OutputSink, ProgramExit, ProgramRun, Sandbox } from '../../core/sandbox';
-import { collectFiles, layOutWorkArea, putRunFiles } from '../files';
+import { collectFiles, imageTrustStore, layOutWorkArea, putRunFiles, trustEntries } from '../files';
 import { ENGINE_DEADLINE_MS, SandboxGoneError, engineFailure, isEngineFailure, isGoneStatus, statusCode, withDeadline, type RuntimeChoice } from '../engine';
 import { ExecStrategy, KILL_GRACE_MS, RunnerChannel, WarmStrategy, type ExitInfo, type StrategyResult, type WarmOps } from '../run';
 import { RUNS_DIR, SandboxLock, guestEnded, killAllSparingSource, oomKillCount, removeQuietly, startGuest, type SandboxSpec } from '../container';
@@ -62,6 +62,12 @@ export class DockerSandbox implements Sandbox, WarmOps {
   sidecar: string | undefined;
   /** Docker with a network: its own internal network, which only the policy's proxy joins (egress.ts). */
   egressNetwork: string | undefined;
+  /**
+   * With credentials: the certificate of the CA made for this sandbox alone (public), laid into
+   * the work area with the image's trust store at every start; the store is read once.
+   */
+  credentialCa: string | undefined;
+  private trustStore: string | undefined;
 
   /** Made by make.ts (createSandbox, createSharedSandbox, attachSandbox): one object per container it made or found. */
   constructor(
@@ -183,9 +189,11 @@ export class DockerSandbox implements Sandbox, WarmOps {
     this.startedHere = true;
   }
 
-  /** Lays out the work area's folders (idempotent: whoever starts the container does it too). */
-  layOutWorkArea(): Promise<void> {
-    return layOutWorkArea(this.container, ENGINE_DEADLINE_MS);
+  /** Lays out the work area's folders (idempotent: whoever starts the container does it too), and its tls folder with credentials. */
+  async layOutWorkArea(): Promise<void> {
+    if (this.credentialCa === undefined) return layOutWorkArea(this.container, ENGINE_DEADLINE_MS);
+    this.trustStore ??= await imageTrustStore(this.container, ENGINE_DEADLINE_MS);
+    return layOutWorkArea(this.container, ENGINE_DEADLINE_MS, trustEntries(this.trustStore, this.credentialCa));
   }
 
   /** Kill everything and start again: the way out when the program cannot be stopped from inside. */
@@ -247,7 +255,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
     // Docker: the proxy is brought back before the call when it died since the last one (its
     // time limit does not count this). Podman: a sandbox whose own proxy stopped is replaced.
     const egress =
-      this.runtimeChoice.engine === 'podman'
+      this.sidecar !== undefined || this.runtimeChoice.engine === 'podman'
         ? await sidecarEgress(this.docker, this.spec.network, this.sidecar)
         : await ensureEgress({
             docker: this.docker,

@@ -13,6 +13,7 @@ import {
   containerMatches,
   containerOptions,
   createFailure,
+  credentialEnv,
   declaredVolumes,
   ownerLabels,
   runtimeLabels,
@@ -100,11 +101,12 @@ export async function createSharedSandbox(request: NewSandbox): Promise<DockerSa
 /** Creates the work-area volume and the container; undefined when `shared` and the name is taken. */
 async function make(request: NewSandbox, name: string, shared: boolean): Promise<DockerSandbox | undefined> {
   const { docker, spec, runtime, log } = request;
-  // Podman: the sandbox joins a proxy of its own (sidecar.ts), made first.
-  const sidecar = spec.network && runtime.engine === 'podman' ? sidecarName(name) : undefined;
+  // Podman, and a sandbox with credentials on either engine: the sandbox joins a proxy of its own
+  // (sidecar.ts), made first (with credentials, its CA is the sandbox's alone).
+  const sidecar = spec.network && (runtime.engine === 'podman' || spec.network.credentials) ? sidecarName(name) : undefined;
   // Docker: the sandbox's own internal network, which only the policy's proxy joins (egress.ts).
   const egressNetwork = spec.network && !sidecar ? sandboxNetworkName(name) : undefined;
-  const labels = {
+  const labels: Record<string, string> = {
     ...ownerLabels(request.owner, request.sessionDigest),
     ...runtimeLabels(spec.runtime, runtime),
     ...(spec.network ? { [LABEL.network]: networkDigest(spec.network) } : {}),
@@ -121,14 +123,18 @@ async function make(request: NewSandbox, name: string, shared: boolean): Promise
       if (!spec.network) return undefined;
       const common = { docker, target: spec.network, log, logHint: NETWORK_LOG_HINT, version: request.owner.version };
       if (sidecar) {
-        const proxy = await makeSidecar({ ...common, sandboxName: name });
-        return { network: proxy.network, env: proxyEnv(proxy), joinsProxy: true };
+        const proxy = await makeSidecar({ ...common, engine: runtime.engine, sandboxName: name });
+        credentialCa = proxy.ca;
+        const standIns = spec.network.credentials?.standIns ?? {};
+        return { network: proxy.network, env: [...proxyEnv(proxy), ...(proxy.ca ? credentialEnv(standIns) : [])], joinsProxy: true };
       }
       const egress = await ensureEgress({ ...common, engine: runtime.engine, network: egressNetwork!, make: true });
       return { network: egress.network, env: proxyEnv(egress) };
     };
+    let credentialCa: string | undefined;
     let egress = await egressOf();
-    const create = () => withDeadline(docker.createContainer(containerOptions(name, request.madeFrom ? { ...spec, image: request.madeFrom } : spec, labels, imageVolumes, runtime, egress)), ENGINE_DEADLINE_MS, 'create container');
+    const labelled = () => (credentialCa ? { ...labels, [LABEL.credentialCa]: Buffer.from(credentialCa).toString('base64') } : labels);
+    const create = () => withDeadline(docker.createContainer(containerOptions(name, request.madeFrom ? { ...spec, image: request.madeFrom } : spec, labelled(), imageVolumes, runtime, egress)), ENGINE_DEADLINE_MS, 'create container');
     // The network's last sandbox, removed by another process a moment ago, took the network with
     // it (Docker), or a cleanup took this sandbox's proxy before the sandbox was made (Podman):
     // made again, once.
@@ -145,6 +151,7 @@ async function make(request: NewSandbox, name: string, shared: boolean): Promise
     sandbox.announceNetwork = spec.network !== undefined;
     sandbox.sidecar = sidecar;
     sandbox.egressNetwork = egressNetwork;
+    sandbox.credentialCa = credentialCa;
     return sandbox;
   } catch (e) {
     // The name is the other process's sandbox: leave it (and its volume) alone; the network made
@@ -191,6 +198,8 @@ export async function attachSandbox(
   sandbox.ownerVersion = info.Config.Labels?.[LABEL.version];
   sandbox.sidecar = info.Config.Labels?.[LABEL.proxy];
   sandbox.egressNetwork = info.Config.Labels?.[LABEL.egressNetwork];
+  const ca = info.Config.Labels?.[LABEL.credentialCa];
+  sandbox.credentialCa = ca ? Buffer.from(ca, 'base64').toString('utf8') : undefined;
   try {
     // "created": another process made it a moment ago and is starting it; anything else stopped
     // (an engine restart) is started again here.
