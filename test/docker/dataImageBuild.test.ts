@@ -52,7 +52,7 @@ describe('data image builds (integration)', function () {
       );
       assert.equal(
         e.userMessage,
-        'CodeAct Sandbox cannot build its sandbox image: its base image python:3.12-slim-bookworm is not on this Docker engine and no image registry answered. Load one of them into the engine (docker pull where a registry is reachable, or docker load of a saved copy), or set the codeactSandbox.image setting to an image you have.',
+        'The sandbox image cannot be built: its base image python:3.12-slim-bookworm is not on this Docker engine and no image registry answered. Load one of them into the engine (docker pull where a registry is reachable, or docker load of a saved copy), or set the codeactSandbox.image setting to an image you have.',
       );
       return true;
     });
