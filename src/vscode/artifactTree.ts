@@ -55,6 +55,16 @@ export class ArtifactTreeProvider implements vscode.TreeDataProvider<ArtifactNod
     return item;
   }
 
+  /** A node's parent, for the view to reveal it (a run under its chat, a file under its run). */
+  async getParent(node: ArtifactNode): Promise<ArtifactNode | undefined> {
+    if (node.kind === 'file') return { kind: 'run', sessionDigest: node.sessionDigest, record: node.record };
+    if (node.kind === 'run') {
+      const session = (await this.store.listSessions()).find((s) => s.sessionDigest === node.sessionDigest);
+      return session ? { kind: 'session', session } : undefined;
+    }
+    return undefined;
+  }
+
   /** The file URI of a file node (for open, save, reveal, copy path). */
   uriOf(node: ArtifactNode & { kind: 'file' }): vscode.Uri {
     return vscode.Uri.file(this.store.filePath(node.sessionDigest, node.record.runId, node.file.name));
@@ -89,7 +99,7 @@ export function registerArtifactView(
   budgetBytes: () => number,
   /** A chat's records were deleted (undefined: all chats'): what else is kept for it goes too. */
   chatDeleted: (sessionDigest: string | undefined) => void = () => {},
-): { provider: ArtifactTreeProvider; commands: CommandTable<(typeof COMMAND)[ViewCommand]> } {
+): { provider: ArtifactTreeProvider; commands: CommandTable<(typeof COMMAND)[ViewCommand]>; reveal(sessionDigest: string, runId: string): Promise<void> } {
   const provider = new ArtifactTreeProvider(store);
   subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(RUN_SCHEME, { provideTextDocumentContent: (uri) => runDocumentText(store, uri) }));
   const view = vscode.window.createTreeView(VIEW.artifacts, { treeDataProvider: provider, showCollapseAll: true });
@@ -175,5 +185,11 @@ export function registerArtifactView(
       }
     },
   };
-  return { provider, commands };
+  /** Shows a chat's new run in the view, where the person is looking at it already (it does not open the view). */
+  const reveal = async (sessionDigest: string, runId: string): Promise<void> => {
+    if (!view.visible) return;
+    const record = (await store.listRuns(sessionDigest)).find((r) => r.runId === runId);
+    if (record) await view.reveal({ kind: 'run', sessionDigest, record }, { select: true, focus: false, expand: true });
+  };
+  return { provider, commands, reveal };
 }

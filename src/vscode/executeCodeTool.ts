@@ -5,6 +5,7 @@ import { parseToolInput, type ToolInput } from '../core/toolInput';
 import { runTime } from '../storage/storeIndex';
 import { holdsState, prepareCall } from './prepareCall';
 import { plainMarkdown } from './vscodeUi';
+import { fileLinks } from './resultLinks';
 import type { WindowHost } from './windowHost';
 
 /**
@@ -22,6 +23,8 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     private readonly currentImage: () => string | undefined = () => undefined,
     /** Whether the sandbox image is being built now, or this call would start its build (the call will wait for it). */
     private readonly building: () => boolean | Promise<boolean> = () => false,
+    /** A call's run is stored: the view shows it. */
+    private readonly stored: (run: { chat: string; runId: string }) => void = () => {},
   ) {}
 
   /** The view's "Go Back to This Run's State": the chat's next call starts from the state after `runId`. */
@@ -71,9 +74,11 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     if (token.isCancellationRequested) abort.abort();
     try {
       const result = await this.host.call({ input, sessionKey: this.sessionKeyOf(options.toolInvocationToken), signal: abort.signal });
+      if (result.run) this.stored(result.run);
       if (result.report.cancelled) throw new vscode.CancellationError();
+      const links = result.run ? fileLinks(result.files.map((f) => ({ name: f.name, uri: vscode.Uri.file(this.host.store.filePath(result.run!.chat, result.run!.runId, f.name)).toString() }))) : '';
       return new vscode.LanguageModelToolResult([
-        new vscode.LanguageModelTextPart(result.text),
+        new vscode.LanguageModelTextPart(links ? `${result.text}\n\n${links}` : result.text),
         // The type was decided by the host from the bytes when the file was stored.
         ...result.images.map((i) => vscode.LanguageModelDataPart.image(i.bytes, i.mimeType)),
       ]);
@@ -92,3 +97,4 @@ export class ExecuteCodeTool implements vscode.LanguageModelTool<unknown> {
     return new Error(new ToolError('sandbox_failed', 'The sandbox failed unexpectedly.', { seeLog: true }).modelMessage);
   }
 }
+

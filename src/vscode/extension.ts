@@ -83,7 +83,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         if (said) logger.info(said);
       })
       .catch((e: unknown) => logger.warn(`could not prune the stored runs: ${describeError(e)}`));
-    const { provider: tree, commands: viewCommands } = registerArtifactView(
+    const { provider: tree, commands: viewCommands, reveal } = registerArtifactView(
       store,
       ui,
       context.subscriptions,
@@ -105,7 +105,9 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
       answerer ? answerer(question) : (await ui.askModal(question, START_ANSWER)) === START_ANSWER,
     );
     const windowKey = `window:${vscode.env.sessionId}`;
-    const tool = new ExecuteCodeTool(host, windowKey, () => sandboxes.describe().image, () => sandboxes.willBuild());
+    const tool = new ExecuteCodeTool(host, windowKey, () => sandboxes.describe().image, () => sandboxes.willBuild(), (run) =>
+      void reveal(run.chat, run.runId).catch((e: unknown) => logger.info(`could not show the new run in the view: ${describeError(e)}`)),
+    );
     context.subscriptions.push(vscode.lm.registerTool(TOOL_NAME, tool));
     // The same tool again with the chat's run card, where VS Code renders it (the plain tool is then hidden).
     registerCardDoor(context, host, store, logger, windowKey, cardHtml);

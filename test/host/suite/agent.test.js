@@ -152,7 +152,7 @@ describe('agent mode calls execute_code (host)', function () {
       assert.ok(result, 'the tool result reached the model');
       // Our text is the first part; Copilot appends a line naming where it keeps the image.
       const ours = result.content[0].type === 'text' ? result.content[0].value : '';
-      const m = /^stdout:\nbest month: April 2024 \(revenue 2,440\.25\)\nmonths: 12, total 25,757\.00\n\nSaved for the user in the CodeAct Sandbox view: revenue\.png \((\d+(?:\.\d)? KB)\)\. The files are not sent to you; describe them or print what you need from them\.$/.exec(ours);
+      const m = /^stdout:\nbest month: April 2024 \(revenue 2,440\.25\)\nmonths: 12, total 25,757\.00\n\nSaved for the user in the CodeAct Sandbox view: revenue\.png \((\d+(?:\.\d)? KB)\)\. The files are not sent to you; describe them or print what you need from them\.\n\nTo show the user a saved file, link to it; in the chat each opens the file in VS Code: \[revenue\\\.png\]\(<file:\/\/\/[^>]+\/revenue\.png>\)\.$/.exec(ours);
       assert.ok(m, JSON.stringify(result.content));
       const images = result.content.filter((p) => p.type === 'data' && p.mimeType === 'image/png');
       assert.equal(images.length, 1, JSON.stringify(result.content.map((p) => p.type)));

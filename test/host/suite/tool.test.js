@@ -141,8 +141,10 @@ describe('execute_code in the extension host (host)', function () {
     ].join('\n');
     const result = await vscode.lm.invokeTool('execute_code', { input: { code, files: ['sales.csv'], outputs: ['chart.png'] }, toolInvocationToken: undefined });
     const text = h.textOf(result);
-    const m = /^stdout:\ntotal 42\n\nSaved for the user in the CodeAct Sandbox view: chart\.png \((\d+) B\)\. The files are not sent to you; describe them or print what you need from them\.$/.exec(text);
+    // Then a link to each saved file, which the model can pass on: in the chat it opens the file in VS Code.
+    const m = /^stdout:\ntotal 42\n\nSaved for the user in the CodeAct Sandbox view: chart\.png \((\d+) B\)\. The files are not sent to you; describe them or print what you need from them\.\n\nTo show the user a saved file, link to it; in the chat each opens the file in VS Code: \[chart\\\.png\]\(<(file:\/\/\/[^>]+\/chart\.png)>\)\.$/.exec(text);
     assert.ok(m, text);
+    assert.ok(fs.existsSync(vscode.Uri.parse(m[2]).fsPath), m[2]);
     const images = result.content.filter((p) => p instanceof vscode.LanguageModelDataPart);
     assert.equal(images.length, 1);
     assert.equal(images[0].mimeType, 'image/png');
