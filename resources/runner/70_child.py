@@ -374,8 +374,10 @@ class Program:
             _oom_adj(self.adj)
         for which, soft in self.limits_before:
             _rlimit(self.native.libc, which, soft)
-        # Like the runner: nobody may read or write the state through /proc (ptrace, mem).
-        self.native.set_dumpable(False)
+        # Dumpable while it is only the state, stopped between calls (nothing else of the sandbox
+        # runs then): PID 1 reads its descriptors from outside. Not dumpable from the first fork
+        # request on (below), like the runner: the program it forks may not read or write the state
+        # through /proc (ptrace, mem).
         _signal.signal(_SIGINT, _signal.SIG_IGN)
         # Between calls the state runs no code of its own: a timer the program set, or a signal
         # a handler of its own waits for, would run its code (a connection, a write) outside any
@@ -396,6 +398,7 @@ class Program:
                     os.close(fd)
                 continue
             d, _, spare = data[1:].decode('ascii', 'replace').partition('\n')
+            self.native.set_dumpable(False)
             try:
                 pid = os.fork()
             except OSError:
