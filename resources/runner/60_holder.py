@@ -130,21 +130,11 @@ def _holder_sockets(pid):
         return None
     if not inodes:
         return False
-    try:
-        fd = os.open('/proc/net/unix', os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            chunks = []
-            while True:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
-    except OSError:
+    table = _read_whole('/proc/net/unix')
+    if table is None:
         return True
     # Num RefCount Protocol Flags Type St Inode [Path]
-    unix = {line.split()[6].decode() for line in b''.join(chunks).split(b'\n')[1:] if len(line.split()) >= 7}
+    unix = {line.split()[6].decode() for line in table.split(b'\n')[1:] if len(line.split()) >= 7}
     return any(i not in unix for i in inodes)
 
 
@@ -152,25 +142,26 @@ def _inet_sockets(uid):
     """Inet sockets of `uid` in the sandbox's network namespace that a process holds open (a closed
     one waiting out TIME_WAIT has inode 0). Read by PID 1 when no other process of the sandbox is
     running, so every one found is the holder's."""
-    n = 0
-    for path in _INET_TABLES:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            chunks = []
-            while True:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        except OSError:
-            chunks = []
-        finally:
-            os.close(fd)
-        n += inet_sockets_in(b''.join(chunks), uid)
-    return n
+    return sum(inet_sockets_in(_read_whole(path) or b'', uid) for path in _INET_TABLES)
+
+
+def _read_whole(path):
+    """A /proc file's whole text (the kernel writes it as it is read), or None where it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    chunks = []
+    try:
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return b''.join(chunks)
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def inet_sockets_in(table, uid):
