@@ -136,13 +136,14 @@ def _until_only(me, spare):
     return False
 
 
-def _kill_all(pid, spare=(), wait=False):
+def _kill_all(pid, spare=(), wait=False, resume=True):
     """The program's group (`pid`; None from docker exec, which knows no group), then every other
     process of ours (those that left the group); PID 1 and the caller are never hit by kill(-1).
     `spare`: state holders, which kill(-1) would take too (same uid): then everything is stopped
     first (a stopped process cannot fork, so a fork bomb cannot outrun the loop), each process
     but PID 1, the caller and the holders is killed until no other is left, and the holders that
-    were running go on. `wait` (the host's kill after a call): also without holders, returns
+    were running go on (not with `resume` False: a check of them follows). `wait` (the host's
+    kill after a call): also without holders, returns
     only once every process killed is dead (a zombie has closed its sockets, so the proxy has
     logged its connections before the call's end-of-record marker), or after the same bound."""
     if pid is not None:
@@ -160,7 +161,7 @@ def _kill_all(pid, spare=(), wait=False):
         return
     # A holder PID 1 stopped between calls stays stopped: continued, it would run the state's
     # code outside any call (see PID 1's check of a holder).
-    held = [p for p in spare if (_proc_status(p) or (None,))[0] not in (b'T', b't')]
+    held = [p for p in spare if (_proc_status(p) or (None,))[0] not in (b'T', b't')] if resume else []
     try:
         os.kill(-1, _SIGSTOP)
     except OSError:

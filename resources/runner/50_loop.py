@@ -1,7 +1,6 @@
 # The sandbox runner, part 50: the runner's loop (PID 1 serving the host).
 
-
-class Runner:
+class Runner(SessionStateDesk):
     """PID 1 once set up: answers hellos, runs each program in a forked child, reaps orphans."""
 
     def __init__(self, channel, unusable, preloaded, missing, noted_dirty, extra, own_fds):
@@ -41,6 +40,10 @@ class Runner:
         self.dying = set()
         # Why the state was given up before this call's program started (verify_holder), for its reply.
         self.dropped = None
+        # The holder may run now: PID 1 continued it to fork a program, and has not stopped it since.
+        self.holder_free = False
+        # What its last check saw of how much it has run (_run_mark): stopped, it runs no more.
+        self.holder_mark = None
         # The process each kept program was forked through (a holder's child, by its start time),
         # while it may still be going away.
         self.middles = {}
@@ -49,46 +52,6 @@ class Runner:
         self.preload_config = []
         self.learn_config = []
         self.learned = set()
-
-    def spared(self):
-        return (self.state['pid'],) if self.state else ()
-
-    def not_the_programs(self):
-        """The processes a session program may find running that are not its doing."""
-        return self.spared() + tuple(self.dying) + tuple(self.exiting)
-
-    def drop_state(self):
-        """Lets the holder go (a fresh call, a holder that failed): its memory goes back to the sandbox."""
-        st, self.state = self.state, None
-        if st is not None:
-            self.kill_holder(st)
-
-    def kill_holder(self, st):
-        """Ends a holder that is no longer the state; it counts as dying until it is reaped."""
-        self.own_fds.discard(st['sock'].fileno())
-        self.dying.add(st['pid'])
-        try:
-            os.kill(st['pid'], _SIGKILL)
-        except OSError:
-            pass
-        st['sock'].close()
-
-    def await_start(self, link):
-        """The pid of the program a holder forked, as the program reports it; None when it does not."""
-        poller = select.poll()
-        poller.register(link.fileno(), select.POLLIN)
-        deadline = time.monotonic() + HOLDER_START_SECONDS
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            try:
-                ready = poller.poll(int(left * 1000) + 1)
-            except InterruptedError:
-                continue
-            if ready:
-                data, _fds = _recv(link)
-                return int(data[1:]) if data[:1] == b'S' and data[1:].isdigit() else None
 
     def hello(self, payload):
         nonce = hello_nonce(payload)
@@ -126,6 +89,7 @@ class Runner:
                 self.own_fds.discard(self.state['sock'].fileno())
                 self.state['sock'].close()
                 self.state = None
+        self.watch_holder()
         return found
 
     def kill_overdue(self):
@@ -362,14 +326,15 @@ class Runner:
         base = ''
         notice = None
         if session and self.state and not req['reset']:
-            # Stopped since it was checked, and nobody of ours continues it: checked again all the same.
-            self.dropped = self.verify_holder(self.state['pid'])
+            # Stopped since it was checked, and nobody of ours continues it: checked again all the same,
+            # and it must not have run meanwhile.
+            self.dropped = self.verify_holder(self.state['pid'], since_mark=True)
             if self.dropped is not None:
-                _log('the state holder fails the check before the call (%s); its state is given up' % self.dropped)
-                self.drop_state()
+                self.give_up_state(self.dropped)
         if session and self.state and not req['reset']:
             st = self.state
             msg = ('F%s\n%s' % (d, ','.join(str(p) for p in self.not_the_programs()))).encode()
+            self.holder_free = True
             try:
                 os.kill(st['pid'], _SIGCONT)
             except OSError:
@@ -575,61 +540,3 @@ class Runner:
         reply = exit_reply(w.status, w.killed, w.limited, w.orphans, oom_before, self.oom.read(), state, own_oom, preloading)
         self.channel.send(b'X', rid, reply)
         w.release()
-
-    def verify_holder(self, pid, stopped=()):
-        """Stops `pid` and checks it from outside (see holder_problem): None when it may hold the
-        state, else why not. `stopped`: an earlier holder the caller stopped first."""
-        if not _stop_holder(pid, self.wake_r):
-            return 'gone' if _proc_status(pid) is None else 'stop'
-        # A holder's middle fork may be reaped by the holder, not by us: it counts as killed only while
-        # the process of that number is still the one it was (a later one may get the number).
-        self.middles = {p: t for p, t in self.middles.items() if t is not None and (_stat_of(p) or (0, None))[1] == t}
-        return holder_problem(pid, set(stopped), self.dying | set(self.exiting) | set(self.middles))
-
-    def commit(self, pid, link, base, keep, status, unkept):
-        """The end of a session call: the program that is now a holder replaces the previous one
-        (killed only now), or, when the call did not succeed, the previous holder stays. Either
-        way the holder is stopped and checked by PID 1 first (verify_holder): the program said it
-        was kept, and what the program says is not taken."""
-        dropped, self.dropped = self.dropped, None
-        # The process an earlier holder forked it through may still be going away (unmapping a
-        # large state takes a moment): not the program's doing. It goes now, whatever it was doing.
-        stat = _stat_of(pid) if self.state is not None else None
-        middle = stat[0] if stat and stat[0] not in (0, 1, os.getpid()) else None
-        if middle is not None:
-            # It has nothing left to do but exit; killed now, it runs no code of anyone's meanwhile.
-            self.middles[middle] = (_stat_of(middle) or (0, None))[1]
-            try:
-                os.kill(middle, _SIGKILL)
-            except OSError:
-                pass
-        if keep:
-            # The holder it was forked from runs the state's code (it forked this program): stopped
-            # before the look, it cannot start anything after it.
-            if self.state is not None:
-                _stop_holder(self.state['pid'], self.wake_r)
-            why = self.verify_holder(pid, self.spared())
-            if why is not None:
-                _log('a program said it was kept, and its process fails the check (%s): not kept' % why)
-                keep, unkept = False, why
-        if keep:
-            old = self.state
-            self.state = {'pid': pid, 'sock': link, 'id': os.urandom(4).hex()}
-            self.own_fds.add(link.fileno())
-            if old is not None:
-                self.kill_holder(old)
-        else:
-            # Nothing a call that is not kept started may outlive it: it would make every later
-            # call unkeepable (processes), and the state is to be as the last kept call left it.
-            _kill_all(pid, self.spared())
-            link.close()
-            if status == 0 and unkept is None:
-                unkept = 'link'  # exited 0 without saying it was kept (it closed its link)
-            # The state stays only as it was: the holder ran during the call (it forked the program).
-            if self.state is not None:
-                dropped = self.verify_holder(self.state['pid'])
-                if dropped is not None:
-                    _log('the state holder fails the check after the call (%s); its state is given up' % dropped)
-                    self.drop_state()
-        now, holder = (self.state['id'], self.state['pid']) if self.state else ('', 0)
-        return state_reply(base, now, keep, holder, None if keep or status != 0 else unkept, dropped)

@@ -206,19 +206,42 @@ def _stop_holder(pid, wake_r):
             pass
 
 
-def _stat_of(pid):
-    """(parent pid, start time) from /proc/<pid>/stat (read after the command's closing
-    parenthesis, which may hold anything), or None. The start time tells a process from a later one
-    that got its number."""
+def _stat_fields(pid):
+    """/proc/<pid>/stat's fields after the command's closing parenthesis (the command, a name the
+    process chooses, may hold anything), from its state on; None when it is gone."""
     try:
         fd = os.open('/proc/%d/stat' % pid, os.O_RDONLY | os.O_CLOEXEC)
         try:
-            fields = os.read(fd, 4096).rpartition(b')')[2].split()
+            return os.read(fd, 4096).rpartition(b')')[2].split()
         finally:
             os.close(fd)
-        return int(fields[1]), int(fields[19])
-    except (OSError, IndexError, ValueError):
+    except OSError:
         return None
+
+
+def _stat_of(pid):
+    """(parent pid, start time), or None. The start time tells a process from a later one that got
+    its number."""
+    fields = _stat_fields(pid)
+    try:
+        return int(fields[1]), int(fields[19])
+    except (TypeError, IndexError, ValueError):
+        return None
+
+
+def _run_mark(pid):
+    """How much `pid` has run: its CPU time in ticks, and where the kernel says so, how often it was
+    switched in (voluntary and not). A stopped process adds to none of them."""
+    fields = _stat_fields(pid)
+    try:
+        ticks = int(fields[11]) + int(fields[12])
+    except (TypeError, IndexError, ValueError):
+        ticks = None
+    # The last line of each name: a name the process gave itself comes first, and gVisor writes it unescaped.
+    lines = (_read_whole('/proc/%d/status' % pid) or b'').split(b'\n')
+    switches = tuple(next((ln.split()[-1] for ln in reversed(lines) if ln.startswith(key) and ln.split()[-1].isdigit()), None)
+                     for key in (b'voluntary_ctxt_switches:', b'nonvoluntary_ctxt_switches:'))
+    return ticks, switches
 
 
 def holder_problem(pid, stopped, gone):
@@ -226,15 +249,11 @@ def holder_problem(pid, stopped, gone):
     processes, sockets), or None. Processes that are not its doing: `stopped`, an earlier holder
     PID 1 stopped (spared only while it is stopped: running, it could start something after this
     look), and `gone`, ones PID 1 killed (they run no code of their own any more)."""
-    try:
-        fd = os.open('/proc/%d/status' % pid, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            status = os.read(fd, 4096).decode('ascii', 'replace')
-        finally:
-            os.close(fd)
-    except OSError:
+    # The thread count where the process's name cannot forge it (gVisor writes the name in status unescaped).
+    fields = _stat_fields(pid)
+    if fields is None:
         return 'gone'
-    if proc_number(status, 'Threads') != 1:
+    if len(fields) < 18 or fields[17] != b'1':
         return 'threads'
     me = os.getpid()
     for p in _live_pids():

@@ -3,7 +3,7 @@ import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
 import { NOTHING_PRINTED } from '../../src/core/format';
 import { STATE_LINES, SessionStates } from '../../src/core/state';
 import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
-import { dockerCli, log, runLimits, uniqueSessionKey, useDocker } from './helpers';
+import { dockerCli, log, runLimits, uniqueSessionKey, useDocker, waitFor } from './helpers';
 
 /**
  * A session program against the state holder it becomes. The holder's own checks run in the
@@ -223,6 +223,58 @@ describe('the state holder against its own program (integration)', function () {
       // (The holder this call was forked from runs meanwhile: it forked this program.)
       assert.equal((await call(provider, states, key, `x += 1\nimport os\nprint(x, os.path.exists('/sandbox/tmp/beat'))`)).text, `stdout:\n${i} False\n\n${KEPT}`);
     }
+  });
+
+  it('a program named to forge a Threads line in /proc (gVisor writes names unescaped) is still counted with its thread', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('holder-named');
+    assert.equal((await call(provider, states, key, 'x = 41')).text, `${NOTHING_PRINTED}\n\n${KEPT}`);
+    const named = afterTheChecks('threading.Thread(target=beat, daemon=True).start()').replace(
+      'x = 0',
+      "ctypes.CDLL(None).prctl(15, b'\\nThreads:\\t1', 0, 0, 0)\nx = 0",
+    );
+    assert.equal((await call(provider, states, key, `import ctypes\n${named}`)).text, `${NOTHING_PRINTED}\n\n${STATE_LINES.unkept('it left threads running')}`);
+    assert.equal((await call(provider, states, key, THREADS_ELSEWHERE)).text, `stdout:\n41 1\n\n${KEPT}`);
+  });
+
+  it('a holder continued between calls by a timer of its own (its signal SIGCONT) is found at once: everything goes, and the state is given up', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('holder-timer');
+    // A POSIX timer is no thread, no process and no socket; its SIGCONT continues a stopped process
+    // whatever its signal mask, and the state's own _recv lets it run on until the next call.
+    const timer = [
+      BEAT,
+      'import ctypes, select, signal',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'class Event(ctypes.Structure):',
+      "    _fields_ = [('value', ctypes.c_void_p), ('signo', ctypes.c_int), ('notify', ctypes.c_int), ('pad', ctypes.c_byte * 48)]",
+      'class Spec(ctypes.Structure):',
+      "    _fields_ = [('interval', ctypes.c_long * 2), ('value', ctypes.c_long * 2)]",
+      'timer = ctypes.c_void_p()',
+      "recv = runner['_recv']",
+      'signal.signal(signal.SIGCONT, lambda *a: None)',
+      'libc.timer_create(1, ctypes.byref(Event(None, signal.SIGCONT, 0)), ctypes.byref(timer))',
+      'period = (ctypes.c_long * 2)(0, 20000000)',
+      'libc.timer_settime(timer, 0, ctypes.byref(Spec(period, period)), None)',
+      'def receiving(sock, nfds=0):',
+      '    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCONT})',
+      '    poller = select.poll()',
+      '    poller.register(sock.fileno(), select.POLLIN)',
+      '    while not poller.poll(10):',
+      "        open('/sandbox/tmp/beat', 'a').write('x')",
+      '    return recv(sock, nfds)',
+      "runner['_recv'] = receiving",
+      'x = 41',
+    ].join('\n');
+    const kept = await call(provider, states, key, timer);
+    assert.equal(kept.text, `${NOTHING_PRINTED}\n\n${KEPT}`);
+    // The holder's first tick comes 20 ms after it was kept; PID 1 hears it continue and ends it.
+    const gone = await waitFor(async () => ((await dockerCli('exec', '-u', '65534:65534', kept.sandboxId, 'python3', '-c', OTHERS + '\nprint(others)')).trim() === '[]' ? true : undefined), 'the holder that ran to be gone');
+    assert.equal(gone, true);
+    const next = await call(provider, states, key, "print('x' in globals())");
+    assert.equal(next.text, `stdout:\nFalse\n\n${STATE_LINES.droppedBefore('it ran between calls, continued by something of its own')} ${KEPT}`);
   });
 
   it('keeps the holder stopped between calls, also after the host stops what a call left to collect its files', async function () {

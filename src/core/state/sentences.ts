@@ -33,6 +33,7 @@ export const HOLDER_FAILED: Record<string, string> = {
   sockets: 'it held sockets open',
   stop: 'it could not be stopped',
   gone: 'it had ended',
+  ran: 'it ran between calls, continued by something of its own',
 };
 
 /** Why a successful call's state was not kept, as a clause ("it left threads running"). */
