@@ -3,6 +3,7 @@ import type { ArtifactNode, ArtifactTreeProvider } from './artifactTree';
 import type { ExecuteCodeTool } from './executeCodeTool';
 import type { SettingsReader } from './config';
 import type { SandboxService } from './sandboxService';
+import type { Ui } from './ui';
 import type { WindowPlace } from './windowPlace';
 
 /** What the extension hands to other extensions and to its own tests (activate's return value). */
@@ -27,11 +28,19 @@ export interface CodeactApi {
    * person: VS Code refuses dialogs in extension tests. The answerer sees each question's exact text.
    */
   answerQuestions(answer: ((question: string) => boolean) | undefined): void;
+  /**
+   * Answers the credential commands' input boxes and quick picks instead of the person (a test
+   * cannot type into them): the answerer sees each one's title (and a pick's labels) and gives the
+   * text typed, or the label chosen; undefined dismisses it.
+   */
+  answerPrompts(answer: PromptAnswerer | undefined): void;
   /** What the status item shows now. */
   statusItem(): { text: string; tooltip: string } | undefined;
   /** Where this window's extension runs against its workspace (windowPlace.ts). */
   windowPlace(): WindowPlace;
 }
+
+export type PromptAnswerer = (prompt: { title: string; labels?: string[] }) => string | undefined;
 
 export interface TreeSnapshot {
   label: string;
@@ -47,6 +56,7 @@ export function codeactApi(parts: {
   store: ArtifactStore;
   tree: ArtifactTreeProvider;
   answerQuestions: CodeactApi['answerQuestions'];
+  answerPrompts: CodeactApi['answerPrompts'];
 }): CodeactApi {
   const { sandboxes, tool, settings, store, tree } = parts;
   const walk = async (node?: ArtifactNode): Promise<TreeSnapshot[]> =>
@@ -74,5 +84,28 @@ export function codeactApi(parts: {
     treeNodes: (parent) => tree.getChildren(parent),
     treeSnapshot: () => walk(),
     answerQuestions: parts.answerQuestions,
+    answerPrompts: parts.answerPrompts,
+  };
+}
+
+/**
+ * `ui` whose input boxes and quick picks the test API's answerer answers while one is set (an
+ * answer its box would refuse is a dismissal, as the box never takes it).
+ */
+export function answeredBy<U extends Pick<Ui, 'askText' | 'pick'>>(ui: U, answerer: () => PromptAnswerer | undefined): U {
+  return {
+    ...ui,
+    askText: async (question) => {
+      const answer = answerer();
+      if (!answer) return ui.askText(question);
+      const text = answer({ title: question.title });
+      return text === undefined || question.check?.(text) ? undefined : text;
+    },
+    pick: async (items, options) => {
+      const answer = answerer();
+      if (!answer) return ui.pick(items, options);
+      const label = answer({ title: options.title, labels: items.map((i) => i.label) });
+      return items.find((i) => i.label === label);
+    },
   };
 }

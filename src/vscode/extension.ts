@@ -7,7 +7,7 @@ import { checkManifestCaps } from '../core/files/manifest';
 import { currentOwner } from '../docker';
 import { ArtifactStore, pruneSentence } from '../storage/artifactStore';
 import { VERSION } from '../version';
-import { codeactApi, type CodeactApi } from './api';
+import { answeredBy, codeactApi, type CodeactApi, type PromptAnswerer } from './api';
 import { registerArtifactView } from './artifactTree';
 import { goBackCommands } from './goBackCommand';
 import { SettingsReader } from './config';
@@ -104,6 +104,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
     const host = new WindowHost(sandboxes, settings, logger, store, async (question) =>
       answerer ? answerer(question) : (await ui.askModal(question, START_ANSWER)) === START_ANSWER,
     );
+    let prompter: PromptAnswerer | undefined;
     const windowKey = `window:${vscode.env.sessionId}`;
     const tool = new ExecuteCodeTool(host, windowKey, () => sandboxes.describe().image, () => sandboxes.willBuild(), (run) =>
       void reveal(run.chat, run.runId).catch((e: unknown) => logger.info(`could not show the new run in the view: ${describeError(e)}`)),
@@ -119,7 +120,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
         ...goBackCommands(store, tool, ui, () => settings.read().state),
         ...sandboxCommands(sandboxes, ui, logger),
         ...engineCommands(sandboxes, ui, place, context.extension.id),
-        ...credentialCommands(vault, logger),
+        ...credentialCommands({ vault, ui: answeredBy(ui, () => prompter), workspace, settings: () => settings.read(), log: logger }),
         [COMMAND.showLog]: () => channel.show(),
         [COMMAND.checkEngine]: () => sandboxes.checkEngine(true),
         [COMMAND.openTroubleshooting]: () => vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(context.extensionUri, 'docs', 'troubleshooting.md')),
@@ -141,7 +142,7 @@ export function activate(context: vscode.ExtensionContext): CodeactApi {
       );
     logger.info(`CodeAct Sandbox ${VERSION} active; image ${initial.image || 'the data image'}, backend ${initial.backend}`);
 
-    return codeactApi({ sandboxes, tool, settings, store, tree, answerQuestions: (answer) => (answerer = answer) });
+    return codeactApi({ sandboxes, tool, settings, store, tree, answerQuestions: (answer) => (answerer = answer), answerPrompts: (answer) => (prompter = answer) });
   } catch (e) {
     // Shown to the user, then rethrown so VS Code marks the activation as failed.
     ui.showError(`CodeAct Sandbox failed to start: ${describeError(e)}`, ACTION.showLog);

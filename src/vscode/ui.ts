@@ -51,6 +51,25 @@ export interface Ui {
   executeCommand(command: string, ...args: unknown[]): void;
   /** Opens a new agent-mode chat with `message` in its input, not sent: the person adds to it and sends it. */
   openNewChat(message: string): Promise<void>;
+  /** An input box; undefined when dismissed. `check` gives the sentence shown under a value it refuses. */
+  askText(options: TextQuestion): Promise<string | undefined>;
+  /** A quick pick of `items`; the one chosen, or undefined when dismissed. */
+  pick<T extends PickItem>(items: readonly T[], options: { title: string; placeHolder?: string }): Promise<T | undefined>;
+}
+
+export interface TextQuestion {
+  title: string;
+  prompt?: string;
+  /** What the box starts with. */
+  value?: string;
+  /** Typed characters are hidden (a secret's value). */
+  password?: boolean;
+  check?: (value: string) => string | undefined;
+}
+
+export interface PickItem {
+  label: string;
+  description?: string;
 }
 
 export interface StatusItem {

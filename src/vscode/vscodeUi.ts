@@ -34,6 +34,9 @@ export function createVscodeUi(): Ui {
       await vscode.commands.executeCommand('workbench.action.chat.newChat');
       await vscode.commands.executeCommand('workbench.action.chat.open', { mode: 'agent', query: message, isPartialQuery: true });
     },
+    askText: async ({ title, prompt, value, password, check }) =>
+      vscode.window.showInputBox({ title, prompt, value, password, ignoreFocusOut: true, validateInput: check }),
+    pick: async (items, { title, placeHolder }) => vscode.window.showQuickPick(items, { title, placeHolder }),
     createStatusItem: ({ id, name, command }): StatusItem => {
       const item = vscode.window.createStatusBarItem(id, vscode.StatusBarAlignment.Right, 10);
       item.name = name;

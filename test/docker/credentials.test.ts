@@ -15,6 +15,9 @@ import { TEST_ENGINE, dockerCli, run, testSpec, uniqueSessionKey, useDocker } fr
 const BOUND = NAMES.api; // api.sub.codeact.test
 const TOLD =
   'This sandbox has network access to these domains only: *.sub.codeact.test, web.codeact.test, on ports 80 and 443, through a proxy that urllib, requests, pip and curl use by themselves (HTTP_PROXY and HTTPS_PROXY are set). Every other name is refused.';
+/** What the model is told of a sandbox's credentials, after TOLD (core/credentials/note.ts). */
+const CREDENTIALS_TOLD = (scope: string, standIn = '') =>
+  `The proxy adds the user's credentials to HTTPS requests on their way out, for: ${BOUND} (${scope}). Call those hosts without a key: the program cannot read the value and needs none.${standIn}`;
 const sha = (text: string) => createHash('sha256').update(text).digest('hex');
 const EMPTY = sha('');
 
@@ -216,6 +219,8 @@ describe('credentials added by the proxy (integration)', function () {
         '',
         TOLD,
         '',
+        CREDENTIALS_TOLD('as Authorization: Bearer; paths /digest, /echo'),
+        '',
         `The sandbox's network proxy blocked: ${BOUND} (a credential is bound to it, so only HTTPS goes there), ` +
           `${BOUND} (a request that could be read two ways: a second Host header, a folded header, conflicting lengths, a dot segment or an upgrade), ` +
           `${BOUND} (the TLS hello named another server). Do not try to get around the proxy: nothing else leaves the sandbox.`,
@@ -260,6 +265,8 @@ describe('credentials added by the proxy (integration)', function () {
         'in a URL: HTTP 403',
         '',
         TOLD,
+        '',
+        CREDENTIALS_TOLD('in the X-Api-Key header; paths /digest; a stand-in key in $API_KEY', ' Where a library insists on a key, give it the stand-in from its variable: the proxy swaps it on that host alone.'),
         '',
         `The sandbox's network proxy blocked: ${BOUND} (a placeholder's stand-in sent where its credential is not bound), ${NAMES.web} (a placeholder's stand-in sent where its credential is not bound). Do not try to get around the proxy: nothing else leaves the sandbox.`,
       ].join('\n'),

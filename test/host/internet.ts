@@ -8,7 +8,7 @@ import { docker } from '../docker/helpers';
 import { NAMES, startTestInternet } from '../docker/fixtures/testInternet';
 
 export interface HostInternet {
-  testing: { egressNetwork: string; reachable: string[]; hosts: Record<string, string> };
+  testing: { egressNetwork: string; reachable: string[]; hosts: Record<string, string>; upstreamCa: string };
   caPem: string;
   names: typeof NAMES;
   containers: string[];
@@ -18,7 +18,7 @@ async function main(): Promise<void> {
   const [command, file] = process.argv.slice(2);
   if (command === 'start' && file) {
     const internet = await startTestInternet();
-    const info: HostInternet = { testing: { ...internet.testing, reachable: [...internet.testing.reachable] }, caPem: internet.caPem, names: NAMES, containers: internet.containers };
+    const info: HostInternet = { testing: { ...internet.testing, reachable: [...internet.testing.reachable], upstreamCa: internet.caPem }, caPem: internet.caPem, names: NAMES, containers: internet.containers };
     fs.writeFileSync(file, JSON.stringify(info, null, 2));
     return;
   }

@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { parseBindings, reachableBindings, wireBinding } from '../../src/core/credentials';
+import { credentialsNote, parseBindings, reachableBindings, wireBinding } from '../../src/core/credentials';
 import { domainLists, networkPolicy } from '../../src/core/network';
 import { credentialsOf, readSettings } from '../../src/core/settings';
 import { settingValue } from '../../src/core/trust';
@@ -74,6 +74,25 @@ describe('credentials the proxy adds (unit)', () => {
     assert.deepEqual(wireBinding(basic!, 'pw', undefined), { hosts: ['a.example'], paths: [], methods: [], secret: 's', header: ['Authorization', 'Basic bWU6cHc='], redact: ['pw', 'bWU6cHc='] });
     assert.deepEqual(wireBinding(header!, 'v', 'stand').header, ['X-Key', 'Token v']);
     assert.deepEqual(wireBinding(query!, 'v/1', undefined).redact, ['v/1', 'v%2F1']);
+  });
+
+  it('tells the model which hosts get a credential and how, never a secret\'s name, and nothing without bindings', () => {
+    const { bindings } = parseBindings(
+      [
+        { secret: 'openai-prod', hosts: ['api.openai.com'] },
+        { secret: 'maps', hosts: ['*.maps.example', 'maps.example'], as: 'query', name: 'key', paths: ['/v1'], methods: ['GET'] },
+        { secret: 'gh', hosts: ['api.github.com'], as: 'header', name: 'X-Api-Key', placeholder: 'GH_KEY' },
+      ],
+      's',
+    );
+    assert.equal(
+      credentialsNote(bindings),
+      "The proxy adds the user's credentials to HTTPS requests on their way out, for: api.openai.com (as Authorization: Bearer), " +
+        '*.maps.example, maps.example (as the key query parameter; paths /v1; methods GET), api.github.com (in the X-Api-Key header; a stand-in key in $GH_KEY). ' +
+        'Call those hosts without a key: the program cannot read the value and needs none. ' +
+        'Where a library insists on a key, give it the stand-in from its variable: the proxy swaps it on that host alone.',
+    );
+    assert.equal(credentialsNote([]), undefined);
   });
 
   it("takes the bindings from the user's own settings only: a workspace's, trusted or not, is ignored", () => {

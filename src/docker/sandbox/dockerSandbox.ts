@@ -10,6 +10,7 @@ import { ENGINE_DEADLINE_MS, SandboxGoneError, engineFailure, isEngineFailure, i
 import { ExecStrategy, KILL_GRACE_MS, RunnerChannel, WarmStrategy, type ExitInfo, type StrategyResult, type WarmOps } from '../run';
 import { RUNS_DIR, SandboxLock, guestEnded, killAllSparingSource, oomKillCount, removeQuietly, startGuest, type SandboxSpec } from '../container';
 import { imageDistributions } from '../images';
+import { credentialsNote } from '../../core/credentials';
 import { networkNote } from '../../core/network';
 import { egressNames, ensureEgress, proxyRunning, releaseEgress, runActivity, sidecarEgress, startMark, type Egress, type RunMark } from '../network';
 
@@ -280,7 +281,8 @@ export class DockerSandbox implements Sandbox, WarmOps {
     if (mark) this.lastMark = { ...mark, proxyStartedAt: egress.startedAt };
     const notes = [...(exit.notes ?? [])];
     if (this.announceNetwork) {
-      notes.unshift(networkNote(this.spec.network.policy));
+      const credentials = this.spec.network.credentials && credentialsNote(this.spec.network.credentials.bindings);
+      notes.unshift(networkNote(this.spec.network.policy), ...(credentials ? [credentials] : []));
       this.announceNetwork = false;
     }
     if (!network.complete && !(await proxyRunning(this.docker, egress))) {

@@ -1,5 +1,7 @@
 // execute_code as any extension or agent calls it: vscode.lm.invokeTool in a real extension host.
 const assert = require('node:assert/strict');
+const { spawnSync } = require('node:child_process');
+const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const vscode = require('vscode');
@@ -129,6 +131,87 @@ describe('execute_code in the extension host (host)', function () {
     );
     await h.setting('image', h.IMAGE);
   });
+  it('a credential added by its command reaches its bound host and never the program; removing it applies to the next call', async function () {
+    this.timeout(10 * 60_000); // on a fresh machine the first network sandbox builds the proxy's image
+    const internet = JSON.parse(fs.readFileSync(process.env.CODEACT_SANDBOX_TEST_INTERNET, 'utf8'));
+    const bound = internet.names.api;
+    const secret = `host-test-${crypto.randomBytes(12).toString('hex')}`;
+    const sha = (text) => crypto.createHash('sha256').update(text).digest('hex');
+    const prompts = [];
+    /** Answers the command's boxes and picks by their titles, recording what each offered. */
+    const answer = (answers) =>
+      api.answerPrompts((prompt) => {
+        prompts.push(prompt.labels ? `${prompt.title}: ${prompt.labels.join(' | ')}` : prompt.title);
+        return answers[prompt.title.replace(/^CodeAct Sandbox: /, '')];
+      });
+    const code = [
+      'import os, urllib.request',
+      `print(urllib.request.urlopen("https://${bound}/digest", timeout=30).read().decode().strip())`,
+      // Spelled backwards here, so that the program's own text (kept with its run) does not hold it.
+      `print(${JSON.stringify([...secret].reverse().join(''))}[::-1] in repr(dict(os.environ)))`,
+    ].join('\n');
+    await h.setting('runtime', 'runc');
+    await h.setting('network.allow', ['*.sub.codeact.test']);
+    try {
+      answer({ 'Add Credential (1/4)': 'hostapi', 'Add Credential (2/4)': secret, 'Add Credential (3/4)': bound, 'Add Credential (4/4)': 'Authorization: Bearer <secret>' });
+      await vscode.commands.executeCommand('codeactSandbox.addCredential');
+      assert.deepEqual(vscode.workspace.getConfiguration('codeactSandbox').inspect('credentials').globalValue, [{ secret: 'hostapi', hosts: [bound], as: 'bearer' }]);
+      // The server saw one Authorization header, the bound one; the program's environment lacks the value.
+      const told = `This sandbox has network access to these domains only: *.sub.codeact.test, on ports 80 and 443, through a proxy that urllib, requests, pip and curl use by themselves (HTTP_PROXY and HTTPS_PROXY are set). Every other name is refused.`;
+      assert.equal(
+        await h.run(code),
+        [
+          'stdout:',
+          `1 ${sha(`Bearer ${secret}`)} 0 ${sha('')}`,
+          'False',
+          '',
+          told,
+          '',
+          `The proxy adds the user's credentials to HTTPS requests on their way out, for: ${bound} (as Authorization: Bearer). Call those hosts without a key: the program cannot read the value and needs none.`,
+        ].join('\n'),
+      );
+
+      answer({ 'CodeAct Sandbox credentials (names only)': undefined });
+      await vscode.commands.executeCommand('codeactSandbox.listCredentials');
+      answer({ 'Remove Credential': 'hostapi' });
+      await vscode.commands.executeCommand('codeactSandbox.removeCredential');
+      assert.deepEqual(prompts, [
+        'CodeAct Sandbox: Add Credential (1/4)',
+        'CodeAct Sandbox: Add Credential (2/4)',
+        'CodeAct Sandbox: Add Credential (3/4)',
+        'CodeAct Sandbox: Add Credential (4/4): Authorization: Bearer <secret> | Authorization: Basic (the secret is user:password) | A header of its own (such as X-Api-Key) | A query parameter (such as ?key=...)',
+        'CodeAct Sandbox credentials (names only): hostapi',
+        'CodeAct Sandbox: Remove Credential: hostapi',
+      ]);
+      assert.deepEqual(vscode.workspace.getConfiguration('codeactSandbox').inspect('credentials').globalValue, []);
+      // A new sandbox and proxy (its first result tells the network again), without the credential:
+      // the bound host is a tunnel again, so the program sees the test server's own certificate.
+      const tunnelled = [
+        'import ssl, urllib.request',
+        `open("test-ca.pem", "w").write(${JSON.stringify(internet.caPem)})`,
+        `print(urllib.request.urlopen("https://${bound}/digest", timeout=30, context=ssl.create_default_context(cafile="test-ca.pem")).read().decode().strip())`,
+      ].join('\n');
+      assert.equal(await h.run(tunnelled), `stdout:\n0 ${sha('')} 0 ${sha('')}\n\n${told}`);
+
+      // Nowhere the engine or the run store shows: inspect and logs of the window's containers (its proxies too), the runs.
+      const ids = h.docker('ps', '-aq', '--filter', 'label=dev.codeact-sandbox.managed').split('\n').filter(Boolean);
+      // Both streams (the forwarder writes to standard error); a sandbox has none to read (its logging driver is none).
+      const logs = (id) => {
+        const r = spawnSync('docker', ['logs', id], { encoding: 'utf8' });
+        return `${r.stdout}${r.stderr}`;
+      };
+      for (const id of ids) assert.ok(!h.docker('inspect', id).includes(secret) && !logs(id).includes(secret), `the value is in ${id}`);
+      const stored = fs.readdirSync(api.artifactsRoot, { recursive: true }).map((f) => path.join(api.artifactsRoot, f)).filter((f) => fs.statSync(f).isFile());
+      assert.ok(stored.length > 0);
+      for (const file of stored) assert.ok(!fs.readFileSync(file).includes(secret), `the value is in ${file}`);
+    } finally {
+      api.answerPrompts(undefined);
+      await h.setting('credentials', undefined);
+      await h.setting('network.allow', undefined);
+      await h.setting('runtime', undefined);
+    }
+  });
+
   it('shares a workspace file, saves the declared chart, shows it in the tree and hands the image to the model', async function () {
     const code = [
       'import csv, struct, zlib',

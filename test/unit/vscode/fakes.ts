@@ -1,7 +1,7 @@
 // Fakes of the VS Code effects (src/vscode/ui.ts) for unit tests of the logic in src/vscode.
 import type { Logger } from '../../../src/core/logger';
 import type { InspectedSetting } from '../../../src/core/trust';
-import type { ProgressUpdate, StatusItem, Ui, UiAction, WorkspaceEnv, WorkspaceState } from '../../../src/vscode/ui';
+import type { PickItem, ProgressUpdate, StatusItem, TextQuestion, Ui, UiAction, WorkspaceEnv, WorkspaceState } from '../../../src/vscode/ui';
 
 /** " [Show Log -> codeactSandbox.showLog | ...]": a message's buttons and what each runs. */
 function buttons(actions: readonly UiAction[]): string {
@@ -61,6 +61,21 @@ export class FakeUi implements Ui {
   }
   async openNewChat(message: string): Promise<void> {
     this.calls.push(`new chat: ${message}`);
+  }
+  /** What the input boxes answer, in order (undefined: dismissed). */
+  readonly textAnswers: (string | undefined)[] = [];
+  async askText(question: TextQuestion): Promise<string | undefined> {
+    const answer = this.textAnswers.shift();
+    const refused = answer === undefined ? undefined : question.check?.(answer);
+    this.calls.push(`askText: ${question.title}${question.password ? ' (hidden)' : ''}${refused ? ` refused: ${refused}` : ''}`);
+    return refused ? undefined : answer;
+  }
+  /** What the quick picks answer, by label and in order (undefined: dismissed). */
+  readonly pickAnswers: (string | undefined)[] = [];
+  async pick<T extends PickItem>(items: readonly T[], options: { title: string }): Promise<T | undefined> {
+    this.calls.push(`pick: ${options.title} [${items.map((i) => (i.description ? `${i.label} (${i.description})` : i.label)).join(' | ')}]`);
+    const label = this.pickAnswers.shift();
+    return items.find((i) => i.label === label);
   }
   createStatusItem(options: { id: string; name: string; command: string }): StatusItem {
     this.calls.push(`createStatusItem: ${options.id} ${options.name} ${options.command}`);

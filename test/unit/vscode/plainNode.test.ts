@@ -15,7 +15,7 @@ describe('src/vscode logic in plain Node (unit)', () => {
   });
 
   it('the logic modules load without it', () => {
-    for (const name of ['artifactItems', 'config', 'ids', 'invocationText', 'prepareCall', 'sandboxDecision', 'sandboxService', 'status', 'ui']) {
+    for (const name of ['artifactItems', 'config', 'ids', 'credentials', 'invocationText', 'prepareCall', 'sandboxDecision', 'sandboxService', 'status', 'ui']) {
       assert.doesNotThrow(() => load(`../../../src/vscode/${name}`), name);
     }
   });
