@@ -5,13 +5,15 @@
 # and then terminates the program's TLS, checks each request strictly, adds the credential,
 # verifies the real server against the system's trust store, and masks the value in what comes
 # back. It logs one line per request in squid's access-log format, naming the host, never a value.
-import base64, ctypes, ipaddress, json, os, re, socket, ssl, subprocess, sys, threading, time
+import base64, ctypes, ipaddress, json, os, re, socket, ssl, subprocess, sys, threading, time, urllib.parse
 
 PORT = 3129
 LOG_TAG = 'codeact-net'
 MAX_HEAD = 65536
 MAX_LINE = 16384
-MAX_CONNECTIONS = 256
+# Each connection is a thread, and a thread is a task of the proxy container's 64: well below it,
+# so that a program holding connections open meets this limit and never the container's.
+MAX_CONNECTIONS = 32
 IDLE_S = 300
 TOKEN = re.compile(rb"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 METHOD = re.compile(rb'^[A-Z]{1,16}$')
@@ -45,6 +47,25 @@ def not_dumpable():
 
 def host_matches(pattern, host):
     return host.endswith(pattern[1:]) if pattern.startswith('*.') else host == pattern
+
+
+def path_problem(path, params_refused):
+    """Why `path` could name another path to a lenient server, or None: checked before prefixes are."""
+    if '\\' in path or re.search(r'%2f|%5c|%2e|%25', path, re.I):
+        return 'a path with an encoded slash, dot or percent sign'
+    # Tomcat and Spring drop ";..." from a segment before they resolve dots ("/v1/..;/admin").
+    if params_refused and ';' in path:
+        return 'a path with a ";" parameter, on a host whose credential is limited to paths'
+    try:
+        decoded = urllib.parse.unquote_to_bytes(path).decode('utf-8', 'strict')
+    except UnicodeDecodeError:
+        return 'a path that is not UTF-8 once decoded (an overlong dot, say)'
+    if any(ord(c) < 0x20 or ord(c) == 0x7f for c in decoded):
+        return 'a path with a control character'
+    # ".", "..", and what servers that trim dots and spaces read as one ("...", ".. ").
+    if any(seg and not seg.strip(' .') for seg in decoded.split('/')):
+        return 'a path with a dot segment'
+    return None
 
 
 def path_matches(prefixes, path):
@@ -228,13 +249,29 @@ class Forwarder:
         listener.listen(128)
         return listener
 
+    def limited(self, host):
+        return any(b['paths'] for b in self.bindings if any(host_matches(p, host) for p in b['hosts']))
+
     def accept_forever(self, listener):
+        # Nothing a connection does ends this loop: a forwarder that stopped would leave its bound
+        # hosts unreachable for the sandbox's life (the gate ends the container if it does stop).
         while True:
-            conn, _ = listener.accept()
-            if not self.slots.acquire(blocking=False):
-                conn.close()
+            # A free slot first: beyond the limit, connections wait in the listen queue (squid's
+            # connect succeeds and its CONNECT is answered once a slot frees) instead of being
+            # closed, which squid would count against its parent until it took it for dead.
+            self.slots.acquire()
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                self.slots.release()
+                # Out of descriptors: they come back as connections end; a short pause, not a spin.
+                time.sleep(0.05)
                 continue
-            threading.Thread(target=self.connection, args=(conn,), daemon=True).start()
+            try:
+                threading.Thread(target=self.connection, args=(conn,), daemon=True).start()
+            except RuntimeError:
+                self.slots.release()
+                conn.close()
 
     def connection(self, conn):
         try:
@@ -349,9 +386,9 @@ class Session:
             target = '/' + rest
         if not target.startswith('/'):
             raise Refused('malformed', 400, 'a request target that is not a path')
-        path = target.split('?', 1)[0]
-        if '\\' in path or re.search(r'%2f|%5c|%2e', path, re.I) or any(s in ('.', '..') for s in path.split('/')):
-            raise Refused('malformed', 400, 'a path with a dot segment or an encoded slash')
+        problem = path_problem(target.split('?', 1)[0], self.f.limited(self.host))
+        if problem:
+            raise Refused('malformed', 400, problem)
         hosts = [v for k, v in headers if k.lower() == 'host']
         if len(hosts) != 1:
             raise Refused('malformed', 400, 'none or more than one Host header')
@@ -380,7 +417,8 @@ class Session:
             name, value = binding['query']
             path, _, query = target.partition('?')
             kept = [p for p in query.split('&') if p and p.split('=', 1)[0] != name]
-            target = path + '?' + '&'.join(kept + [f'{name}={percent(value)}'])
+            # The value comes encoded (wire.ts), as its masks expect to see it echoed.
+            target = path + '?' + '&'.join(kept + [f'{name}={value}'])
         # The value may come back in a response: asked for unencoded, so it can be masked there.
         out = [(k, v) for k, v in out if k.lower() != 'accept-encoding'] + [('Accept-Encoding', 'identity')]
         return out, target
@@ -442,19 +480,29 @@ class Session:
                         rest = masker.flush()
                         out(b'%x\r\n' % len(rest) + rest + b'\r\n')
                     out(b'0\r\n')
+                    seen = 0
                     while True:
                         trailer = reader.line()
                         if trailer is None:
                             raise EOFError
-                        out((masker.mask(trailer) if masker else trailer) + b'\r\n')
+                        seen += len(trailer)
+                        if seen > MAX_HEAD:
+                            raise EOFError
+                        # A request's trailers are dropped: they would reach the bound host unchecked.
+                        if masker or trailer == b'':
+                            out((masker.mask(trailer) if masker else trailer) + b'\r\n')
                         if trailer == b'':
                             return total
-                data = reader.exactly(size)
+                # Passed on in pieces as they come: a chunk's declared size is never held whole.
+                left = size
+                while left:
+                    data = reader.exactly(min(left, 65536))
+                    left -= len(data)
+                    data = masker.feed(data) if masker else data
+                    if data:
+                        out(b'%x\r\n' % len(data) + data + b'\r\n')
                 if reader.exactly(2) != b'\r\n':
                     raise EOFError
-                data = masker.feed(data) if masker else data
-                if data:
-                    out(b'%x\r\n' % len(data) + data + b'\r\n')
         elif kind == 'close':
             while True:
                 data = reader.some()
@@ -501,10 +549,6 @@ class Session:
 
 def remember_sni(sock, name, context):
     sock.codeact_sni = name
-
-
-def percent(value):
-    return ''.join(c if re.match(r'[A-Za-z0-9._~-]', c) else ''.join(f'%{b:02X}' for b in c.encode()) for c in value)
 
 
 def main():

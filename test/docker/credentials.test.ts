@@ -6,9 +6,10 @@
 import * as assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { networkPolicy, type Connection } from '../../src/core/network';
-import { parseBindings, standInsFor, type CredentialBinding, type CredentialValues, type WrittenBinding } from '../../src/core/credentials';
+import { parseBindings, standInsFor, strictPercent, type CredentialBinding, type CredentialValues, type WrittenBinding } from '../../src/core/credentials';
 import type { SandboxNetwork } from '../../src/docker/container/spec';
 import { LABEL } from '../../src/docker/container/labels';
+import { withDeadline } from '../../src/docker/engine';
 import { NAMES, startTestInternet, type TestInternet } from './fixtures/testInternet';
 import { TEST_ENGINE, dockerCli, run, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
@@ -35,10 +36,15 @@ const PRELUDE = [
   "        return f'{type(e).__name__}: {getattr(e, \"reason\", e)}'",
 ].join('\n');
 
-/** Python: raw(request bytes) sends one request inside a TLS tunnel to the bound host through the proxy, and returns the status line. */
+/**
+ * Python: exchange(request bytes) sends one request inside a TLS tunnel to the bound host through
+ * the proxy and returns all it got back; raw(request) returns its status line.
+ */
 const RAW = [
   "PROXY_HOST = os.environ['HTTPS_PROXY'].split('//')[1].split(':')[0]",
   'def raw(request, host=None):',
+  "    return exchange(request, host).split(b'\\r\\n')[0].decode()",
+  'def exchange(request, host=None):',
   `    host = host or ${JSON.stringify(BOUND)}`,
   '    s = socket.create_connection((PROXY_HOST, 3128), timeout=20)',
   "    s.sendall(f'CONNECT {host}:443 HTTP/1.1\\r\\nHost: {host}:443\\r\\n\\r\\n'.encode())",
@@ -51,7 +57,7 @@ const RAW = [
   '        if not d:',
   '            break',
   '        out += d',
-  "    return out.split(b'\\r\\n')[0].decode()",
+  '    return out',
 ].join('\n');
 
 /** A store of values the test controls: read counts, so a test can show a value was read only to start a proxy. */
@@ -233,6 +239,74 @@ describe('credentials added by the proxy (integration)', function () {
       ['GET', 'allowed', false],
       ['CONNECT', 'sni', false],
     ]);
+    assert.ok(!(await engineViews()).includes(secret), 'the value is in an inspect or log of a container');
+  });
+
+  it("holds against a second attacker: a query value's odd characters, path disguises, a flood of connections, a stand-in in a cookie, a forwarder killed", async function () {
+    const values = new TestValues();
+    // The characters encodeURIComponent leaves as they are: the value was sent encoded one way and masked in another.
+    const odd = `${secret}!(x)*'y`;
+    values.values.set('q', odd);
+    values.values.set('api', secret);
+    const network = networkWith(
+      bindings({ secret: 'q', hosts: [NAMES.denied], as: 'query', name: 'key' }, { secret: 'api', hosts: [BOUND], paths: ['/digest'], placeholder: 'API_KEY' }),
+      values,
+    );
+    const provider = sandboxes.makeProvider({ spec: () => testSpec({ network }) });
+    const session = uniqueSessionKey('cred-second');
+    const disguises = ['/digest/..;/other', '/digest/%252e%252e/other', '/digest/%c0%ae%c0%ae/other', '/digest/..%00/other', '/digest/..%09/other', '/digest/.../other'];
+    const attack = [
+      PRELUDE,
+      RAW,
+      `echo = exchange(b'GET /echo?a=1 HTTP/1.1\\r\\nHost: ${NAMES.denied}\\r\\nConnection: close\\r\\n\\r\\n', ${JSON.stringify(NAMES.denied)})`,
+      "print('query echo:', echo.split(b'\\r\\n\\r\\n', 1)[1].splitlines()[0].decode())",
+      `for p in ${JSON.stringify(disguises)}:`,
+      `    print(p, raw(f'GET {p}?h=Authorization HTTP/1.1\\r\\nHost: ${BOUND}\\r\\nConnection: close\\r\\n\\r\\n'.encode()))`,
+      // 90 tunnels at once: one thread each would pass the proxy container's 64 tasks and end the forwarder.
+      'held = []',
+      'for i in range(90):',
+      '    s = socket.create_connection((PROXY_HOST, 3128), timeout=30)',
+      `    s.sendall(b'CONNECT ${BOUND}:443 HTTP/1.1\\r\\nHost: ${BOUND}:443\\r\\n\\r\\n')`,
+      '    held.append(s)',
+      // The forwarder answers as many as it has slots for, in whatever order squid passes them on;
+      // past that, 3 s in which none more may be answered (none of the held ones ends, so none frees a slot).
+      'import collections, select',
+      'said = {}',
+      'while len(said) < 32:',
+      '    ready = select.select([s for s in held if s not in said], [], [], 60)[0]',
+      '    if not ready:',
+      '        break',
+      '    said.update((s, s.recv(100)[:12]) for s in ready)',
+      'said.update((s, s.recv(100)[:12]) for s in select.select([s for s in held if s not in said], [], [], 3)[0])',
+      "print('tunnels answered while 90 were held:', sorted(collections.Counter(said.values()).items()))",
+      'for s in held:',
+      '    s.close()',
+      `print('after the flood:', get('https://${BOUND}/digest'))`,
+      `print('stand-in in a cookie:', get('http://${NAMES.web}/digest', {'Cookie': 'k=' + os.environ['API_KEY']}))`,
+    ].join('\n');
+    const r = await run(provider, session, attack);
+    const bearer = `1 ${sha(`Bearer ${secret}`)} 0 ${EMPTY}`;
+    const sent = `/echo?a=1&key=${'*'.repeat(strictPercent(odd).length)}`;
+    assert.equal(
+      r.text.split('\n\n')[0],
+      [
+        'stdout:',
+        `query echo: ${sent}`,
+        ...disguises.map((p) => `${p} HTTP/1.1 400 Refused`),
+        "tunnels answered while 90 were held: [(b'HTTP/1.1 200', 32)]",
+        `after the flood: ${bearer}`,
+        'stand-in in a cookie: HTTP 403',
+      ].join('\n'),
+    );
+    assert.ok(!r.text.includes(secret), 'the value (or its start) is in the output');
+
+    // The forwarder ended from inside its container (as its own user could): the container ends with it.
+    const proxy = (JSON.parse(await dockerCli('inspect', '--format', '{{json .Config.Labels}}', r.sandboxId)) as Record<string, string>)[LABEL.proxy]!;
+    await dockerCli('exec', '-u', String(990), proxy, 'sh', '-c', 'kill -9 -1');
+    assert.equal((await withDeadline(dockerCli('wait', proxy), 60_000, 'wait for the proxy to end')).trim(), '1');
+    const next = await run(provider, session, [PRELUDE, `print(get('https://${BOUND}/digest'))`].join('\n'));
+    assert.notEqual(next.sandboxId, r.sandboxId);
+    assert.equal(next.text.split('\n\n')[0], `stdout:\n${bearer}`);
     assert.ok(!(await engineViews()).includes(secret), 'the value is in an inspect or log of a container');
   });
 

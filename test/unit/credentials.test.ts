@@ -9,6 +9,7 @@ import { settingValue } from '../../src/core/trust';
 import { networkKey, specKey } from '../../src/docker/container/spec';
 import { parseLogLine } from '../../src/docker/network/accessLog';
 import { squidConfig } from '../../src/docker/network/squidConfig';
+import { squidCredentials } from '../../src/docker/network/credentialProxy';
 import { credentialsFrom } from '../../src/cli/credentialFiles';
 import { parse } from '../../src/cli/options';
 
@@ -73,7 +74,11 @@ describe('credentials the proxy adds (unit)', () => {
     assert.deepEqual(wireBinding(bearer!, 'v/1', undefined).header, ['Authorization', 'Bearer v/1']);
     assert.deepEqual(wireBinding(basic!, 'pw', undefined), { hosts: ['a.example'], paths: [], methods: [], secret: 's', header: ['Authorization', 'Basic bWU6cHc='], redact: ['pw', 'bWU6cHc='] });
     assert.deepEqual(wireBinding(header!, 'v', 'stand').header, ['X-Key', 'Token v']);
-    assert.deepEqual(wireBinding(query!, 'v/1', undefined).redact, ['v/1', 'v%2F1']);
+    assert.deepEqual(wireBinding(query!, 'v/1', undefined).redact, ['v/1', 'v%2F1', 'v%2f1']);
+    // Sent as it is masked: every byte but the unreserved ones encoded (encodeURIComponent keeps !'()*, which a server echoes as sent).
+    const odd = wireBinding(query!, "a b!'()*é~", undefined);
+    assert.deepEqual(odd.query, ['key', 'a%20b%21%27%28%29%2A%C3%A9~']);
+    assert.deepEqual(odd.redact, ["a b!'()*é~", 'a%20b%21%27%28%29%2A%C3%A9~', 'a%20b%21%27%28%29%2a%c3%a9~', "a%20b!'()*%C3%A9~", 'a+b%21%27%28%29*%C3%A9%7E']);
   });
 
   it('tells the model which hosts get a credential and how, never a secret\'s name, and nothing without bindings', () => {
@@ -128,6 +133,22 @@ describe('credentials the proxy adds (unit)', () => {
       assert.ok(text.split('\n').includes(line), line);
     }
     assert.ok(text.indexOf('ssl_bump splice step1 bound') < text.indexOf('ssl_bump peek step1'));
+    // A stand-in is looked for in its binding's header and in those keys usually travel in; none without a placeholder.
+    const { bindings } = parseBindings([{ secret: 'k', hosts: ['api.example.com'], as: 'header', name: 'x-api-key', placeholder: 'K' }, { secret: 'b', hosts: ['web.example.org'] }], 's');
+    const values = { generation: 'g', read: async () => undefined };
+    assert.deepEqual(squidCredentials({ bindings, standIns: { K: 'codeact-stand-in-ab12' }, values }, 3129).headers, [
+      'x-api-key',
+      'Authorization',
+      'Proxy-Authorization',
+      'Cookie',
+      'Api-Key',
+      'X-Auth-Token',
+      'X-Access-Token',
+      'X-Goog-Api-Key',
+      'Ocp-Apim-Subscription-Key',
+      'X-Functions-Key',
+    ]);
+    assert.deepEqual(squidCredentials({ bindings: bindings.slice(1), standIns: {}, values }, 3129).headers, []);
   });
 
   it("reads the forwarder's lines: the credential added, and why a request was refused", () => {

@@ -45,7 +45,7 @@ export interface WireBinding {
   methods: readonly string[];
   /** The header to set (every same-named header the program sent is removed first). */
   header?: [string, string];
-  /** The query parameter to set (every same-named one the program sent is removed first). */
+  /** The query parameter to set, its value already encoded (every same-named one the program sent is removed first). */
   query?: [string, string];
   /** Texts a response must not carry back to the program: each is masked where it is seen. */
   redact: string[];
@@ -68,9 +68,22 @@ export function wireBinding(binding: CredentialBinding, value: string, standIn: 
     }
     case 'header':
       return { ...base, header: [s.name, `${s.prefix}${value}`], redact: [value] };
-    case 'query':
-      return { ...base, query: [s.name, value], redact: [value, encodeURIComponent(value)] };
+    case 'query': {
+      // Sent as `strict` encodes it; masked in each form a server that echoes its URL may write it.
+      const sent = strictPercent(value);
+      return { ...base, query: [s.name, sent], redact: [...new Set([value, sent, sent.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()), encodeURIComponent(value), new URLSearchParams({ v: value }).toString().slice(2)])] };
+    }
   }
+}
+
+/** Every byte of `value`'s UTF-8 as %XX but the unreserved characters (RFC 3986): how a query value is sent. */
+export function strictPercent(value: string): string {
+  let out = '';
+  for (const byte of Buffer.from(value, 'utf8')) {
+    const c = String.fromCharCode(byte);
+    out += /[A-Za-z0-9._~-]/.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
 }
 
 /** Why a value cannot be sent, or undefined: a header or query value is one line of visible text. */

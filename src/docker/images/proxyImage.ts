@@ -51,6 +51,7 @@ export const CREDENTIALS_UID = 990;
 /** Where squid reaches the forwarder, on the container's loopback. */
 export const CREDENTIALS_PORT = 3129;
 const FORWARDER = '/usr/local/bin/codeact-credentials';
+const SUPERVISOR = '/usr/local/bin/codeact-proxy-watch';
 
 declare const __CODEACT_CREDENTIALS_SOURCE__: string | undefined;
 let forwarderCache: string | undefined;
@@ -78,6 +79,32 @@ const START_SCRIPT = [
   `printf '%s\\n' "$${PROXY_CONF_ENV}" > ${PROXY_RUN_DIR}/squid.conf`,
   `printf '%s\\n' "\${${PROXY_HOSTS_ENV}:-}" > ${PROXY_RUN_DIR}/hosts`,
   `exec squid -N -f ${PROXY_RUN_DIR}/squid.conf`,
+  '',
+].join('\n');
+
+/**
+ * PID 1 of a proxy with credentials (root, doing nothing else): when the forwarder or squid ends,
+ * everything in the container is ended and the container exits, so the sandbox is replaced at its
+ * next call. Without it the forwarder's end left squid serving, every bound request failing for
+ * the sandbox's life, and the forwarder's port free for a program sharing the namespace to take.
+ */
+const SUPERVISOR_SCRIPT = [
+  'import os, signal, sys',
+  'watched = {int(a): name for a, name in zip(sys.argv[1::2], sys.argv[2::2])}',
+  '',
+  '',
+  'def end(code):',
+  '    os.kill(-1, signal.SIGKILL)  # every process of the container but this one',
+  '    os._exit(code)',
+  '',
+  '',
+  'signal.signal(signal.SIGTERM, lambda *_: end(0))',
+  'signal.signal(signal.SIGINT, lambda *_: end(0))',
+  'while True:',
+  '    pid, _ = os.wait()',
+  '    if pid in watched:',
+  "        sys.stderr.write(f'codeact-proxy-gate: {watched[pid]} stopped, so the proxy stops\\n')",
+  '        end(1)',
   '',
 ].join('\n');
 
@@ -146,9 +173,13 @@ const GATE_SCRIPT = [
   'exec 3<&0 0</dev/null',
   `if [ "$credentials" = 1 ]; then setpriv --reuid="$cuid" --regid="$cgid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- python3 -I ${FORWARDER} ${CREDENTIALS_RUN_DIR} <&3 3<&- & fi`,
   'exec 3<&-',
+  `if [ "$credentials" = 1 ]; then forwarder=$!; fi`,
   // squid starts once the forwarder listens: a parent it found closed at its start it would take for down.
-  `if [ "$credentials" = 1 ]; then n=0; until grep -q '^ *[0-9]*: 0100007F:${CREDENTIALS_PORT.toString(16).toUpperCase().padStart(4, '0')} 00000000:0000 0A' /proc/net/tcp; do n=$((n+1)); [ $n -lt 600 ] || fail 'the credential forwarder did not start'; [ -d /proc/$! ] || fail 'the credential forwarder stopped'; sleep 0.1; done; fi`,
-  `exec setpriv --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- /usr/local/bin/codeact-proxy`,
+  `if [ "$credentials" = 1 ]; then n=0; until grep -q '^ *[0-9]*: 0100007F:${CREDENTIALS_PORT.toString(16).toUpperCase().padStart(4, '0')} 00000000:0000 0A' /proc/net/tcp; do n=$((n+1)); [ $n -lt 600 ] || fail 'the credential forwarder did not start'; [ -d /proc/$forwarder ] || fail 'the credential forwarder stopped'; sleep 0.1; done; fi`,
+  'squid() { exec setpriv --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- /usr/local/bin/codeact-proxy; }',
+  // With credentials, PID 1 stays to end the container with either process (SUPERVISOR_SCRIPT).
+  `if [ "$credentials" = 1 ]; then squid & exec python3 -I ${SUPERVISOR} "$forwarder" 'the credential forwarder' "$!" squid; fi`,
+  'squid',
   '',
 ].join('\n');
 
@@ -175,13 +206,14 @@ export function proxyImageContext(period = proxyPeriod()): BuildContext {
     'COPY start-proxy /usr/local/bin/codeact-proxy',
     `COPY start-gate ${PROXY_GATE_COMMAND}`,
     `COPY credentials.py ${FORWARDER}`,
-    `RUN chmod 0755 /usr/local/bin/codeact-proxy ${PROXY_GATE_COMMAND} && chmod 0644 ${FORWARDER}`,
+    `COPY watch.py ${SUPERVISOR}`,
+    `RUN chmod 0755 /usr/local/bin/codeact-proxy ${PROXY_GATE_COMMAND} && chmod 0644 ${FORWARDER} ${SUPERVISOR}`,
     // Debian's proxy user; the container starts as root for the gate, which ends as this user.
     'USER proxy',
     'CMD ["/usr/local/bin/codeact-proxy"]',
     '',
   ].join('\n');
-  return { dockerfile, files: { 'start-proxy': START_SCRIPT, 'start-gate': GATE_SCRIPT, 'credentials.py': forwarderSource() } };
+  return { dockerfile, files: { 'start-proxy': START_SCRIPT, 'start-gate': GATE_SCRIPT, 'credentials.py': forwarderSource(), 'watch.py': SUPERVISOR_SCRIPT } };
 }
 
 function contextHash(context: BuildContext): string {

@@ -36,10 +36,21 @@ export function boundHosts(credentials: SandboxCredentials): string[] {
   return [...new Set(credentials.bindings.flatMap((b) => b.hosts))].sort();
 }
 
+/**
+ * The headers squid looks for a stand-in in on plain HTTP, beside the URL and each binding's own:
+ * where SDKs and people put keys. squid can only match a header by its name, so a stand-in in a
+ * header of another name passes there (docs/credentials.md says so).
+ */
+const KEY_HEADERS = ['Authorization', 'Proxy-Authorization', 'Cookie', 'X-Api-Key', 'Api-Key', 'X-Auth-Token', 'X-Access-Token', 'X-Goog-Api-Key', 'Ocp-Apim-Subscription-Key', 'X-Functions-Key'];
+
 /** What squid's configuration needs of the credentials (no value). */
 export function squidCredentials(credentials: SandboxCredentials, port: number): { hosts: string[]; standIns: string[]; headers: string[]; port: number } {
-  const headers = credentials.bindings.filter((b) => b.placeholder).map((b) => (b.send.as === 'header' ? b.send.name : 'Authorization'));
-  return { hosts: boundHosts(credentials), standIns: Object.values(credentials.standIns), headers: [...new Set(headers)], port };
+  const placeholders = credentials.bindings.filter((b) => b.placeholder);
+  const headers = new Map<string, string>();
+  if (placeholders.length) {
+    for (const h of [...placeholders.map((b) => (b.send.as === 'header' ? b.send.name : 'Authorization')), ...KEY_HEADERS]) if (!headers.has(h.toLowerCase())) headers.set(h.toLowerCase(), h);
+  }
+  return { hosts: boundHosts(credentials), standIns: Object.values(credentials.standIns), headers: [...headers.values()], port };
 }
 
 /** The forwarder's input, values read now; throws MissingSecretError for a secret not stored or not sendable. */
