@@ -1,4 +1,5 @@
 import * as assert from 'node:assert/strict';
+import { ZOMBIE_LED } from './fixtures/programs';
 import { run, testSpec, uniqueSessionKey, useDocker } from './helpers';
 
 /**
@@ -52,14 +53,8 @@ describe("a call's processes end with the call (integration)", function () {
     const provider = sandboxes.makeProvider();
     const key = uniqueSessionKey('end-zombie-led');
     const code = [
-      'import ctypes, os, sys, threading, time',
-      'if os.fork() == 0:',
-      '    os.setsid()',
-      '    for fd in (0, 1, 2):',
-      '        os.close(fd)',
-      '    threading.Thread(target=time.sleep, args=(60,)).start()',
-      '    ctypes.CDLL(None).syscall(60, 0)',
-      'time.sleep(0.3)',
+      ZOMBIE_LED,
+      'import sys',
       "print('left one')",
       // Reaped before the runner looks: only a process list that counts it sees it at all.
       'sys.stdout.flush()',

@@ -3,6 +3,7 @@ import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
 import { NOTHING_PRINTED } from '../../src/core/format';
 import { STATE_LINES, SessionStates } from '../../src/core/state';
 import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
+import { ZOMBIE_LED } from './fixtures/programs';
 import { dockerCli, log, runLimits, uniqueSessionKey, useDocker, waitFor } from './helpers';
 
 /**
@@ -160,18 +161,6 @@ describe('the state holder against its own program (integration)', function () {
     const next = THREADS_ELSEWHERE.replace('print(x, max(counts))', "print('x' in globals(), max(counts))");
     assert.equal((await call(provider, states, key, next)).text, `stdout:\nFalse 1\n\n${KEPT}`);
   });
-
-  /** A process whose first thread exits alone (SYS_exit, not exit_group) while another runs on: its status says Z. */
-  const ZOMBIE_LED = [
-    'import ctypes, os, threading, time',
-    'if os.fork() == 0:',
-    '    os.setsid()',
-    '    for fd in (0, 1, 2):',
-    '        os.close(fd)',
-    '    threading.Thread(target=time.sleep, args=(60,)).start()',
-    '    ctypes.CDLL(None).syscall(60, 0)',
-    'time.sleep(0.3)',
-  ].join('\n');
 
   it('a program that leaves a process whose first thread exited is not kept, and the process is gone at the next call', async function () {
     const provider = sandboxes.makeProvider();

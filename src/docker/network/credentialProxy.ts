@@ -6,7 +6,7 @@
  * line. What comes back is public: the sandbox's CA certificate, which its programs trust.
  */
 import type { Duplex } from 'node:stream';
-import { Writable } from 'node:stream';
+import { followProxyLog } from './proxyLog';
 import type Dockerode from 'dockerode';
 import { ToolError } from '../../core/errors';
 import { valueProblem, wireBinding, type SandboxCredentials, type WireBinding } from '../../core/credentials';
@@ -97,35 +97,18 @@ export async function attachCredentials(container: Dockerode.Container, network:
 
 /** The sandbox's CA as the forwarder printed it once it listened; rejects if it stopped first. */
 export async function forwarderCa(docker: Dockerode, container: Dockerode.Container, name: string): Promise<string> {
-  const stream = (await withDeadline(container.logs({ follow: true, stdout: false, stderr: true }), ENGINE_DEADLINE_MS, 'read proxy log')) as NodeJS.ReadableStream & { destroy(): void };
-  try {
-    return await withDeadline(
-      new Promise<string>((resolve, reject) => {
-        let text = '';
-        const sink = new Writable({
-          write(chunk: Buffer, _e: unknown, done: () => void) {
-            text += chunk.toString('utf8');
-            let i: number;
-            while ((i = text.indexOf('\n')) >= 0) {
-              const line = text.slice(0, i);
-              text = text.slice(i + 1);
-              if (line.startsWith(CA_LINE)) resolve(Buffer.from(line.slice(CA_LINE.length), 'base64').toString('utf8'));
-              if (line.startsWith(STOPPED_LINE)) reject(new NetworkUnavailableError(`the credential forwarder of ${name} ${line.slice(STOPPED_LINE.length)}`));
-            }
-            done();
-          },
-        });
-        docker.modem.demuxStream(stream, sink, sink);
-        stream.on('end', () => reject(new NetworkUnavailableError(`the proxy ${name} stopped before its credential forwarder was ready`)));
-        stream.on('error', reject);
-      }),
-      FORWARDER_READY_MS,
-      'wait for the credential forwarder',
-    ).then((pem) => {
-      if (!/^-----BEGIN CERTIFICATE-----\n[A-Za-z0-9+/=\n]+-----END CERTIFICATE-----\n?$/.test(pem)) throw new NetworkUnavailableError(`the credential forwarder of ${name} gave no certificate`);
-      return pem;
-    });
-  } finally {
-    stream.destroy();
-  }
+  const pem = await followProxyLog(docker, container, {
+    stdout: false,
+    stderr: true,
+    deadlineMs: FORWARDER_READY_MS,
+    what: 'wait for the credential forwarder',
+    onLine: (line) => {
+      if (line.startsWith(CA_LINE)) return Buffer.from(line.slice(CA_LINE.length), 'base64').toString('utf8');
+      if (line.startsWith(STOPPED_LINE)) throw new NetworkUnavailableError(`the credential forwarder of ${name} ${line.slice(STOPPED_LINE.length)}`);
+      return undefined;
+    },
+    atEnd: () => new NetworkUnavailableError(`the proxy ${name} stopped before its credential forwarder was ready`),
+  });
+  if (!/^-----BEGIN CERTIFICATE-----\n[A-Za-z0-9+/=\n]+-----END CERTIFICATE-----\n?$/.test(pem)) throw new NetworkUnavailableError(`the credential forwarder of ${name} gave no certificate`);
+  return pem;
 }

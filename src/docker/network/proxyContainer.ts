@@ -2,7 +2,7 @@
  * The proxy's container, as data, and the waits on it that both ways out share: the policy's
  * shared proxy on Docker (egress.ts) and a sandbox's own proxy on Podman (sidecar.ts).
  */
-import { Writable } from 'node:stream';
+import { followProxyLog } from './proxyLog';
 import type Dockerode from 'dockerode';
 import { LABEL, LABEL_SCHEMA, PODMAN_RLIMITS, type SandboxNetwork } from '../container';
 import { ENGINE_DEADLINE_MS, withDeadline, type EngineKind } from '../engine';
@@ -125,36 +125,14 @@ const PROXY_READY_MS = 60_000;
  * proxy's start may have been rotated out of its log); rejects with its last lines when it stops first.
  */
 export async function waitReady(docker: Dockerode, container: Dockerode.Container, name: string): Promise<void> {
-  const stream = (await withDeadline(container.logs({ follow: true, stdout: true, stderr: true }), ENGINE_DEADLINE_MS, 'read proxy log')) as NodeJS.ReadableStream & { destroy(): void };
-  const lines: string[] = [];
-  try {
-    await withDeadline(
-      new Promise<void>((resolve, reject) => {
-        let text = '';
-        const sink = new Writable({
-          write(chunk: Buffer, _e: unknown, done: () => void) {
-            text += chunk.toString('utf8');
-            let i: number;
-            while ((i = text.indexOf('\n')) >= 0) {
-              const line = text.slice(0, i);
-              text = text.slice(i + 1);
-              lines.push(line);
-              if (lines.length > 20) lines.shift();
-              if (/Accepting .*connections at/.test(line) || line.startsWith(`${LOG_TAG} `)) resolve();
-            }
-            done();
-          },
-        });
-        docker.modem.demuxStream(stream, sink, sink);
-        stream.on('end', () => reject(new NetworkUnavailableError(`the proxy ${name} stopped as it started: ${lines.slice(-3).join(' | ') || 'no output'}`)));
-        stream.on('error', reject);
-      }),
-      PROXY_READY_MS,
-      'wait for the proxy to listen',
-    );
-  } finally {
-    stream.destroy();
-  }
+  await followProxyLog(docker, container, {
+    stdout: true,
+    stderr: true,
+    deadlineMs: PROXY_READY_MS,
+    what: 'wait for the proxy to listen',
+    onLine: (line) => (/Accepting .*connections at/.test(line) || line.startsWith(`${LOG_TAG} `) ? true : undefined),
+    atEnd: (last) => new NetworkUnavailableError(`the proxy ${name} stopped as it started: ${last.slice(-3).join(' | ') || 'no output'}`),
+  });
 }
 
 /** Whether a proxy runs (a call whose proxy died says so). */

@@ -59,20 +59,20 @@ describe('the credential commands (unit)', () => {
   });
 
   it('says at once when the allow-list does not let programs reach the hosts, with the setting to open', async () => {
-    const t = commandsWith([]);
-    t.ui.textAnswers.push('example', VALUE, 'api.example.com');
-    t.ui.pickAnswers.push('Authorization: Bearer <secret>');
-    await t.commands['codeactSandbox.addCredential']();
+    /** What Add Credential shows last, for a bearer credential on api.example.com under `allow`. */
+    const lastShown = async (allow: string[]) => {
+      const t = commandsWith(allow);
+      t.ui.textAnswers.push('example', VALUE, 'api.example.com');
+      t.ui.pickAnswers.push('Authorization: Bearer <secret>');
+      await t.commands['codeactSandbox.addCredential']();
+      return t.ui.calls.at(-1);
+    };
     assert.equal(
-      t.ui.calls.at(-1),
+      await lastShown([]),
       'warning: CodeAct Sandbox: example is stored. codeactSandbox.credentials binds secrets, but codeactSandbox.network.allow lets programs reach no host; the bindings are ignored. Allow its hosts there to have it sent. [Open Setting -> workbench.action.openSettings codeactSandbox.network.allow]',
     );
-    const other = commandsWith(['other.example.org']);
-    other.ui.textAnswers.push('example', VALUE, 'api.example.com');
-    other.ui.pickAnswers.push('Authorization: Bearer <secret>');
-    await other.commands['codeactSandbox.addCredential']();
     assert.equal(
-      other.ui.calls.at(-1),
+      await lastShown(['other.example.org']),
       'warning: CodeAct Sandbox: example is stored. The credential binding for the secret example names api.example.com, which codeactSandbox.network.allow does not let programs reach (or a deny entry cuts into); the binding is ignored. Allow its hosts there to have it sent. [Open Setting -> workbench.action.openSettings codeactSandbox.network.allow]',
     );
   });
