@@ -3,7 +3,7 @@ import { ToolError, describeError } from '../../core/errors';
 import type { Logger } from '../../core/logger';
 import type { ProgramRun } from '../../core/sandbox';
 import { archiveOf, type ArchiveEntry } from './archive';
-import { isNoSpace, withDeadline } from '../engine';
+import { SandboxGoneError, isNoSpace, withDeadline } from '../engine';
 import { RUNS_DIR, WORK_ROOT } from '../container';
 import { runArchive, runsFolderProblem } from './transfer';
 
@@ -42,6 +42,8 @@ export interface WorkAreaHost {
   readonly spec: { limits: { workAreaMb: number } };
   /** Kill everything and start again, with an empty work area. */
   restart(): Promise<void>;
+  /** Whether the container still runs. */
+  isAlive(): Promise<boolean>;
 }
 
 /**
@@ -54,6 +56,9 @@ export async function putRunFiles(host: WorkAreaHost, callId: string, run: Progr
   const notes: string[] = [];
   const problem = await withDeadline(runsFolderProblem(host.container, RUNS_DIR), deadlineMs, 'check the work area');
   if (problem) {
+    // A stopped container's tmpfs is gone, so its runs folder reads as removed: that sandbox is
+    // gone (it is replaced, and the model told so), not tampered with.
+    if (!(await host.isAlive())) throw new SandboxGoneError('the sandbox container is not running');
     // A program made it so; a restart lays the work area out again (a tmpfs: empty after it).
     host.log.warn(`sandbox ${host.name}: ${problem}; restarting it before copying files in`);
     await host.restart();
