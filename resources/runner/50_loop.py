@@ -471,7 +471,11 @@ class Runner(SessionStateDesk):
         double fork) would live on into later calls, its connections logged under their programs,
         or its files changing under them. Killed, and waited for until each is dead (its sockets
         closed, so the proxy has logged them) before the end is reported: the host's end-of-call
-        marker then comes after their last lines. Waits on SIGCHLD's wake-up, bounded."""
+        marker then comes after their last lines. Waits on SIGCHLD's wake-up, bounded.
+        A program that reported its exit is killed too and, when it is not yet gone, waited for:
+        gVisor lets a fork already under way finish after a SIGKILL (Linux fails it), so a program
+        that only said it exited can leave one last child behind the sweep that killed it. Its
+        child is swept once it is reaped (its own teardown is milliseconds, see DYING_GRACE_S)."""
         me, spare = os.getpid(), self.spared()
         if not [p for p in _live_pids() if p != 1 and p != me and p not in spare]:
             return
@@ -482,7 +486,7 @@ class Runner(SessionStateDesk):
             # kill(-1) too, not pid by pid: a fork bomb's new children are taken with it.
             _kill_all(None, self.spared())
             self.reap(None)
-            if not self.strays():
+            if not self.strays() and not self.exiting:
                 return
             if time.monotonic() >= deadline:
                 _log('processes a program left did not end')

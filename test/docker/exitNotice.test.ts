@@ -124,5 +124,50 @@ describe('the warm runner reports an exit before the process is gone (integratio
     const ps = await run(provider, key, ALONE_WITH_PID1);
     assert.equal(ps.text, 'stdout:\nTrue');
   });
+
+  it('leaves nothing of a fork under way when a program that faked its exit report is killed', async function () {
+    const provider = sandboxes.makeProvider();
+    const key = uniqueSessionKey('forged-forks');
+    await warmSandbox(provider, key);
+    // Four threads each forking without pause (each keeps one child, replaced at the next fork):
+    // when the end-of-call kill comes, a fork is under way. gVisor lets such a fork finish after
+    // the SIGKILL (Linux fails it), so its child outlives the kill unless the sweep waits for the
+    // program to be gone before it looks for what is left.
+    const code = [
+      'import ctypes, os, signal, threading, time',
+      ...FORGE_EXIT_REPORT,
+      "print('forged', flush=True)",
+      "null = os.open('/dev/null', os.O_RDWR)",
+      'def forker():',
+      '    child = 0',
+      '    while True:',
+      '        try:',
+      '            pid = os.fork()',
+      '        except OSError:',
+      '            continue',
+      '        if pid == 0:',
+      '            os.dup2(null, 1)',
+      '            os.dup2(null, 2)',
+      '            os.setsid()',
+      '            time.sleep(600)',
+      '            os._exit(0)',
+      '        if child:',
+      '            os.kill(child, signal.SIGKILL)',
+      '            os.waitpid(child, 0)',
+      '        child = pid',
+      'for _ in range(4):',
+      '    threading.Thread(target=forker, daemon=True).start()',
+      'time.sleep(0.3)',
+      'os.close(1)',
+      'os.close(2)',
+      'time.sleep(600)',
+    ].join('\n');
+    for (let i = 0; i < 5; i++) {
+      const r = await run(provider, key, code, { limits: { timeoutMs: 30_000 } });
+      assert.equal(r.text, 'stdout:\nforged');
+      const ps = await run(provider, key, ALONE_WITH_PID1);
+      assert.equal(ps.text, 'stdout:\nTrue', `after run ${i + 1}`);
+    }
+  });
 });
 
