@@ -64,7 +64,11 @@ class ExitNotice:
     run: processes left from earlier runs hold only their own. A page, not a pipe: the program
     must not find a descriptor `python3 file` would not have."""
 
-    SIZE = 4096
+    # The status page, then room for the pages a child copied (part 67): a u32 count at PAGES,
+    # then as many u64 addresses. Unwritten, the room takes no memory.
+    STATUS_SIZE = 4096
+    PAGES = STATUS_SIZE
+    SIZE = STATUS_SIZE + 8 * 4096
     MAGIC = 0x43584954  # 'CXIT'
 
     def __init__(self, libc):
@@ -88,7 +92,7 @@ class ExitNotice:
         if self.status() is None:
             return ()
         n = ctypes.c_uint16.from_address(self.addr + self.USED).value
-        raw = ctypes.string_at(self.addr + self.USED + 2, min(n, self.SIZE - self.USED - 2))
+        raw = ctypes.string_at(self.addr + self.USED + 2, min(n, self.STATUS_SIZE - self.USED - 2))
         said = set(raw.decode('ascii', 'replace').split(','))
         return tuple(m for m in learnable if m in said)
 
@@ -96,11 +100,29 @@ class ExitNotice:
     def write_used(cls, addr, names):
         """In the child, before the status's MAGIC: the names it imported."""
         raw = ','.join(names).encode('ascii', 'replace')
-        room = cls.SIZE - cls.USED - 2
+        room = cls.STATUS_SIZE - cls.USED - 2
         if len(raw) > room:  # whole names only: a cut one could read as another module
             raw = raw[:raw.rfind(b',', 0, room + 1)]
         ctypes.memmove(addr + cls.USED + 2, raw, len(raw))
         ctypes.c_uint16.from_address(addr + cls.USED).value = len(raw)
+
+    def pages(self):
+        """The page addresses the child said it copied, or None when it did not say."""
+        if self.status() is None:
+            return None
+        n = ctypes.c_uint32.from_address(self.addr + self.PAGES).value
+        if n == 0:
+            return None
+        n = min(n, (self.SIZE - self.PAGES - 8) // 8)
+        return (ctypes.c_uint64 * n).from_address(self.addr + self.PAGES + 8)[:]
+
+    @classmethod
+    def write_pages(cls, addr, pages):
+        """In the child, before the status's MAGIC: the pages it copied (as many as there is room for)."""
+        pages = pages[:(cls.SIZE - cls.PAGES - 8) // 8]
+        if pages:
+            (ctypes.c_uint64 * len(pages)).from_address(addr + cls.PAGES + 8)[:] = pages
+            ctypes.c_uint32.from_address(addr + cls.PAGES).value = len(pages)
 
     def close(self):
         if self.addr is not None:

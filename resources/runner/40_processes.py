@@ -1,5 +1,18 @@
 # The sandbox runner, part 40: the channel to the host, and the files and processes a run
 # leaves (its directory, modules that would shadow, the processes to kill).
+def _forks_outlive_kill(libc):
+    """True under gVisor, whose kernel lets a fork already under way finish after its caller was
+    sent SIGKILL (Linux fails such a fork: copy_process checks for a fatal signal under the lock
+    kill takes). gVisor says itself what it is in the kernel log any process may read (its first
+    line, "Starting gVisor..."); Linux refuses the read to a process without CAP_SYSLOG."""
+    buf = ctypes.create_string_buffer(64)
+    try:
+        n = libc.klogctl(3, buf, 64)  # SYSLOG_ACTION_READ_ALL
+    except (AttributeError, OSError):
+        return False
+    return n > 0 and b'Starting gVisor' in buf.raw[:n]
+
+
 class Channel:
     """The host's end: the container's attach stream, moved off fds 0/1."""
 

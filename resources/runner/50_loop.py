@@ -52,6 +52,10 @@ class Runner(SessionStateDesk):
         self.preload_config = []
         self.learn_config = []
         self.learned = set()
+        # The pages fresh calls wrote, for children forked ahead to write first (part 67).
+        self.pages_ahead = PagesAhead()
+        # Whether a program killed in a fork may still make its child (gVisor): main() says.
+        self.forks_outlive_kill = False
 
     def hello(self, payload):
         nonce = hello_nonce(payload)
@@ -472,10 +476,11 @@ class Runner(SessionStateDesk):
         or its files changing under them. Killed, and waited for until each is dead (its sockets
         closed, so the proxy has logged them) before the end is reported: the host's end-of-call
         marker then comes after their last lines. Waits on SIGCHLD's wake-up, bounded.
-        A program that reported its exit is killed too and, when it is not yet gone, waited for:
-        gVisor lets a fork already under way finish after a SIGKILL (Linux fails it), so a program
-        that only said it exited can leave one last child behind the sweep that killed it. Its
-        child is swept once it is reaped (its own teardown is milliseconds, see DYING_GRACE_S)."""
+        A program that reported its exit is killed too, and under gVisor waited for: gVisor lets a
+        fork already under way finish after a SIGKILL (Linux fails it), so a program that only
+        said it exited could leave one last child behind the sweep that killed it; that child is
+        swept once the program is reaped. Not on Linux, where the wait would put the program's
+        teardown (3 ms for a data image's address space) on the answer's way for nothing."""
         me, spare = os.getpid(), self.spared()
         if not [p for p in _live_pids() if p != 1 and p != me and p not in spare]:
             return
@@ -486,7 +491,7 @@ class Runner(SessionStateDesk):
             # kill(-1) too, not pid by pid: a fork bomb's new children are taken with it.
             _kill_all(None, self.spared())
             self.reap(None)
-            if not self.strays() and not self.exiting:
+            if not self.strays() and not (self.forks_outlive_kill and self.exiting):
                 return
             if time.monotonic() >= deadline:
                 _log('processes a program left did not end')
@@ -529,6 +534,8 @@ class Runner(SessionStateDesk):
         w = _Supervision(self, rid, req, pid, out_r, err_r, poller, link, notice)
         w.watch()
         if link is None:
+            if notice is not None:
+                self.pages_ahead.take(notice.pages())
             self.end_strays()
         state = None
         if link is not None:

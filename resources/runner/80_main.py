@@ -41,6 +41,7 @@ def main():
 
     runner = Runner(Channel(chan_in, chan_out), unusable, preloaded, missing, noted_dirty, extra, {devnull})
     runner.native = native
+    runner.forks_outlive_kill = native is not None and _forks_outlive_kill(native.libc)
     runner.preload_config = preload
     runner.learn_config = learn
     # Not learnable: what is preloaded already, what was tried and is not there or not kept

@@ -1,0 +1,179 @@
+"""The pages a fresh call writes (part 67), against this machine's own kernel: what a look at a
+child's pagemap finds, and what a child forked ahead copies before its run."""
+import ctypes
+import mmap
+import os
+import unittest
+
+from golden import runner as r
+
+PAGE = 4096
+PAGES = 8
+HAS_PAGEMAP = os.path.exists('/proc/self/pagemap')
+
+
+def _region():
+    """An anonymous private region of PAGES pages, each written (present) here: (mmap, address)."""
+    m = mmap.mmap(-1, PAGES * PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    for i in range(PAGES):
+        m[i * PAGE] = i + 1
+    return m, ctypes.addressof(ctypes.c_char.from_buffer(m))
+
+
+def _child(action):
+    """Forks a child that runs `action` and then waits; returns (pid, what it wrote back, go)."""
+    done_r, done_w = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(done_w, action() or b'.')
+            os.read(go_r, 1)
+        finally:
+            os._exit(0)
+    os.close(done_w)
+    os.close(go_r)
+    said = os.read(done_r, 4096)
+    os.close(done_r)
+    return pid, said, go_w
+
+
+def _end(pid, go_w):
+    os.write(go_w, b'x')
+    os.close(go_w)
+    os.waitpid(pid, 0)
+
+
+class Runs(unittest.TestCase):
+    def test_adjacent_pages_make_one_run(self):
+        self.assertEqual(r._runs({0x5000, 0x1000, 0x2000, 0x3000}), ((0x1000, 0x3000), (0x5000, 0x1000)))
+        self.assertEqual(r._runs(set()), ())
+
+
+class MinorFaults(unittest.TestCase):
+    def test_a_process_that_is_gone_has_none(self):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        self.assertIsNone(r._minor_faults(pid))
+        self.assertIsInstance(r._minor_faults(os.getpid()), int)
+
+
+@unittest.skipUnless(HAS_PAGEMAP, 'this kernel has no /proc/self/pagemap')
+class ExclusivePages(unittest.TestCase):
+    def test_the_pages_a_child_wrote_and_no_other(self):
+        m, addr = _region()
+
+        def write():
+            m[2 * PAGE] = 0xAA
+            m[5 * PAGE + 7] = 0xBB
+
+        pid, _, go = _child(write)
+        try:
+            found = r._exclusive_pages(pid, [(addr, addr + PAGES * PAGE)])
+        finally:
+            _end(pid, go)
+        self.assertEqual(found, [addr + 2 * PAGE, addr + 5 * PAGE])
+
+
+@unittest.skipUnless(HAS_PAGEMAP, 'this kernel has no /proc/self/pagemap')
+class TouchAhead(unittest.TestCase):
+    def test_the_learned_pages_are_copied_and_keep_their_data(self):
+        m, addr = _region()
+        libc = ctypes.CDLL(None, use_errno=True)
+        runs = ((addr + 1 * PAGE, 2 * PAGE), (addr + 6 * PAGE, PAGE))
+        wait_r, wait_w = os.pipe()
+
+        def touch():
+            r._touch_ahead(libc, runs, wait_r)
+            return bytes(m[i * PAGE] for i in range(PAGES))
+
+        pid, data, go = _child(touch)
+        try:
+            found = r._exclusive_pages(pid, [(addr, addr + PAGES * PAGE)])
+        finally:
+            _end(pid, go)
+            os.close(wait_r)
+            os.close(wait_w)
+        if found == []:
+            self.skipTest('this kernel has no MADV_POPULATE_WRITE (Linux 5.14)')
+        self.assertEqual(found, [addr + 1 * PAGE, addr + 2 * PAGE, addr + 6 * PAGE])
+        self.assertEqual(data, bytes(range(1, PAGES + 1)))
+
+    def test_a_run_request_already_there_stops_it_before_any_page(self):
+        m, addr = _region()
+        libc = ctypes.CDLL(None, use_errno=True)
+        wait_r, wait_w = os.pipe()
+        os.write(wait_w, b'/sandbox/runs/1-abc\n')
+        pid, _, go = _child(lambda: r._touch_ahead(libc, ((addr, PAGES * PAGE),), wait_r))
+        try:
+            found = r._exclusive_pages(pid, [(addr, addr + PAGES * PAGE)])
+        finally:
+            _end(pid, go)
+            os.close(wait_r)
+            os.close(wait_w)
+        self.assertEqual(found, [])
+
+
+@unittest.skipUnless(HAS_PAGEMAP, 'this kernel has no /proc/self/pagemap')
+class Look(unittest.TestCase):
+    def setUp(self):
+        self.saved = r.TOUCH_LEARN_FAULTS
+
+    def tearDown(self):
+        r.TOUCH_LEARN_FAULTS = self.saved
+
+    def test_a_child_looks_at_its_end_only_when_it_faulted_enough(self):
+        m, addr = _region()
+        ranges = [(addr, addr + PAGES * PAGE)]
+
+        def write_and_look():
+            m[3 * PAGE] = 0xCC
+            r.TOUCH_LEARN_FAULTS = 1 << 30
+            skipped = r._look_at_own_pages(ranges)
+            r.TOUCH_LEARN_FAULTS = 0
+            return repr((skipped, r._look_at_own_pages(ranges))).encode()
+
+        pid, said, go = _child(write_and_look)
+        _end(pid, go)
+        self.assertEqual(said.decode(), repr((None, [addr + 3 * PAGE])))
+
+
+class Take(unittest.TestCase):
+    def setUp(self):
+        self.saved = r._TOUCH_RUNS, r._TOUCH_LOOK
+
+    def tearDown(self):
+        r._TOUCH_RUNS, r._TOUCH_LOOK = self.saved
+
+    def ahead(self):
+        a = r.PagesAhead()
+        a.looks = r.TOUCH_LOOKS
+        return a
+
+    def test_what_a_child_said_is_written_ahead_by_the_next(self):
+        a = self.ahead()
+        said = [0x10000 + i * PAGE for i in range(40)] + [0x90000]
+        a.take(said)
+        self.assertEqual(r._TOUCH_RUNS, ((0x10000, 40 * PAGE), (0x90000, PAGE)))
+        self.assertEqual((a.looks, r._TOUCH_LOOK), (r.TOUCH_LOOKS - 1, True))
+        a.take(None)  # a child that did not look costs no look
+        self.assertEqual(a.looks, r.TOUCH_LOOKS - 1)
+
+    def test_a_program_written_notice_counts_only_page_addresses_of_user_space_and_the_cap(self):
+        a = self.ahead()
+        a.take([0, 0x10001, 1 << 47, 1 << 63] + [0x20000 + i * PAGE for i in range(r.TOUCH_MAX_PAGES + 10)])
+        self.assertEqual(len(a.pages), r.TOUCH_MAX_PAGES)
+        self.assertEqual(min(a.pages), 0x20000)
+        self.assertEqual((a.looks, r._TOUCH_LOOK), (0, False))
+
+    def test_a_look_that_finds_few_new_pages_is_the_last(self):
+        a = self.ahead()
+        a.take([0x10000 + i * PAGE for i in range(r.TOUCH_FEW_NEW - 1)])
+        self.assertEqual((a.looks, r._TOUCH_LOOK), (0, False))
+        self.assertEqual(len(a.pages), r.TOUCH_FEW_NEW - 1)
+
+
+if __name__ == '__main__':
+    unittest.main()
