@@ -44,6 +44,35 @@ def _end(pid, go_w):
     os.waitpid(pid, 0)
 
 
+def _copied_in_child(action, addr):
+    """(the pages of the region at `addr` a child copied by the time `action` returned, what it said)."""
+    pid, said, go = _child(action)
+    try:
+        return r._exclusive_pages(pid, [(addr, addr + PAGES * PAGE)]), said
+    finally:
+        _end(pid, go)
+
+
+def _touched(m, runs, request=None):
+    """A child's _touch_ahead of `runs` with `request` already on its wait pipe: (pages it copied,
+    the region's first byte of each page as it sees them)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    wait_r, wait_w = os.pipe()
+    if request:
+        os.write(wait_w, request)
+
+    def touch():
+        r._touch_ahead(libc, runs, wait_r)
+        return bytes(m[i * PAGE] for i in range(PAGES))
+
+    try:
+        return _copied_in_child(touch, addr)
+    finally:
+        os.close(wait_r)
+        os.close(wait_w)
+
+
 class Runs(unittest.TestCase):
     def test_adjacent_pages_make_one_run(self):
         self.assertEqual(r._runs({0x5000, 0x1000, 0x2000, 0x3000}), ((0x1000, 0x3000), (0x5000, 0x1000)))
@@ -69,11 +98,7 @@ class ExclusivePages(unittest.TestCase):
             m[2 * PAGE] = 0xAA
             m[5 * PAGE + 7] = 0xBB
 
-        pid, _, go = _child(write)
-        try:
-            found = r._exclusive_pages(pid, [(addr, addr + PAGES * PAGE)])
-        finally:
-            _end(pid, go)
+        found, _ = _copied_in_child(write, addr)
         self.assertEqual(found, [addr + 2 * PAGE, addr + 5 * PAGE])
 
 
@@ -81,21 +106,7 @@ class ExclusivePages(unittest.TestCase):
 class TouchAhead(unittest.TestCase):
     def test_the_learned_pages_are_copied_and_keep_their_data(self):
         m, addr = _region()
-        libc = ctypes.CDLL(None, use_errno=True)
-        runs = ((addr + 1 * PAGE, 2 * PAGE), (addr + 6 * PAGE, PAGE))
-        wait_r, wait_w = os.pipe()
-
-        def touch():
-            r._touch_ahead(libc, runs, wait_r)
-            return bytes(m[i * PAGE] for i in range(PAGES))
-
-        pid, data, go = _child(touch)
-        try:
-            found = r._exclusive_pages(pid, [(addr, addr + PAGES * PAGE)])
-        finally:
-            _end(pid, go)
-            os.close(wait_r)
-            os.close(wait_w)
+        found, data = _touched(m, ((addr + 1 * PAGE, 2 * PAGE), (addr + 6 * PAGE, PAGE)))
         if found == []:
             self.skipTest('this kernel has no MADV_POPULATE_WRITE (Linux 5.14)')
         self.assertEqual(found, [addr + 1 * PAGE, addr + 2 * PAGE, addr + 6 * PAGE])
@@ -103,16 +114,7 @@ class TouchAhead(unittest.TestCase):
 
     def test_a_run_request_already_there_stops_it_before_any_page(self):
         m, addr = _region()
-        libc = ctypes.CDLL(None, use_errno=True)
-        wait_r, wait_w = os.pipe()
-        os.write(wait_w, b'/sandbox/runs/1-abc\n')
-        pid, _, go = _child(lambda: r._touch_ahead(libc, ((addr, PAGES * PAGE),), wait_r))
-        try:
-            found = r._exclusive_pages(pid, [(addr, addr + PAGES * PAGE)])
-        finally:
-            _end(pid, go)
-            os.close(wait_r)
-            os.close(wait_w)
+        found, _ = _touched(m, ((addr, PAGES * PAGE),), b'/sandbox/runs/1-abc\n')
         self.assertEqual(found, [])
 
 
