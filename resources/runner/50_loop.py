@@ -534,7 +534,7 @@ class Runner(SessionStateDesk):
         w = _Supervision(self, rid, req, pid, out_r, err_r, poller, link, notice)
         w.watch()
         if link is None:
-            if notice is not None:
+            if notice is not None and self.pages_ahead.looks > 0:
                 self.pages_ahead.take(notice.pages())
             self.end_strays()
         state = None

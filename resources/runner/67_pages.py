@@ -34,25 +34,22 @@ _TOUCH_LOOK = False
 def _writable_private(pid):
     """`pid`'s writable private mappings, as (start, end), in address order."""
     ranges = []
-    try:
-        with open('/proc/%s/maps' % pid, 'rb') as f:
-            for line in f:
-                fields = line.split(None, 2)
-                if len(fields) > 1 and fields[1][:2] == b'rw' and fields[1][3:4] == b'p':
-                    start, _, end = fields[0].partition(b'-')
-                    ranges.append((int(start, 16), int(end, 16)))
-    except (OSError, ValueError):
-        return []
+    for line in (_read_whole('/proc/%s/maps' % pid) or b'').splitlines():
+        fields = line.split(None, 2)
+        if len(fields) > 1 and fields[1][:2] == b'rw' and fields[1][3:4] == b'p':
+            start, _, end = fields[0].partition(b'-')
+            try:
+                ranges.append((int(start, 16), int(end, 16)))
+            except ValueError:
+                return []
     return ranges
 
 
 def _minor_faults(pid):
-    """minflt of /proc/PID/stat (the 10th field; the name before it is in parentheses), or None."""
+    """minflt of /proc/PID/stat (its 10th field), or None."""
     try:
-        with open('/proc/%d/stat' % pid, 'rb') as f:
-            fields = f.read().rpartition(b')')[2].split()
-        return int(fields[7])
-    except (OSError, ValueError, IndexError):
+        return int(_stat_fields(pid)[7])
+    except (TypeError, IndexError, ValueError):
         return None
 
 
