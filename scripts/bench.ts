@@ -413,6 +413,7 @@ async function main(): Promise<void> {
     'CLI run of print(1) on a kept session in its own process (--keep-seconds 0) / node -e 0 (no target)': r('cli.run.warmSession.ownProcess') / r('cli.nodeStart'),
     'CLI run of print(1) on a kept session / node -e 0, minor page faults (no target)': cliRun!.faults.warmSession / cliStart.faults.nodeStart,
     'CLI run in a new session: from its result to its exit / node -e 0 (target <= 1)': r('cli.run.newSession.afterResult') / r('cli.nodeStart'),
+    'CLI run of print(1) in a new session (a keeper waits with the spare) / on a kept session (target <= 1.3)': r('cli.run.newSession') / r('cli.run.warmSession'),
   };
   printTable('measurement', Object.entries(results));
   printTable(`warm print(1) on the runner channel, by phase (${GAP_MS} ms between calls, before the chat's first pandas call)`, Object.entries(plainPhases!));

@@ -18,6 +18,7 @@ import { UsageError, number, one, type CommandName, type Parsed } from './option
 import { reportFailure } from './report';
 import { run, type RunContext } from './run';
 import { engineFrom, packagesFrom, sandboxConfigFrom } from './sandboxConfig';
+import { standBy } from './standby';
 import { MAKER_DEADLINE_MS, SPARE_MAKER_COMMAND, liveMakers, makerSpec, makersDir, makersEnded, noteMakerEnd } from './spareMaker';
 
 /** Builds the data image (and --packages) ahead of the first run, and says what it did. */
@@ -93,6 +94,9 @@ async function cleanup(p: Parsed): Promise<number> {
     const makers = liveMakers(makersDir(), processIsAlive);
     if (makers.length > 0) log.info(`waiting for ${makers.length} spare maker(s) to end (process ${makers.join(', ')})`);
     await makersEnded(makersDir(), processIsAlive);
+    // A maker that ended meanwhile may wait with its spare as the next new session's keeper (standby.ts).
+    const waiting = await dismissKeepers(p, undefined);
+    if (waiting > 0) log.info(`ended ${waiting} keeper(s) waiting for a new session`);
   }
   let n = await removeCliSandboxes(docker, log, session === undefined ? undefined : sessionDigest(`cli:${session}`));
   // A live server's sandbox is in use; only those whose server process is gone are removed.
@@ -106,20 +110,23 @@ async function makeSpares(p: Parsed): Promise<number> {
   noteMakerEnd();
   const spec = makerSpec();
   if (spec === undefined) throw new UsageError(`unknown command ${SPARE_MAKER_COMMAND}`);
-  setTimeout(() => process.exit(1), MAKER_DEADLINE_MS).unref();
+  const deadline = setTimeout(() => process.exit(1), MAKER_DEADLINE_MS).unref();
+  const log = consoleLogger(false);
   const provider = new DockerSandboxProvider({
     docker: createDockerClient(engineFrom(p)),
     owner: currentOwner('cli', VERSION),
     spec: () => spec,
     imageSettingHint: '--image',
-    log: consoleLogger(false),
+    log,
     idleMs: 0,
     adoptExisting: true,
     spareSandboxes: number(p, 'spares', DEFAULTS.spareSandboxes, 0, 8),
   });
   await provider.fillSpares(spec);
   await provider.detachAll();
-  return 0;
+  clearTimeout(deadline);
+  // With a spare made: the keeper of the next new session of these options, waiting (standby.ts).
+  return standBy(p, spec, provider, log);
 }
 
 const COMMANDS: Record<CommandName, (p: Parsed, ctx: RunContext) => Promise<number>> = {

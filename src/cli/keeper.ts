@@ -10,11 +10,26 @@
  */
 import * as fs from 'node:fs';
 import * as net from 'node:net';
+import type { Logger } from '../core/logger';
 import { SessionStates } from '../core/state';
+import type { DockerSandboxProvider, LockAhead } from '../docker';
 import { createSandboxProvider } from '../standalone/pipeline';
 import { VERSION } from '../version';
-import { KEEPER_COMMAND, connectKeeper, engineNamed, keepSeconds, keeperAddress, keepersDir, onLines, runOptions, withRunOptions, type KeeperReply, type KeeperRequest } from './keeperLink';
-import { UsageError, one, type Parsed } from './options';
+import {
+  KEEPER_COMMAND,
+  connectKeeper,
+  engineNamed,
+  keepSeconds,
+  keeperAddress,
+  keepersDir,
+  onLines,
+  requestSession,
+  runOptions,
+  withRunOptions,
+  type KeeperReply,
+  type KeeperRequest,
+} from './keeperLink';
+import { UsageError, cliSessionKey, one, optionArgs, parse, type Parsed } from './options';
 import { reportFailure, type CliOutput } from './report';
 import { run, runWiring } from './run';
 import { sandboxConfigFrom } from './sandboxConfig';
@@ -26,7 +41,7 @@ import { sandboxConfigFrom } from './sandboxConfig';
  * before it listens), and the link is refused where another keeper's is. One left by a keeper
  * that died is replaced.
  */
-async function listenAlone(address: string): Promise<net.Server | undefined> {
+export async function listenAlone(address: string): Promise<net.Server | undefined> {
   const own = `${address}.${process.pid}`;
   fs.rmSync(own, { force: true });
   const server = net.createServer({ allowHalfOpen: true });
@@ -61,6 +76,13 @@ function send(socket: net.Socket, reply: KeeperReply): void {
   if (!socket.destroyed) socket.write(`${JSON.stringify(reply)}\n`);
 }
 
+/** Says `no` to a run this keeper does not take, and stays: its caller runs it by a keeper of its own. */
+function refuse(socket: net.Socket): void {
+  send(socket, { t: 'no' });
+  socket.end();
+}
+
+
 /**
  * The request a caller sends first; undefined when it goes before it sent one (a keeper that
  * looked whether this one listens, a caller that found another first). Connections are half-open
@@ -89,39 +111,129 @@ export async function keepSession(p: Parsed): Promise<number> {
   const address = keeperAddress(session, p);
   if (address === undefined) return 0;
   fs.mkdirSync(keepersDir(), { recursive: true, mode: 0o700 });
-  let caller: CliOutput | undefined;
-  // What the sandbox's provider logs goes to the caller being served (nowhere in between).
-  const config = sandboxConfigFrom(p, { out: (text) => caller?.out(text), err: (text) => caller?.err(text) });
   const server = await listenAlone(address);
   if (!server) return 0;
-  const own = fs.statSync(address).ino;
-  const provider = createSandboxProvider(config, runWiring(p, config, { keepLock: true }));
+  return serveRuns(p, server, address);
+}
+
+/** A keeper with no session yet, waiting with a spare for a new one (standby.ts). */
+export interface WaitingStart {
+  /**
+   * Gives the spare to the session `sessionKey`: the lock its run takes over; `no` when the
+   * session has a sandbox already (the keeper waits on).
+   */
+  take(sessionKey: string): Promise<LockAhead | 'no'>;
+  /** Lets the spare go (the keeper goes without a session). */
+  release(): void;
+  /** After the session's first run, before its caller hears of the end: the next new session's spare is made. */
+  afterFirstRun(p: Parsed, log: Logger): void;
+  /** Resolves if the spare goes while it waits (removed, stopped): the keeper goes too. */
+  lost: Promise<void>;
+}
+
+/**
+ * Serves the runs that come to `server` (listening at `address`) until it goes. With `waiting`, the
+ * first run of a new session that comes names the session, which is given the spare: from then on
+ * this is that session's keeper, at its address, with that run's options and in its folder.
+ */
+export async function serveRuns(first: Parsed, server: net.Server, address: string, waiting?: WaitingStart): Promise<number> {
+  let p = first;
+  let at = address;
+  let session = waiting ? undefined : one(p, 'session');
+  // The session a waiting keeper gives its spare to, from the moment its run is taken.
+  let taking: string | undefined;
+  let keep = keepSeconds(p) ?? 0;
+  let caller: CliOutput | undefined;
+  // What the sandbox's provider logs goes to the caller being served (nowhere in between).
+  const route: CliOutput = { out: (text) => caller?.out(text), err: (text) => caller?.err(text) };
+  let config = sandboxConfigFrom(p, route);
+  const own = fs.statSync(at).ino;
+  let provider: DockerSandboxProvider | undefined = waiting ? undefined : createSandboxProvider(config, runWiring(p, config, { keepLock: true }));
   const states = new SessionStates();
   let stopping: Promise<never> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
       server.close();
-      if (fs.statSync(address, { throwIfNoEntry: false })?.ino === own) fs.rmSync(address, { force: true });
-      await provider.detachAll().catch(() => {});
+      if (fs.statSync(at, { throwIfNoEntry: false })?.ino === own) fs.rmSync(at, { force: true });
+      if (session === undefined) waiting?.release();
+      await provider?.detachAll().catch(() => {});
       process.exit(0);
     })());
   // A socket of ours that is gone or replaced (a cache folder emptied): nobody finds this keeper
   // any more, and it holds the lock their runs wait for.
   const watcher = fs.watch(keepersDir(), () => {
-    if (fs.statSync(address, { throwIfNoEntry: false })?.ino !== own) void stop();
+    if (fs.statSync(at, { throwIfNoEntry: false })?.ino !== own) void stop();
   });
   watcher.on('error', () => void stop());
+  void waiting?.lost.then(() => {
+    if (session === undefined && taking === undefined) void stop();
+  });
   let timer: NodeJS.Timeout | undefined;
-  let waiting = 0;
+  let pending = 0;
   const arm = () => {
     clearTimeout(timer);
-    if (waiting === 0) timer = setTimeout(() => void stop(), keep * 1000);
+    if (pending === 0) timer = setTimeout(() => void stop(), keep * 1000);
+  };
+  /** A waiting keeper's first run: its session is given the spare and this keeper. False: refused. */
+  const takeSession = async (socket: net.Socket, r: Extract<KeeperRequest, { t: 'run' }>, name: string): Promise<boolean> => {
+    // The run's own options, read back through the table, in its own folder: a keeper is that run's.
+    let next: Parsed;
+    let nextConfig: typeof config;
+    try {
+      next = parse(['run', ...optionArgs({ command: 'run', flags: new Map(JSON.parse(r.options) as [string, string[]][]), positional: [] })]);
+      if (r.version !== VERSION || runOptions(next) !== r.options || r.engine !== engineNamed(next) || !keepSeconds(next)) throw new Error('not a run for this keeper');
+      process.chdir(r.cwd);
+      nextConfig = sandboxConfigFrom(next, route);
+    } catch {
+      // Another version or engine, or options the run itself will say are wrong: its caller runs it.
+      refuse(socket);
+      return false;
+    }
+    const address = keeperAddress(name, next);
+    try {
+      // The session's address first: a keeper of that session that started meanwhile keeps it.
+      if (address === undefined) throw new Error('no address');
+      fs.linkSync(at, address);
+    } catch {
+      refuse(socket);
+      return false;
+    }
+    let lock: LockAhead | 'no';
+    try {
+      lock = await waiting!.take(cliSessionKey(name));
+    } catch {
+      // The spare or the engine failed it: this keeper can take no session.
+      fs.rmSync(address, { force: true });
+      refuse(socket);
+      void stop();
+      return false;
+    }
+    if (lock === 'no') {
+      fs.rmSync(address, { force: true });
+      refuse(socket);
+      return false;
+    }
+    const before = at;
+    [session, p, at, config, keep] = [name, next, address, nextConfig, keepSeconds(next)!];
+    fs.rmSync(before, { force: true });
+    provider = createSandboxProvider(config, runWiring(p, config, { keepLock: true, lockAhead: lock }));
+    return true;
   };
   /** One caller: its run, refused (the keeper goes), or a `bye`. */
   const serve = async (socket: net.Socket, r: KeeperRequest | undefined) => {
     let failed = false;
     if (r?.t === 'bye') return stop();
     if (r === undefined || socket.destroyed) return;
+    let firstRun = false;
+    if (session === undefined) {
+      const name = requestSession(r);
+      if (name === undefined) refuse(socket);
+      firstRun = name !== undefined && (await takeSession(socket, r, name));
+      if (!firstRun) {
+        taking = undefined;
+        return;
+      }
+    }
     if (r.version !== VERSION || r.options !== runOptions(p) || r.engine !== engineNamed(p) || r.cwd !== process.cwd()) {
       send(socket, { t: 'no' });
       return stop();
@@ -132,14 +244,15 @@ export async function keepSession(p: Parsed): Promise<number> {
     socket.once('end', () => cancel.abort());
     socket.once('close', () => cancel.abort());
     caller = { out: (d) => send(socket, { t: 'out', d }), err: (d) => send(socket, { t: 'err', d }) };
-    config.log.info(`run by the session's keeper, process ${process.pid}`);
+    config.log.info(`run by the session's keeper, process ${process.pid}${firstRun ? ', which waited with a spare sandbox for a new session' : ''}`);
     let code: number;
     try {
-      code = await run(withRunOptions(p, r.perRun), { output: caller, code: r.code, kept: { provider, states, signal: cancel.signal } });
+      code = await run(withRunOptions(p, r.perRun), { output: caller, code: r.code, kept: { provider: provider!, states, signal: cancel.signal } });
     } catch (e) {
       code = reportFailure(e, caller);
       failed = true;
     }
+    if (firstRun) waiting!.afterFirstRun(p, config.log);
     caller = undefined;
     send(socket, { t: 'exit', code });
     socket.end();
@@ -148,9 +261,20 @@ export async function keepSession(p: Parsed): Promise<number> {
   let queue = Promise.resolve();
   server.on('connection', (socket) => {
     socket.on('error', () => {});
-    waiting++;
+    pending++;
     clearTimeout(timer);
-    const asked = request(socket);
+    const asked = request(socket).then((r) => {
+      if (!waiting || r?.t !== 'run') return r;
+      // A run of another session, come by the address this keeper waited at: refused at once (its
+      // caller starts a keeper of its own), not after this session's runs.
+      const name = requestSession(r);
+      if ((taking ?? session) === undefined) taking = name;
+      else if (name !== (taking ?? session)) {
+        refuse(socket);
+        return undefined;
+      }
+      return r;
+    });
     queue = queue.then(async () => {
       try {
         await serve(socket, await asked);
@@ -159,7 +283,7 @@ export async function keepSession(p: Parsed): Promise<number> {
       }
     });
     void queue.finally(() => {
-      waiting--;
+      pending--;
       arm();
     });
   });

@@ -54,6 +54,11 @@ export function runOptions(p: Parsed): string {
   return JSON.stringify([...p.flags.entries()].filter(([name]) => !PER_RUN.includes(name)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
+/** `p` without the options of one run alone: the options a keeper, or a maker that may become one, is started with. */
+export function sessionOptions(p: Parsed): Parsed {
+  return { ...p, flags: new Map([...p.flags].filter(([name]) => !PER_RUN.includes(name))) };
+}
+
 /** The keeper's own options with the run's own (`--reset`, `--file`, `--output`) in place of its, as that run is run. */
 export function withRunOptions(keeper: Parsed, perRun: readonly [string, string[]][]): Parsed {
   const flags = new Map([...keeper.flags].filter(([name]) => !PER_RUN.includes(name)));
@@ -82,6 +87,29 @@ export function keeperAddress(session: string, p: Parsed, env: NodeJS.ProcessEnv
   const digest = createHash('sha256').update(JSON.stringify([session, engineNamed(p, env)])).digest('hex').slice(0, 32);
   const address = path.join(keepersDir(env), `${digest}.sock`);
   return Buffer.byteLength(address) <= MAX_SOCKET_PATH ? address : undefined;
+}
+
+/**
+ * Where a keeper waits for a new session with a spare locked (standby.ts): one per engine, as the
+ * environment names it, and version. It takes the first run of a new session that comes, with that
+ * run's options and folder. Undefined where the path would be too long for a socket, and for an
+ * engine named by options (the spare's lock is asked by name on the environment's engine).
+ */
+export function standbyAddress(p: Parsed, env: NodeJS.ProcessEnv = process.env, version = VERSION): string | undefined {
+  if (ENGINE_OPTIONS.some((name) => p.flags.has(name))) return undefined;
+  const digest = createHash('sha256').update(JSON.stringify([engineNamed(p, env), version])).digest('hex').slice(0, 24);
+  const address = path.join(keepersDir(env), `new-${digest}.sock`);
+  return Buffer.byteLength(address) <= MAX_SOCKET_PATH ? address : undefined;
+}
+
+/** The --session a run's request names (its options hold it), or undefined. */
+export function requestSession(r: Extract<KeeperRequest, { t: 'run' }>): string | undefined {
+  try {
+    const found = (JSON.parse(r.options) as [string, string[]][]).find(([name]) => name === 'session')?.[1];
+    return found?.length === 1 && typeof found[0] === 'string' ? found[0] : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Connects to `address`; undefined when nothing listens there (no keeper, or one that is gone). */
@@ -154,7 +182,9 @@ export async function runByKeeper(p: Parsed, readProgram: (file: string) => Prom
   }
   // A keeper that does not take the run (other options, another version) goes; the next one is this run's own.
   for (let attempt = 0; attempt < 2; attempt++) {
-    const socket = (await connectKeeper(address)) ?? (await startKeeper(p, address));
+    // None yet: a keeper waiting with a spare for a new session takes it (standby.ts), once.
+    const waiting = attempt === 0 ? standbyAddress(p, env) : undefined;
+    const socket = (await connectKeeper(address)) ?? (waiting === undefined ? undefined : await connectKeeper(waiting)) ?? (await startKeeper(p, address));
     if (!socket) break;
     const exitCode = await exchange(socket, keeperRequest(p, code, env));
     if (exitCode !== undefined) return { exitCode, code };

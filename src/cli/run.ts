@@ -52,7 +52,7 @@ export function runWiring(p: Parsed, config: { workspace: string | undefined; lo
     // Nor is one made with credentials: a maker is a process of its own, and the values are this one's.
     spareSandboxes: session === undefined || config.credentials ? 0 : spares,
     // Made by a process of its own: a run exits once the result is printed.
-    spareMaker: (spec) => startSpareMaker(p, spec, spares, config.log),
+    spareMaker: (spec) => startSpareMaker(p, spec, config.log),
     ...extra,
   };
 }

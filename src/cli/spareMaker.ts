@@ -17,7 +17,8 @@ import { describeError } from '../core/errors';
 import { PRELOAD_WHEN } from '../core/runnerProtocol';
 import { userCacheDir } from '../mcp/cacheDir';
 import type { SandboxSpec } from '../docker';
-import type { Parsed } from './options';
+import { sessionOptions } from './keeperLink';
+import { optionArgs, type Parsed } from './options';
 
 /** The command a maker is started with; not in the usage (only `run` starts one). */
 export const SPARE_MAKER_COMMAND = '__make-spares';
@@ -42,25 +43,17 @@ export function makersDir(env: NodeJS.ProcessEnv = process.env): string {
   return path.join(userCacheDir(env), 'codeact-sandbox', 'spare-makers');
 }
 
-/** The engine's flags of `p`, as the maker must be given them to reach the same engine. */
-function engineArgs(p: Parsed): string[] {
-  const args: string[] = [];
-  for (const name of ['docker-host', 'context', 'docker-cert-path']) {
-    for (const value of p.flags.get(name) ?? []) args.push(`--${name}`, name === 'docker-cert-path' ? path.resolve(value) : value);
-  }
-  if (p.flags.has('docker-tls-verify')) args.push('--docker-tls-verify');
-  return args;
-}
-
 /**
- * Starts a maker of `spares` spares for `spec` on the engine `p` names, and notes it. Never throws:
- * without a maker the next new session makes its own sandbox.
+ * Starts a maker of `p`'s --spares spares for `spec` on the engine `p` names, and notes it. It is given
+ * the run's options (all but those of one run), in this folder: once the spares are made it may
+ * wait as the keeper of the next new session of those options (standby.ts). Never throws: without
+ * a maker the next new session makes its own sandbox.
  */
-export function startSpareMaker(p: Parsed, spec: SandboxSpec, spares: number, log: Logger): void {
+export function startSpareMaker(p: Parsed, spec: SandboxSpec, log: Logger): void {
   const cli = process.argv[1];
   if (!cli) return;
   try {
-    const child = spawn(process.execPath, [cli, SPARE_MAKER_COMMAND, ...engineArgs(p), '--spares', String(spares)], {
+    const child = spawn(process.execPath, [cli, SPARE_MAKER_COMMAND, ...optionArgs(sessionOptions(p))], {
       detached: true,
       stdio: 'ignore',
       env: { ...process.env, [SPEC_VARIABLE]: JSON.stringify(spec) },
@@ -88,8 +81,12 @@ export function makerSpec(env: NodeJS.ProcessEnv = process.env): SandboxSpec | u
 
 /** In the maker: removes its note when it ends, however it ends. */
 export function noteMakerEnd(): void {
-  const file = path.join(makersDir(), String(process.pid));
-  process.on('exit', () => fs.rmSync(file, { force: true }));
+  process.on('exit', noteMakerDone);
+}
+
+/** In the maker: removes its note now (its spares are made: it waits as a keeper, which `cleanup` asks to go). */
+export function noteMakerDone(): void {
+  fs.rmSync(path.join(makersDir(), String(process.pid)), { force: true });
 }
 
 /** The pids of makers noted in `dir` that still run (stale notes, of makers that died or gave up, are removed). */

@@ -31,4 +31,4 @@ export {
   type DataImage,
   type PackagesImage,
 } from './images';
-export { DockerSandboxProvider, processIsAlive, removeCliSandboxes, removeOrphanedSandboxes, type ChatRecords, type ProviderOptions } from './pool';
+export { DockerSandboxProvider, HeldSpare, processIsAlive, removeCliSandboxes, removeOrphanedSandboxes, type ChatRecords, type ProviderOptions } from './pool';

@@ -3,13 +3,15 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { keeperAddress } from '../../src/cli/keeperLink';
+import { dismissKeeper, keeperAddress, standbyAddress } from '../../src/cli/keeperLink';
 import { parse } from '../../src/cli/options';
-import { IMAGE, bundleCli, spawnCli, uniqueSessionKey, useDocker, type CliResult } from './helpers';
+import { sessionDigest } from '../../src/core/session';
+import { LABEL } from '../../src/docker/container/labels';
+import { IMAGE, TEST_VERSION, bundleCli, dockerCli, inspect, spawnCli, uniqueSessionKey, useDocker, type CliResult } from './helpers';
 
 /** The keeper that ran a --verbose run, as it says. */
 function keeperOf(r: CliResult): number {
-  const m = /\[info\] run by the session's keeper, process (\d+)\n/.exec(r.stderr);
+  const m = /\[info\] run by the session's keeper, process (\d+)(?:, which waited with a spare sandbox for a new session)?\n/.exec(r.stderr);
   assert.ok(m, r.stderr);
   return Number(m[1]);
 }
@@ -114,6 +116,53 @@ describe("a kept session's keeper (integration)", function () {
       await gone(socketOf(session));
     } finally {
       await runCli(['cleanup', '--session', session]);
+    }
+  });
+
+  it("a new session's first run is run by the keeper that waited with a spare: the spare is that session's; a session with a sandbox of its own is not given it; it goes with its spare", async function () {
+    this.timeout(240_000);
+    const [a, b] = [uniqueSessionKey('wait-a'), uniqueSessionKey('wait-b')];
+    const args = (session: string) => ['run', '--image', IMAGE, '--session', session, '--verbose', '-'];
+    const waitingAt = standbyAddress(parse(args(a)), process.env, TEST_VERSION)!;
+    const makerOf = (r: CliResult) => Number(/\[info\] the next new session's spare is made by process (\d+)\n/.exec(r.stderr)?.[1]);
+    const sandboxOf = (session: string) => inspect(`codeact-cli-${sessionDigest(`cli:${session}`).slice(0, 24)}`);
+    try {
+      // A keeper that an earlier test's maker left waiting would take the first run: it goes first.
+      await dismissKeeper(waitingAt);
+      const first = await runCli(args(a), 'print(1)\n');
+      assert.equal(first.stdout, 'stdout:\n1\n');
+      assert.doesNotMatch(first.stderr, /waited with a spare/);
+      // The maker made the spare and waits with it (the run's caller waited until it had).
+      const waiting = makerOf(first);
+      assert.deepEqual([alive(waiting), fs.existsSync(waitingAt)], [true, true]);
+
+      const second = await runCli(args(b), 'print(2)\n');
+      assert.equal(second.stdout, 'stdout:\n2\n');
+      assert.match(second.stderr, new RegExp(`\\[info\\] run by the session's keeper, process ${waiting}, which waited with a spare sandbox for a new session\n`));
+      // Its sandbox was the spare: named after the session now, with the spare's labels.
+      assert.equal((await sandboxOf(b)).Config.Labels[LABEL.session], 'spare');
+      // It is that session's keeper, and it started the maker of the next spare, which waits in its place.
+      assert.equal(keeperOf(await runCli(args(b), 'print(3)\n')), waiting);
+      const next = makerOf(second);
+      assert.notEqual(next, waiting);
+      assert.deepEqual([alive(next), fs.existsSync(waitingAt)], [true, true]);
+
+      // A session that has a sandbox and no keeper: the waiting keeper gives it nothing; its own sandbox runs it.
+      await dismissKeeper(socketOf(a));
+      const back = await runCli(args(a), "import os\nprint(len(os.listdir('/sandbox/runs')))\n");
+      assert.equal(back.stdout, 'stdout:\n2\n');
+      assert.doesNotMatch(back.stderr, /waited with a spare/);
+      assert.notEqual(keeperOf(back), next);
+      assert.equal(alive(next), true);
+
+      // Its spare removed under it: it goes (its socket with it).
+      const held = (await dockerCli('ps', '-q', '--no-trunc', '--filter', `label=${LABEL.session}=spare`, '--filter', `label=${LABEL.version}=${TEST_VERSION}`)).split('\n').filter(Boolean);
+      for (const id of held) if ((await inspect(id)).Name.startsWith('/codeact-cli-spare-')) await dockerCli('rm', '-f', id);
+      await gone(waitingAt);
+    } finally {
+      await dismissKeeper(waitingAt);
+      await runCli(['cleanup', '--session', a]);
+      await runCli(['cleanup', '--session', b]);
     }
   });
 

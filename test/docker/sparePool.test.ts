@@ -5,6 +5,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { sessionDigest } from '../../src/core/session';
 import { processIsAlive, removeOrphanedSandboxes } from '../../src/docker/pool/cleanup';
+import { dismissKeeper, standbyAddress } from '../../src/cli/keeperLink';
+import { parse } from '../../src/cli/options';
 import { liveMakers, makersDir, makersEnded } from '../../src/cli/spareMaker';
 import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { LABEL, currentOwner, type Owner } from '../../src/docker/container/labels';
@@ -189,6 +191,10 @@ describe('spare sandboxes shared by CLI processes (integration)', function () {
     // The maker is held before it does anything until `go` exists: what the run waited for is then plain.
     const env = { ...process.env, NODE_OPTIONS: `--require ${path.join(__dirname, 'fixtures/holdSpareMaker.cjs')}`, CODEACT_TEST_MAKER_GO: go };
     try {
+      // A keeper that an earlier test's maker left waiting with its spare would take this run, and
+      // start the next maker itself (without this test's hold on it): it goes first, letting the
+      // spare go, which this run then takes.
+      await dismissKeeper(standbyAddress(parse(['run']), process.env, TEST_VERSION)!);
       const r = await spawnCli(cli, ['run', '--image', IMAGE, '--session', session, '--verbose', program], { cwd: dir, env, leaveMakers: true });
       assert.equal(r.code, 0, r.stderr);
       assert.equal(r.stdout, 'stdout:\nhello\n');

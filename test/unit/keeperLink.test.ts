@@ -3,8 +3,23 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { connectKeeper, engineNamed, exchange, keepSeconds, keeperAddress, keeperRequest, onLines, runOptions, withRunOptions, type KeeperRequest } from '../../src/cli/keeperLink';
+import {
+  connectKeeper,
+  engineNamed,
+  exchange,
+  keepSeconds,
+  keeperAddress,
+  keeperRequest,
+  onLines,
+  requestSession,
+  runOptions,
+  sessionOptions,
+  standbyAddress,
+  withRunOptions,
+  type KeeperRequest,
+} from '../../src/cli/keeperLink';
 import { optionArgs, parse } from '../../src/cli/options';
+import { ownFolder } from '../../src/cli/standby';
 
 describe("a kept session's keeper, as a run finds it (unit)", () => {
   it('compares the options of two runs whatever their order, leaving out the program and what belongs to the run alone', () => {
@@ -46,6 +61,31 @@ describe("a kept session's keeper, as a run finds it (unit)", () => {
     assert.notEqual(keeperAddress('t', parse(['run']), env), a);
     assert.notEqual(keeperAddress('s', parse(['run', '--docker-host', 'tcp://h:2376']), env), a);
     assert.equal(keeperAddress('s', parse(['run']), { ...env, XDG_CACHE_HOME: `/${'c'.repeat(80)}` }), undefined);
+  });
+
+  it('keeps one address for a keeper waiting for a new session per engine and version, and none for an engine named by options', () => {
+    const env = { XDG_CACHE_HOME: '/cache', HOME: '/home/u' };
+    const at = (args: string[], e: NodeJS.ProcessEnv = env, version?: string) => standbyAddress(parse(['run', ...args]), e, version);
+    const a = at(['--session', 's', '--memory', '300']);
+    assert.match(a!, /^\/cache\/codeact-sandbox\/keepers\/new-[0-9a-f]{24}\.sock$/);
+    // Whatever the session and the options: the waiting keeper takes the run with its own.
+    assert.equal(at(['--session', 't', '--verbose']), a);
+    assert.notEqual(at(['--session', 's'], { ...env, DOCKER_HOST: 'unix:///run/x.sock' }), a);
+    assert.notEqual(at(['--session', 's'], env, '9.9.9'), a);
+    assert.equal(at(['--session', 's', '--context', 'remote']), undefined);
+    assert.notEqual(a, keeperAddress('s', parse(['run']), env));
+    assert.equal(at(['--session', 's'], { ...env, XDG_CACHE_HOME: `/${'c'.repeat(80)}` }), undefined);
+  });
+
+  it("reads a request's session from its options, and starts a maker with the options of every run of a session", () => {
+    const r = keeperRequest(parse(['run', '--session', 's k', '--memory', '300', 'x.py']), 'print(1)\n', {});
+    assert.equal(requestSession(r), 's k');
+    assert.equal(requestSession({ ...r, options: '[["memory",["300"]]]' }), undefined);
+    assert.equal(requestSession({ ...r, options: '[["session",["a","b"]]]' }), undefined);
+    assert.equal(requestSession({ ...r, options: 'not json' }), undefined);
+    const p = parse(['run', '--session', 's', '--reset', '--file', 'a.csv', '--output', 'o.png', '--memory', '300', 'x.py']);
+    assert.deepEqual([...sessionOptions(p).flags], [['session', ['s']], ['memory', ['300']]]);
+    assert.equal(runOptions(parse(['__make-spares', ...optionArgs(sessionOptions(p))])), runOptions(p));
   });
 
   it('reads --keep-seconds: 60 by default, 0 to 3600, undefined otherwise', () => {
@@ -107,5 +147,22 @@ describe("a kept session's keeper, as a run finds it (unit)", () => {
       server = net.createServer();
       await new Promise<void>((resolve) => server.listen(path.join(dir, 'again.sock'), resolve));
     });
+  });
+});
+
+describe('a keeper waiting for a new session (unit)', () => {
+  it("waits only in a folder of the user's that nobody else can open: it takes any run's options from whoever connects", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'codeact-waiting-'));
+    try {
+      fs.chmodSync(dir, 0o700);
+      assert.equal(ownFolder(dir), true);
+      fs.chmodSync(dir, 0o750);
+      assert.equal(ownFolder(dir), false);
+      fs.chmodSync(dir, 0o703);
+      assert.equal(ownFolder(dir), false);
+      assert.equal(ownFolder(path.join(dir, 'absent')), false);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

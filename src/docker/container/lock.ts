@@ -69,6 +69,8 @@ export class SandboxLock {
   private stream: HolderStream | undefined;
   /** The engine's id of the exec that holds the lock (while held). */
   private holder: string | undefined;
+  /** Called when the holder ends while this lock is held (its container stopped or was removed), not when released or taken over. */
+  onLost: (() => void) | undefined;
 
   constructor(private readonly container: LockTarget) {}
 
@@ -153,6 +155,9 @@ export class SandboxLock {
     stream.resume();
     this.stream = stream;
     this.holder = exec.id;
+    stream.once('close', () => {
+      if (this.stream === stream) this.onLost?.();
+    });
     return true;
   }
 

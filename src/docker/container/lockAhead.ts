@@ -24,23 +24,31 @@ export class LockAhead {
   private readonly abort = new AbortController();
   private pending: Promise<HeldAhead | undefined> | undefined;
   private lock: SandboxLock | undefined;
+  private lostNow: () => void = () => {};
+  /** Resolves if the lock, held and not yet claimed, is lost (its container stopped or was removed). */
+  readonly lost = new Promise<void>((resolve) => (this.lostNow = resolve));
 
   constructor(
     /** The engine's socket it is asked on (the caller compares it with the engine it resolves). */
     readonly socketPath: string,
     name: string,
+    /** Taken only if nobody holds it (a keeper waiting with a spare, src/cli/standby.ts): none if another process does. */
+    options: { onlyIfFree?: boolean } = {},
   ) {
-    this.pending = this.take(name);
+    this.pending = this.take(name, options.onlyIfFree === true);
   }
 
-  private async take(name: string): Promise<HeldAhead | undefined> {
+  private async take(name: string, onlyIfFree: boolean): Promise<HeldAhead | undefined> {
     let lock: SandboxLock | undefined;
     try {
       // By name, at once (a container that is not there or not running refuses the exec); which
       // container holds it is asked of the exec once it holds it, while the rest still loads.
       const container = socketContainer(this.socketPath, name);
       lock = this.lock = new SandboxLock(container);
-      await lock.acquire(this.abort.signal);
+      lock.onLost = this.lostNow;
+      if (onlyIfFree) {
+        if (!(await lock.tryAcquire(this.abort.signal))) return undefined;
+      } else await lock.acquire(this.abort.signal);
       const exec = lock.holderExecId;
       if (exec === undefined) throw new Error('the lock was let go');
       return { lock, containerId: await withDeadline(container.execContainer(exec), ENGINE_DEADLINE_MS, 'inspect lock exec') };
@@ -74,6 +82,11 @@ export class LockAhead {
         resolve(held);
       });
     });
+  }
+
+  /** The container the lock is held in, once it is, without taking it; undefined when none is held. */
+  async heldIn(): Promise<string | undefined> {
+    return (await this.pending)?.containerId;
   }
 
   /** Gives it up: a wait for it ends, and a lock held and not taken over is released. */

@@ -24,4 +24,5 @@ export { engineIdentity, knownIdentity as engineIdentityOf, type EngineIdentity,
 export { checkPodmanLimits } from './podmanHost';
 export { checkEngineIdentity, engineStateOf, findPodman, isPermissionDenied, pingEngine, type EngineState, type PodmanFound } from './state';
 export { expandSocketAddress, podmanCandidates, type PodmanCandidate } from './podmanSockets';
+export { plainUnixSocket } from './plainSocket';
 export { chooseRuntime, engineRuntimes, isGvisor, type RuntimeChoice, type RuntimeRequest } from './runtime';

@@ -101,6 +101,13 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     }
   }
 
+  /** The engine's free spares for `spec` by name, oldest first (sessions shared by processes only). */
+  async spareNames(spec: SandboxSpec): Promise<string[]> {
+    if (!this.sharedPool) return [];
+    const runtime = await this.runtimeFor(spec);
+    return this.sharedPool.running(poolDigest(spec, runtime.name, this.options.owner.version));
+  }
+
   /** Tops the pool up for `spec` in the background; resolves when that is done. */
   private refill(spec: SandboxSpec): Promise<void> {
     if (this.disposed) return Promise.resolve();

@@ -4,4 +4,5 @@
  */
 export { processIsAlive, removeCliSandboxes, removeOrphanedSandboxes } from './cleanup';
 export { DockerSandboxProvider, type ProviderOptions } from './dockerSandboxProvider';
+export { HeldSpare } from './heldSpare';
 export type { ChatRecords } from './chatImages';

@@ -181,6 +181,11 @@ export class SharedSparePool {
     return found.filter((c) => nameOf(c).startsWith(this.namePrefix));
   }
 
+  /** The running spares of `pool` no session has taken, oldest first, by name (a CLI keeper waiting for a new session locks one). */
+  async running(pool: string): Promise<string[]> {
+    return (await this.list(pool)).filter((c) => c.State === 'running').sort((a, b) => a.Created - b.Created).map(nameOf);
+  }
+
   /**
    * Takes a free spare of `pool` for the session whose sandbox is named `sessionName`: locked for
    * this process (try-lock: one another process is claiming is skipped, never waited for), checked
