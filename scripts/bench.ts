@@ -22,6 +22,7 @@ import { SANDBOX_GID, SANDBOX_UID, sandboxEnv } from '../src/docker/container/gu
 import { currentOwner } from '../src/docker/container/labels';
 import { putRunFiles } from '../src/docker/files/workArea';
 import { QUICK_MIX, loadCase, type LoadResult } from './bench/load';
+import { describeThroughput } from './bench/cpu';
 import { FORK_SCRIPT, heaviestPhase, warmPhases, type Phases } from './bench/phases';
 import { attachRoundTrip } from './bench/attach';
 import { benchDataImage, type DataImageBench } from './bench/dataImage';
@@ -423,7 +424,8 @@ async function main(): Promise<void> {
   console.log('');
   for (const [l, what] of [[load!, ''], [loadSerial!, ''], [loadQuick!, ', quick calls only']] as const) {
     printTable(`load, ${l.inFlightPerChat} in flight per chat${what} (${l.calls} calls, wall ${(l.wallMs / 1000).toFixed(1)} s)`, Object.entries(l.latency) as [string, Stat][]);
-    console.log(`${l.failures.length} failed calls${l.failures.length ? `: ${l.failures.slice(0, 5).join('; ')}` : ''}\n`);
+    console.log(`${l.failures.length} failed calls${l.failures.length ? `: ${l.failures.slice(0, 5).join('; ')}` : ''}`);
+    console.log(`throughput: ${describeThroughput(l.calls, l.wallMs, l.cpu)}\n`);
   }
   console.log(`idle chat sandbox ${load!.idleSandboxMb.toFixed(1)} MB; the whole set (${load!.sandboxes} sandboxes, spare included) ${load!.wholeSetMb.toFixed(1)} MB`);
   console.log(`\nshare throughput: pipeline ${mbps('share.pipeline').toFixed(0)} MB/s, its copy alone ${mbps('share.copyIn').toFixed(0)} MB/s, docker cp ${mbps('share.dockerCp').toFixed(0)} MB/s (medians)`);

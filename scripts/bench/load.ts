@@ -8,6 +8,7 @@ import { executeCode } from '../../src/core/executeCode';
 import { DEFAULTS } from '../../src/core/limits';
 import { silentLogger } from '../../src/core/logger';
 import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
+import { cpuSnapshot, cpuSpent, type CpuSpent } from './cpu';
 import { stat, type Stat } from './stats';
 
 const execFileP = promisify(execFile);
@@ -56,6 +57,8 @@ export interface LoadResult {
   idleSandboxMb: number;
   wholeSetMb: number;
   sandboxes: number;
+  /** The CPU the calls cost, by part (cpu.ts). */
+  cpu: CpuSpent;
 }
 
 export async function loadCase(provider: DockerSandboxProvider, memoryMb: number, chats = 5, callsPerChat = 20, inFlight = 3, mix: readonly Kind[] = MIX): Promise<LoadResult> {
@@ -77,6 +80,8 @@ export async function loadCase(provider: DockerSandboxProvider, memoryMb: number
     }
     ms[kind].push(performance.now() - t);
   };
+  const sandboxIds = () => [...[...provider.active.values()].map((s) => s.id), ...provider.spareIds];
+  const cpuBefore = cpuSnapshot(sandboxIds());
   const started = performance.now();
   await Promise.all(
     Array.from({ length: chats }, async (_, chat) => {
@@ -89,9 +94,10 @@ export async function loadCase(provider: DockerSandboxProvider, memoryMb: number
     }),
   );
   const wallMs = performance.now() - started;
+  const cpu = cpuSpent(cpuBefore, cpuSnapshot(sandboxIds()));
   // Idle now: what the set costs while the chats think.
   await new Promise((r) => setTimeout(r, 2000));
-  const ids = [...[...provider.active.values()].map((s) => s.id), ...provider.spareIds];
+  const ids = sandboxIds();
   const mem = await Promise.all(ids.map(memoryMb_));
   const chatMem = mem.slice(0, provider.active.size).sort((a, b) => a - b);
   return {
@@ -105,6 +111,7 @@ export async function loadCase(provider: DockerSandboxProvider, memoryMb: number
     idleSandboxMb: chatMem[chatMem.length >> 1] ?? 0,
     wholeSetMb: mem.reduce((a, b) => a + b, 0),
     sandboxes: ids.length,
+    cpu,
   };
 }
 
