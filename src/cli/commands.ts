@@ -19,7 +19,7 @@ import { reportFailure } from './report';
 import { run, type RunContext } from './run';
 import { engineFrom, packagesFrom, sandboxConfigFrom } from './sandboxConfig';
 import { standBy } from './standby';
-import { MAKER_DEADLINE_MS, SPARE_MAKER_COMMAND, liveMakers, makerSpec, makersDir, makersEnded, noteMakerEnd } from './spareMaker';
+import { MAKER_DEADLINE_MS, SPARE_MAKER_COMMAND, forgetMakerSpec, liveMakers, makerSpec, makersDir, makersEnded, noteMakerEnd } from './spareMaker';
 
 /** Builds the data image (and --packages) ahead of the first run, and says what it did. */
 async function prepare(p: Parsed): Promise<number> {
@@ -94,9 +94,14 @@ async function cleanup(p: Parsed): Promise<number> {
     const makers = liveMakers(makersDir(), processIsAlive);
     if (makers.length > 0) log.info(`waiting for ${makers.length} spare maker(s) to end (process ${makers.join(', ')})`);
     await makersEnded(makersDir(), processIsAlive);
-    // A maker that ended meanwhile may wait with its spare as the next new session's keeper (standby.ts).
-    const waiting = await dismissKeepers(p, undefined);
-    if (waiting > 0) log.info(`ended ${waiting} keeper(s) waiting for a new session`);
+    // A maker that ended meanwhile may wait with its spare as the next new session's keeper
+    // (standby.ts), and a keeper asked to go after its session's first run starts the next maker.
+    for (let round = 0; round < 3; round++) {
+      const waiting = await dismissKeepers(p, undefined);
+      if (waiting === 0) break;
+      log.info(`ended ${waiting} more keeper(s)`);
+      await makersEnded(makersDir(), processIsAlive);
+    }
   }
   let n = await removeCliSandboxes(docker, log, session === undefined ? undefined : sessionDigest(`cli:${session}`));
   // A live server's sandbox is in use; only those whose server process is gone are removed.
@@ -110,6 +115,8 @@ async function makeSpares(p: Parsed): Promise<number> {
   noteMakerEnd();
   const spec = makerSpec();
   if (spec === undefined) throw new UsageError(`unknown command ${SPARE_MAKER_COMMAND}`);
+  // Read: not part of the environment a run finds its waiting keeper by (keeperLink.ts), nor passed on.
+  forgetMakerSpec();
   const deadline = setTimeout(() => process.exit(1), MAKER_DEADLINE_MS).unref();
   const log = consoleLogger(false);
   const provider = new DockerSandboxProvider({

@@ -23,6 +23,7 @@ import {
   keeperAddress,
   keepersDir,
   onLines,
+  ownVariables,
   requestSession,
   runOptions,
   withRunOptions,
@@ -31,7 +32,7 @@ import {
 } from './keeperLink';
 import { UsageError, cliSessionKey, one, optionArgs, parse, type Parsed } from './options';
 import { reportFailure, type CliOutput } from './report';
-import { run, runWiring } from './run';
+import { checkRun, run, runWiring } from './run';
 import { sandboxConfigFrom } from './sandboxConfig';
 
 /**
@@ -74,6 +75,16 @@ export async function listenAlone(address: string): Promise<net.Server | undefin
 
 function send(socket: net.Socket, reply: KeeperReply): void {
   if (!socket.destroyed) socket.write(`${JSON.stringify(reply)}\n`);
+}
+
+/**
+ * What of a run's settings makes its sandbox. A waiting keeper gives its spare only to a run
+ * whose settings make the same sandbox; another run would have it replaced, a rename and a
+ * removal more than its own keeper pays.
+ */
+function sandboxSettings(c: ReturnType<typeof sandboxConfigFrom>): string {
+  const { backend, image, packages, limits, warmRunner, preloadModules, preloadWhen, runtime } = c;
+  return JSON.stringify([backend, image, packages, limits, warmRunner, preloadModules, preloadWhen, runtime, c.network ?? null, c.credentials ? 'credentials' : null, backend === 'docker' ? null : c.workspace]);
 }
 
 /** Says `no` to a run this keeper does not take, and stays: its caller runs it by a keeper of its own. */
@@ -147,6 +158,9 @@ export async function serveRuns(first: Parsed, server: net.Server, address: stri
   // What the sandbox's provider logs goes to the caller being served (nowhere in between).
   const route: CliOutput = { out: (text) => caller?.out(text), err: (text) => caller?.err(text) };
   let config = sandboxConfigFrom(p, route);
+  // While it waits it keeps no folder of anyone's busy; a run's own folder is taken with its session.
+  const settings = sandboxSettings(config);
+  if (waiting) process.chdir('/');
   const own = fs.statSync(at).ino;
   let provider: DockerSandboxProvider | undefined = waiting ? undefined : createSandboxProvider(config, runWiring(p, config, { keepLock: true }));
   const states = new SessionStates();
@@ -165,7 +179,9 @@ export async function serveRuns(first: Parsed, server: net.Server, address: stri
     if (fs.statSync(at, { throwIfNoEntry: false })?.ino !== own) void stop();
   });
   watcher.on('error', () => void stop());
+  let spareLost = false;
   void waiting?.lost.then(() => {
+    spareLost = true;
     if (session === undefined && taking === undefined) void stop();
   });
   let timer: NodeJS.Timeout | undefined;
@@ -176,18 +192,30 @@ export async function serveRuns(first: Parsed, server: net.Server, address: stri
   };
   /** A waiting keeper's first run: its session is given the spare and this keeper. False: refused. */
   const takeSession = async (socket: net.Socket, r: Extract<KeeperRequest, { t: 'run' }>, name: string): Promise<boolean> => {
+    /** Says `no` (its caller runs it by a keeper of its own), and waits on where it waited. */
+    const refused = () => {
+      refuse(socket);
+      process.chdir('/');
+      // A spare lost while it was being given: nothing is left to wait with.
+      if (spareLost) void stop();
+      return false;
+    };
     // The run's own options, read back through the table, in its own folder: a keeper is that run's.
     let next: Parsed;
     let nextConfig: typeof config;
     try {
       next = parse(['run', ...optionArgs({ command: 'run', flags: new Map(JSON.parse(r.options) as [string, string[]][]), positional: [] })]);
       if (r.version !== VERSION || runOptions(next) !== r.options || r.engine !== engineNamed(next) || !keepSeconds(next)) throw new Error('not a run for this keeper');
+      // The run's folder and the extension's variables of its environment, as its own keeper has them.
+      for (const [name] of ownVariables(process.env)) delete process.env[name];
+      for (const [name, value] of r.own ?? []) if (name.startsWith('CODEACT_')) process.env[name] = value;
       process.chdir(r.cwd);
       nextConfig = sandboxConfigFrom(next, route);
+      // Its usage errors are its caller's to say, before any sandbox is touched.
+      checkRun(withRunOptions(next, r.perRun), nextConfig);
+      if (sandboxSettings(nextConfig) !== settings) throw new Error('another sandbox than the spare');
     } catch {
-      // Another version or engine, or options the run itself will say are wrong: its caller runs it.
-      refuse(socket);
-      return false;
+      return refused();
     }
     const address = keeperAddress(name, next);
     try {
@@ -195,8 +223,7 @@ export async function serveRuns(first: Parsed, server: net.Server, address: stri
       if (address === undefined) throw new Error('no address');
       fs.linkSync(at, address);
     } catch {
-      refuse(socket);
-      return false;
+      return refused();
     }
     let lock: LockAhead | 'no';
     try {
@@ -204,14 +231,12 @@ export async function serveRuns(first: Parsed, server: net.Server, address: stri
     } catch {
       // The spare or the engine failed it: this keeper can take no session.
       fs.rmSync(address, { force: true });
-      refuse(socket);
       void stop();
-      return false;
+      return refused();
     }
     if (lock === 'no') {
       fs.rmSync(address, { force: true });
-      refuse(socket);
-      return false;
+      return refused();
     }
     const before = at;
     [session, p, at, config, keep] = [name, next, address, nextConfig, keepSeconds(next)!];
@@ -220,10 +245,15 @@ export async function serveRuns(first: Parsed, server: net.Server, address: stri
     return true;
   };
   /** One caller: its run, refused (the keeper goes), or a `bye`. */
-  const serve = async (socket: net.Socket, r: KeeperRequest | undefined) => {
+  const serve = async (socket: net.Socket, r: KeeperRequest | undefined | null) => {
     let failed = false;
+    if (r === null) return; // answered already (connection below)
     if (r?.t === 'bye') return stop();
-    if (r === undefined || socket.destroyed) return;
+    if (r === undefined || socket.destroyed) {
+      // A caller that went before its run was taken gives up its place as the session taken.
+      if (session === undefined && r !== undefined && requestSession(r) === taking) taking = undefined;
+      return;
+    }
     let firstRun = false;
     if (session === undefined) {
       const name = requestSession(r);
@@ -233,6 +263,10 @@ export async function serveRuns(first: Parsed, server: net.Server, address: stri
         taking = undefined;
         return;
       }
+    } else if (waiting && requestSession(r) !== session) {
+      // Come by the address it waited at, for another session: refused, and this keeper stays.
+      refuse(socket);
+      return;
     }
     if (r.version !== VERSION || r.options !== runOptions(p) || r.engine !== engineNamed(p) || r.cwd !== process.cwd()) {
       send(socket, { t: 'no' });
@@ -271,7 +305,7 @@ export async function serveRuns(first: Parsed, server: net.Server, address: stri
       if ((taking ?? session) === undefined) taking = name;
       else if (name !== (taking ?? session)) {
         refuse(socket);
-        return undefined;
+        return null;
       }
       return r;
     });

@@ -37,7 +37,16 @@ export function keepersDir(env: NodeJS.ProcessEnv = process.env): string {
  * What a keeper is asked. `run`: one run (its options as `runOptions` reads them, those of the run
  * alone, the engine it names, and the program read by the caller); `bye`: go now.
  */
-export type KeeperRequest = { t: 'run'; version: string; cwd: string; options: string; perRun: [string, string[]][]; engine: string; code: string } | { t: 'bye' };
+export type KeeperRequest =
+  | { t: 'run'; version: string; cwd: string; options: string; perRun: [string, string[]][]; engine: string; code: string; own?: [string, string][] }
+  | { t: 'bye' };
+
+/** The extension's own variables of `env` (CODEACT_DEBUG, CODEACT_DEVCONTAINER_CLI): a keeper waiting for a new session takes the run's. */
+export function ownVariables(env: NodeJS.ProcessEnv): [string, string][] {
+  return Object.entries(env)
+    .filter((e): e is [string, string] => e[0].startsWith('CODEACT_') && e[1] !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
 
 /** The options that belong to one run, as its program does (the pipeline takes them call by call). */
 const PER_RUN = ['reset', 'file', 'output'];
@@ -97,6 +106,7 @@ export function keeperAddress(session: string, p: Parsed, env: NodeJS.ProcessEnv
  */
 export function standbyAddress(p: Parsed, env: NodeJS.ProcessEnv = process.env, version = VERSION): string | undefined {
   if (ENGINE_OPTIONS.some((name) => p.flags.has(name))) return undefined;
+  // Every run that could take its spare (the spares are the engine's, by version) finds it here.
   const digest = createHash('sha256').update(JSON.stringify([engineNamed(p, env), version])).digest('hex').slice(0, 24);
   const address = path.join(keepersDir(env), `new-${digest}.sock`);
   return Buffer.byteLength(address) <= MAX_SOCKET_PATH ? address : undefined;
@@ -171,7 +181,12 @@ export async function runByKeeper(p: Parsed, readProgram: (file: string) => Prom
   const keep = keepSeconds(p);
   // A run that keeps no keeper asks the session's to go: else it would wait for the lock it holds.
   // So does a run with --secret: its files or descriptors (/dev/fd/3) are this process's to read.
-  if (keep === 0 || p.flags.has('secret')) await dismissKeeper(address);
+  if (keep === 0 || p.flags.has('secret')) {
+    await dismissKeeper(address);
+    // And the keeper waiting for a new session: the spare it holds locked is then free for this run.
+    const waiting = standbyAddress(p, env);
+    if (waiting !== undefined) await dismissKeeper(waiting);
+  }
   if (p.flags.has('secret')) return none;
   if (!keep || p.positional.length !== 1) return none;
   let code: string;
@@ -216,7 +231,7 @@ async function startKeeper(p: Parsed, address: string): Promise<net.Socket | und
 /** The request of a run of `p` with the program `code`. */
 export function keeperRequest(p: Parsed, code: string, env: NodeJS.ProcessEnv = process.env): Extract<KeeperRequest, { t: 'run' }> {
   const perRun = [...p.flags].filter(([name]) => PER_RUN.includes(name));
-  return { t: 'run', version: VERSION, cwd: process.cwd(), options: runOptions(p), perRun, engine: engineNamed(p, env), code };
+  return { t: 'run', version: VERSION, cwd: process.cwd(), options: runOptions(p), perRun, engine: engineNamed(p, env), code, own: ownVariables(env) };
 }
 
 /**

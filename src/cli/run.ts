@@ -57,6 +57,21 @@ export function runWiring(p: Parsed, config: { workspace: string | undefined; lo
   };
 }
 
+/** The usage errors of a run of `p` with `config` (sandboxConfigFrom's), said before anything runs. */
+export function checkRun(p: Parsed, config: ReturnType<typeof sandboxConfigFrom>): void {
+  const { workspace, artifacts } = config;
+  number(p, 'spares', DEFAULTS.spareSandboxes, 0, 8);
+  if (keepSeconds(p) === undefined) throw new UsageError('--keep-seconds must be a number from 0 to 3600');
+  const outputNames = p.flags.get('output') ?? [];
+  if ((p.flags.get('file') ?? []).length > 0 && workspace === undefined) throw new UsageError('--file needs --workspace DIR');
+  if ((outputNames.length > 0 || config.outputsMode === 'manifest') && artifacts === undefined) {
+    throw new UsageError('saving files (--output, --outputs manifest) needs --artifacts DIR');
+  }
+  if (config.backend === 'devcontainer' && workspace === undefined) throw new UsageError('--backend devcontainer needs --workspace DIR');
+  if (config.state === 'session' && one(p, 'session') === undefined) throw new UsageError('--state session keeps a state for the next run of a --session: give --session KEY');
+  if (p.flags.has('reset') && config.state !== 'session') throw new UsageError('--reset applies to --state session');
+}
+
 export async function run(p: Parsed, ctx: RunContext = {}): Promise<number> {
   const output = ctx.output ?? processOutput;
   if (p.positional.length !== 1) throw new UsageError('run needs exactly one PROGRAM.py (or - for stdin)');
@@ -64,17 +79,9 @@ export async function run(p: Parsed, ctx: RunContext = {}): Promise<number> {
   const config = sandboxConfigFrom(p, output);
   const { log, workspace, artifacts } = config;
   const session = one(p, 'session');
-  number(p, 'spares', DEFAULTS.spareSandboxes, 0, 8); // checked before anything runs
-  if (keepSeconds(p) === undefined) throw new UsageError('--keep-seconds must be a number from 0 to 3600');
+  checkRun(p, config);
   const fileNames = p.flags.get('file') ?? [];
   const outputNames = p.flags.get('output') ?? [];
-  if (fileNames.length > 0 && workspace === undefined) throw new UsageError('--file needs --workspace DIR');
-  if ((outputNames.length > 0 || config.outputsMode === 'manifest') && artifacts === undefined) {
-    throw new UsageError('saving files (--output, --outputs manifest) needs --artifacts DIR');
-  }
-  if (config.backend === 'devcontainer' && workspace === undefined) throw new UsageError('--backend devcontainer needs --workspace DIR');
-  if (config.state === 'session' && session === undefined) throw new UsageError('--state session keeps a state for the next run of a --session: give --session KEY');
-  if (p.flags.has('reset') && config.state !== 'session') throw new UsageError('--reset applies to --state session');
   const input = parseToolInput({
     code: ctx.code ?? (await readProgram(p.positional[0]!)),
     ...(fileNames.length ? { files: fileNames } : {}),

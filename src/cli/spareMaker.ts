@@ -53,7 +53,10 @@ export function startSpareMaker(p: Parsed, spec: SandboxSpec, log: Logger): void
   const cli = process.argv[1];
   if (!cli) return;
   try {
-    const child = spawn(process.execPath, [cli, SPARE_MAKER_COMMAND, ...optionArgs(sessionOptions(p))], {
+    // Never a secret's file or descriptor: a maker reads none (a run with credentials keeps no spares).
+    const options = sessionOptions(p);
+    for (const name of ['secret', 'credentials']) options.flags.delete(name);
+    const child = spawn(process.execPath, [cli, SPARE_MAKER_COMMAND, ...optionArgs(options)], {
       detached: true,
       stdio: 'ignore',
       env: { ...process.env, [SPEC_VARIABLE]: JSON.stringify(spec) },
@@ -77,6 +80,11 @@ export function makerSpec(env: NodeJS.ProcessEnv = process.env): SandboxSpec | u
   } catch {
     return undefined;
   }
+}
+
+/** In the maker, once its spec is read: the variable leaves its environment. */
+export function forgetMakerSpec(env: NodeJS.ProcessEnv = process.env): void {
+  delete env[SPEC_VARIABLE];
 }
 
 /** In the maker: removes its note when it ends, however it ends. */

@@ -13,11 +13,13 @@
  * run, as any run a keeper does not take).
  */
 import * as fs from 'node:fs';
+import { DEFAULTS } from '../core/limits';
 import type { Logger } from '../core/logger';
 import { HeldSpare, type DockerSandboxProvider, type SandboxSpec } from '../docker';
 import { listenAlone, serveRuns } from './keeper';
 import { keepSeconds, keepersDir, standbyAddress } from './keeperLink';
-import { one, type Parsed } from './options';
+import { number, one, type Parsed } from './options';
+import { sandboxConfigFrom } from './sandboxConfig';
 import { noteMakerDone, startSpareMaker } from './spareMaker';
 
 /**
@@ -29,6 +31,12 @@ export async function standBy(p: Parsed, spec: SandboxSpec, maker: DockerSandbox
   if (!keepSeconds(p) || one(p, 'session') === undefined) return 0;
   const address = standbyAddress(p);
   if (address === undefined) return 0;
+  try {
+    // Its settings are what a run's are compared with (keeper.ts): options that do not read, no keeper.
+    sandboxConfigFrom(p, { out: () => {}, err: () => {} });
+  } catch {
+    return 0;
+  }
   const held = await HeldSpare.take(maker.docker, await maker.spareNames(spec)).catch(() => undefined);
   if (!held) return 0;
   fs.mkdirSync(keepersDir(), { recursive: true, mode: 0o700 });
@@ -48,7 +56,9 @@ export async function standBy(p: Parsed, spec: SandboxSpec, maker: DockerSandbox
   return serveRuns(p, server, address, {
     take: async (sessionKey) => ((await held.giveTo(sessionKey)) ? held.lock : 'no'),
     release: () => held.release(),
-    afterFirstRun: (session, said) => startSpareMaker(session, spec, said),
+    afterFirstRun: (session, said) => {
+      if (number(session, 'spares', DEFAULTS.spareSandboxes, 0, 8) > 0) startSpareMaker(session, spec, said);
+    },
     lost: held.lock.lost,
   });
 }

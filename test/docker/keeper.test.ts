@@ -7,7 +7,7 @@ import { dismissKeeper, keeperAddress, standbyAddress } from '../../src/cli/keep
 import { parse } from '../../src/cli/options';
 import { sessionDigest } from '../../src/core/session';
 import { LABEL } from '../../src/docker/container/labels';
-import { IMAGE, TEST_VERSION, bundleCli, dockerCli, inspect, spawnCli, uniqueSessionKey, useDocker, type CliResult } from './helpers';
+import { IMAGE, TEST_ENGINE, TEST_VERSION, bundleCli, dockerCli, inspect, spawnCli, uniqueSessionKey, useDocker, type CliResult } from './helpers';
 
 /** The keeper that ran a --verbose run, as it says. */
 function keeperOf(r: CliResult): number {
@@ -163,6 +163,41 @@ describe("a kept session's keeper (integration)", function () {
       await dismissKeeper(waitingAt);
       await runCli(['cleanup', '--session', a]);
       await runCli(['cleanup', '--session', b]);
+    }
+  });
+
+  it("a kept session whose sandbox was removed gets its state rebuilt in the spare a waiting keeper gives it", async function () {
+    this.timeout(240_000);
+    // Podman: a spare's warm runner is not reached again once its maker let it go (its calls run by
+    // `docker exec`, where no state is kept), whichever process takes the spare.
+    if (TEST_ENGINE === 'podman') this.skip();
+    const session = uniqueSessionKey('wait-state');
+    const args = ['run', '--image', IMAGE, '--session', session, '--state', 'session', '--artifacts', path.join(dir, 'runs'), '--verbose'];
+    const waitingAt = standbyAddress(parse(args), process.env, TEST_VERSION)!;
+    try {
+      await dismissKeeper(waitingAt);
+      assert.equal((await runCli([...args, 'set.py'])).code, 0);
+      // Its keeper gone, and its sandbox: the run's maker waits with a spare.
+      await dismissKeeper(socketOf(session));
+      await dockerCli('rm', '-f', `codeact-cli-${sessionDigest(`cli:${session}`).slice(0, 24)}`);
+      assert.equal(fs.existsSync(waitingAt), true);
+      const next = await runCli([...args, 'get.py']);
+      assert.match(next.stderr, /which waited with a spare sandbox for a new session\n/);
+      assert.equal(
+        next.stdout.replace(/in order \(\d+\.\d s\)/, 'in order (<s> s)'),
+        "stdout:\n42\n\nState: restored before this call by re-running this chat's 1 kept run in order (<s> s), because its sandbox had been removed. " +
+          'Values computed from time, randomness, the network or workspace files that changed since may differ from before; files those runs wrote were written again.\n\nState: kept for the next call.\n',
+      );
+      // A run that keeps no keeper lets the waiting keeper go, and takes the spare it held.
+      const own = uniqueSessionKey('wait-own');
+      assert.equal(fs.existsSync(waitingAt), true);
+      const r = await runCli(['run', '--image', IMAGE, '--session', own, '--keep-seconds', '0', '-'], 'print(5)\n');
+      assert.equal(r.stdout, 'stdout:\n5\n');
+      assert.equal((await inspect(`codeact-cli-${sessionDigest(`cli:${own}`).slice(0, 24)}`)).Config.Labels[LABEL.session], 'spare');
+      await runCli(['cleanup', '--session', own]);
+    } finally {
+      await dismissKeeper(waitingAt);
+      await runCli(['cleanup', '--session', session]);
     }
   });
 

@@ -72,6 +72,7 @@ describe("a kept session's keeper, as a run finds it (unit)", () => {
     assert.equal(at(['--session', 't', '--verbose']), a);
     assert.notEqual(at(['--session', 's'], { ...env, DOCKER_HOST: 'unix:///run/x.sock' }), a);
     assert.notEqual(at(['--session', 's'], env, '9.9.9'), a);
+    assert.equal(at(['--session', 's'], { ...env, CODEACT_DEBUG: '1', PATH: '/bin' }), a);
     assert.equal(at(['--session', 's', '--context', 'remote']), undefined);
     assert.notEqual(a, keeperAddress('s', parse(['run']), env));
     assert.equal(at(['--session', 's'], { ...env, XDG_CACHE_HOME: `/${'c'.repeat(80)}` }), undefined);
@@ -83,6 +84,8 @@ describe("a kept session's keeper, as a run finds it (unit)", () => {
     assert.equal(requestSession({ ...r, options: '[["memory",["300"]]]' }), undefined);
     assert.equal(requestSession({ ...r, options: '[["session",["a","b"]]]' }), undefined);
     assert.equal(requestSession({ ...r, options: 'not json' }), undefined);
+    // The extension's own variables go with it (a keeper waiting for a new session takes them), no other.
+    assert.deepEqual(keeperRequest(parse(['run', 'x.py']), '', { PATH: '/bin', CODEACT_DEBUG: '1', CODEACT_A: 'a' }).own, [['CODEACT_A', 'a'], ['CODEACT_DEBUG', '1']]);
     const p = parse(['run', '--session', 's', '--reset', '--file', 'a.csv', '--output', 'o.png', '--memory', '300', 'x.py']);
     assert.deepEqual([...sessionOptions(p).flags], [['session', ['s']], ['memory', ['300']]]);
     assert.equal(runOptions(parse(['__make-spares', ...optionArgs(sessionOptions(p))])), runOptions(p));
@@ -127,7 +130,7 @@ describe("a kept session's keeper, as a run finds it (unit)", () => {
       const request = keeperRequest(parse(['run', '--session', 's', 'x.py']), 'print(1)\n', {});
       assert.equal(await exchange(socket, request), 3);
       assert.deepEqual(await asked, request);
-      assert.deepEqual(request, { t: 'run', version: request.version, cwd: process.cwd(), options: '[["session",["s"]]]', perRun: [], engine: '[[null,null,null,null,null,null],[null,null,null,null]]', code: 'print(1)\n' });
+      assert.deepEqual(request, { t: 'run', version: request.version, cwd: process.cwd(), options: '[["session",["s"]]]', perRun: [], engine: '[[null,null,null,null,null,null],[null,null,null,null]]', code: 'print(1)\n', own: [] });
     });
 
     it('gives back nothing when the keeper does not run it (it goes), or ends before it said it runs it', async () => {

@@ -32,11 +32,18 @@ export class LockAhead {
     /** The engine's socket it is asked on (the caller compares it with the engine it resolves). */
     readonly socketPath: string,
     name: string,
-    /** Taken only if nobody holds it (a keeper waiting with a spare, src/cli/standby.ts): none if another process does. */
-    options: { onlyIfFree?: boolean } = {},
+    /**
+     * `onlyIfFree`: taken only if nobody holds it, none if another process does. `spare`: the
+     * container is a spare no session ran in (a keeper waiting with one, src/cli/standby.ts), so
+     * its state is known empty to the session that takes it (a lost state is rebuilt there).
+     */
+    options: { onlyIfFree?: boolean; spare?: boolean } = {},
   ) {
+    this.ofSpare = options.spare === true;
     this.pending = this.take(name, options.onlyIfFree === true);
   }
+
+  readonly ofSpare: boolean;
 
   private async take(name: string, onlyIfFree: boolean): Promise<HeldAhead | undefined> {
     let lock: SandboxLock | undefined;

@@ -29,7 +29,7 @@ export class HeldSpare {
     const socketPath = plainUnixSocket();
     if (socketPath === undefined) return undefined;
     for (const name of names) {
-      const lock = new LockAhead(socketPath, name, { onlyIfFree: true });
+      const lock = new LockAhead(socketPath, name, { onlyIfFree: true, spare: true });
       const id = await lock.heldIn();
       if (id === undefined) continue;
       const now = await readEngine(() => docker.getContainer(id).inspect(), 'a spare sandbox (inspect)').then(

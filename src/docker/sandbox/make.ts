@@ -232,4 +232,5 @@ export async function attachSandbox(
 async function takeLockAhead(sandbox: DockerSandbox, ahead: LockAhead, signal: AbortSignal): Promise<void> {
   const held = await ahead.claim(signal);
   if (held && !(held.containerId === sandbox.id && sandbox.lockHolder.takeOver(held.lock))) held.lock.release();
+  else if (held && ahead.ofSpare) sandbox.knownFresh();
 }
