@@ -28,9 +28,9 @@ function prelude(caPem: string): string {
     'import os, socket, ssl, urllib.error, urllib.request',
     `open('ca.pem', 'w').write(${JSON.stringify(caPem)})`,
     "CTX = ssl.create_default_context(cafile='ca.pem')",
-    'def get(url, opener=None):',
+    'def get(url, opener=None, timeout=20):',
     '    try:',
-    '        with (opener.open(url, timeout=20) if opener else urllib.request.urlopen(url, timeout=20, context=CTX)) as r:',
+    '        with (opener.open(url, timeout=timeout) if opener else urllib.request.urlopen(url, timeout=timeout, context=CTX)) as r:',
     '            return r.read().decode()',
     '    except urllib.error.HTTPError as e:',
     "        return f'HTTP {e.code}'",
@@ -140,12 +140,13 @@ describe('network allow-list (integration)', function () {
       prelude(internet.caPem),
       `import time`,
       `print(get('http://${NAMES.web}/'))`,
-      `while get('http://${NAMES.web}/').startswith('${NAMES.web}'):`,
+      `while get('http://${NAMES.web}/', timeout=2).startswith('${NAMES.web}'):`,
       '    time.sleep(0.05)',
       // While the proxy's processes are being killed, a connection can still be accepted and then
-      // reset; once they are gone it is refused. The program waits (10 s at most) for the end state.
+      // reset, or (both cores busy) accepted and never answered: each try waits 2 s at most, not
+      // the call's whole 30 s. Once they are gone it is refused; the program waits for that end state.
       'for _ in range(200):',
-      `    then = get('http://${NAMES.web}/')`,
+      `    then = get('http://${NAMES.web}/', timeout=2)`,
       "    if then.startswith('URLError: [Errno 111]'):",
       '        break',
       '    time.sleep(0.05)',
