@@ -112,6 +112,21 @@ class TouchAhead(unittest.TestCase):
         self.assertEqual(found, [addr + 1 * PAGE, addr + 2 * PAGE, addr + 6 * PAGE])
         self.assertEqual(data, bytes(range(1, PAGES + 1)))
 
+    def test_a_learned_run_no_longer_mapped_is_neither_copied_nor_read(self):
+        # Reading a byte of each page follows only a copy that succeeded: a read of a page the
+        # runner has since unmapped would end the waiting child with SIGSEGV.
+        libc = ctypes.CDLL(None, use_errno=True)
+        m, addr = _region()
+        m.close()
+        wait_r, wait_w = os.pipe()
+        try:
+            pid, said, go = _child(lambda: r._touch_ahead(libc, ((addr, 2 * PAGE),), wait_r) or b'alive')
+            _end(pid, go)
+        finally:
+            os.close(wait_r)
+            os.close(wait_w)
+        self.assertEqual(said, b'alive')
+
     def test_a_run_request_already_there_stops_it_before_any_page(self):
         m, addr = _region()
         found, _ = _touched(m, ((addr, PAGES * PAGE),), b'/sandbox/runs/1-abc\n')
