@@ -23,17 +23,17 @@ import {
   keeperAddress,
   keepersDir,
   onLines,
-  ownVariables,
   requestSession,
   runOptions,
   withRunOptions,
   type KeeperReply,
   type KeeperRequest,
+  type RunRequest,
 } from './keeperLink';
-import { UsageError, cliSessionKey, one, optionArgs, parse, type Parsed } from './options';
+import { UsageError, one, type Parsed } from './options';
 import { reportFailure, type CliOutput } from './report';
-import { checkRun, run, runWiring } from './run';
-import { sandboxConfigFrom } from './sandboxConfig';
+import { run, runWiring } from './run';
+import { sandboxConfigFrom, type CliSandboxConfig } from './sandboxConfig';
 
 /**
  * Listens at `address` unless another keeper answers there (then undefined). It listens first at
@@ -77,16 +77,6 @@ function send(socket: net.Socket, reply: KeeperReply): void {
   if (!socket.destroyed) socket.write(`${JSON.stringify(reply)}\n`);
 }
 
-/**
- * What of a run's settings makes its sandbox. A waiting keeper gives its spare only to a run
- * whose settings make the same sandbox; another run would have it replaced, a rename and a
- * removal more than its own keeper pays.
- */
-function sandboxSettings(c: ReturnType<typeof sandboxConfigFrom>): string {
-  const { backend, image, packages, limits, warmRunner, preloadModules, preloadWhen, runtime } = c;
-  return JSON.stringify([backend, image, packages, limits, warmRunner, preloadModules, preloadWhen, runtime, c.network ?? null, c.credentials ? 'credentials' : null, backend === 'docker' ? null : c.workspace]);
-}
-
 /** Says `no` to a run this keeper does not take, and stays: its caller runs it by a keeper of its own. */
 function refuse(socket: net.Socket): void {
   send(socket, { t: 'no' });
@@ -127,13 +117,27 @@ export async function keepSession(p: Parsed): Promise<number> {
   return serveRuns(p, server, address);
 }
 
+/** What a waiting keeper becomes for the session its first run names. */
+export interface TakenSession {
+  /** That run's options, read back as its own keeper reads them. */
+  p: Parsed;
+  config: CliSandboxConfig;
+  /** The session's keeper address, linked to this keeper's socket. */
+  address: string;
+  /** The spare's lock, which the session's provider takes over. */
+  lock: LockAhead;
+}
+
 /** A keeper with no session yet, waiting with a spare for a new one (standby.ts). */
 export interface WaitingStart {
   /**
-   * Gives the spare to the session `sessionKey`: the lock its run takes over; `no` when the
-   * session has a sandbox already (the keeper waits on).
+   * Gives the spare to the session `name` that run `r` names, taking the run's options, its
+   * folder (the process's cwd) and the session's address; logs of the new config go to `route`.
+   * `no`: refused, and the keeper waits on (another sandbox than the spare, a session with a
+   * sandbox already, one whose keeper started meanwhile); `gone`: refused, and the keeper can take
+   * no session (the spare or the engine failed).
    */
-  take(sessionKey: string): Promise<LockAhead | 'no'>;
+  take(r: RunRequest, name: string, at: string, route: CliOutput): Promise<TakenSession | 'no' | 'gone'>;
   /** Lets the spare go (the keeper goes without a session). */
   release(): void;
   /** After the session's first run, before its caller hears of the end: the next new session's spare is made. */
@@ -159,7 +163,6 @@ export async function serveRuns(first: Parsed, server: net.Server, address: stri
   const route: CliOutput = { out: (text) => caller?.out(text), err: (text) => caller?.err(text) };
   let config = sandboxConfigFrom(p, route);
   // While it waits it keeps no folder of anyone's busy; a run's own folder is taken with its session.
-  const settings = sandboxSettings(config);
   if (waiting) process.chdir('/');
   const own = fs.statSync(at).ino;
   let provider: DockerSandboxProvider | undefined = waiting ? undefined : createSandboxProvider(config, runWiring(p, config, { keepLock: true }));
@@ -191,57 +194,20 @@ export async function serveRuns(first: Parsed, server: net.Server, address: stri
     if (pending === 0) timer = setTimeout(() => void stop(), keep * 1000);
   };
   /** A waiting keeper's first run: its session is given the spare and this keeper. False: refused. */
-  const takeSession = async (socket: net.Socket, r: Extract<KeeperRequest, { t: 'run' }>, name: string): Promise<boolean> => {
-    /** Says `no` (its caller runs it by a keeper of its own), and waits on where it waited. */
-    const refused = () => {
+  const takeSession = async (socket: net.Socket, r: RunRequest, name: string): Promise<boolean> => {
+    const taken = await waiting!.take(r, name, at, route).catch(() => 'gone' as const);
+    if (typeof taken === 'string') {
+      // Its caller runs it by a keeper of its own; this one waits on where it waited, unless
+      // nothing is left to wait with.
       refuse(socket);
       process.chdir('/');
-      // A spare lost while it was being given: nothing is left to wait with.
-      if (spareLost) void stop();
+      if (taken === 'gone' || spareLost) void stop();
       return false;
-    };
-    // The run's own options, read back through the table, in its own folder: a keeper is that run's.
-    let next: Parsed;
-    let nextConfig: typeof config;
-    try {
-      next = parse(['run', ...optionArgs({ command: 'run', flags: new Map(JSON.parse(r.options) as [string, string[]][]), positional: [] })]);
-      if (r.version !== VERSION || runOptions(next) !== r.options || r.engine !== engineNamed(next) || !keepSeconds(next)) throw new Error('not a run for this keeper');
-      // The run's folder and the extension's variables of its environment, as its own keeper has them.
-      for (const [name] of ownVariables(process.env)) delete process.env[name];
-      for (const [name, value] of r.own ?? []) if (name.startsWith('CODEACT_')) process.env[name] = value;
-      process.chdir(r.cwd);
-      nextConfig = sandboxConfigFrom(next, route);
-      // Its usage errors are its caller's to say, before any sandbox is touched.
-      checkRun(withRunOptions(next, r.perRun), nextConfig);
-      if (sandboxSettings(nextConfig) !== settings) throw new Error('another sandbox than the spare');
-    } catch {
-      return refused();
-    }
-    const address = keeperAddress(name, next);
-    try {
-      // The session's address first: a keeper of that session that started meanwhile keeps it.
-      if (address === undefined) throw new Error('no address');
-      fs.linkSync(at, address);
-    } catch {
-      return refused();
-    }
-    let lock: LockAhead | 'no';
-    try {
-      lock = await waiting!.take(cliSessionKey(name));
-    } catch {
-      // The spare or the engine failed it: this keeper can take no session.
-      fs.rmSync(address, { force: true });
-      void stop();
-      return refused();
-    }
-    if (lock === 'no') {
-      fs.rmSync(address, { force: true });
-      return refused();
     }
     const before = at;
-    [session, p, at, config, keep] = [name, next, address, nextConfig, keepSeconds(next)!];
+    [session, p, at, config, keep] = [name, taken.p, taken.address, taken.config, keepSeconds(taken.p)!];
     fs.rmSync(before, { force: true });
-    provider = createSandboxProvider(config, runWiring(p, config, { keepLock: true, lockAhead: lock }));
+    provider = createSandboxProvider(config, runWiring(p, config, { keepLock: true, lockAhead: taken.lock }));
     return true;
   };
   /** One caller: its run, refused (the keeper goes), or a `bye`. */

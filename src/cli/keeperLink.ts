@@ -41,6 +41,9 @@ export type KeeperRequest =
   | { t: 'run'; version: string; cwd: string; options: string; perRun: [string, string[]][]; engine: string; code: string; own?: [string, string][] }
   | { t: 'bye' };
 
+/** A request to run a program. */
+export type RunRequest = Extract<KeeperRequest, { t: 'run' }>;
+
 /** The extension's own variables of `env` (CODEACT_DEBUG, CODEACT_DEVCONTAINER_CLI): a keeper waiting for a new session takes the run's. */
 export function ownVariables(env: NodeJS.ProcessEnv): [string, string][] {
   return Object.entries(env)
@@ -113,7 +116,7 @@ export function standbyAddress(p: Parsed, env: NodeJS.ProcessEnv = process.env, 
 }
 
 /** The --session a run's request names (its options hold it), or undefined. */
-export function requestSession(r: Extract<KeeperRequest, { t: 'run' }>): string | undefined {
+export function requestSession(r: RunRequest): string | undefined {
   try {
     const found = (JSON.parse(r.options) as [string, string[]][]).find(([name]) => name === 'session')?.[1];
     return found?.length === 1 && typeof found[0] === 'string' ? found[0] : undefined;
@@ -229,7 +232,7 @@ async function startKeeper(p: Parsed, address: string): Promise<net.Socket | und
 }
 
 /** The request of a run of `p` with the program `code`. */
-export function keeperRequest(p: Parsed, code: string, env: NodeJS.ProcessEnv = process.env): Extract<KeeperRequest, { t: 'run' }> {
+export function keeperRequest(p: Parsed, code: string, env: NodeJS.ProcessEnv = process.env): RunRequest {
   const perRun = [...p.flags].filter(([name]) => PER_RUN.includes(name));
   return { t: 'run', version: VERSION, cwd: process.cwd(), options: runOptions(p), perRun, engine: engineNamed(p, env), code, own: ownVariables(env) };
 }

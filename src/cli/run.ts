@@ -21,7 +21,7 @@ import { keepSeconds } from './keeperLink';
 import { UsageError, cliSessionKey, number, one, type Parsed } from './options';
 import { readProgram } from './programFile';
 import { processOutput, type CliOutput } from './report';
-import { sandboxConfigFrom } from './sandboxConfig';
+import { sandboxConfigFrom, type CliSandboxConfig } from './sandboxConfig';
 import { startSpareMaker } from './spareMaker';
 
 /** What a run is given beside its options. */
@@ -58,7 +58,7 @@ export function runWiring(p: Parsed, config: { workspace: string | undefined; lo
 }
 
 /** The usage errors of a run of `p` with `config` (sandboxConfigFrom's), said before anything runs. */
-export function checkRun(p: Parsed, config: ReturnType<typeof sandboxConfigFrom>): void {
+export function checkRun(p: Parsed, config: CliSandboxConfig): void {
   const { workspace, artifacts } = config;
   number(p, 'spares', DEFAULTS.spareSandboxes, 0, 8);
   if (keepSeconds(p) === undefined) throw new UsageError('--keep-seconds must be a number from 0 to 3600');

@@ -18,7 +18,10 @@ import { UsageError, number, one, type Parsed } from './options';
 import { processOutput, type CliOutput } from './report';
 
 /** The flags `run` and `mcp` share: the sandbox, its limits, the backend and the engine. */
-export function sandboxConfigFrom(p: Parsed, output: CliOutput = processOutput): SandboxConfig & { workspace: string | undefined; artifacts: string | undefined } {
+/** A run's sandbox settings, with the folders the command line adds. */
+export type CliSandboxConfig = SandboxConfig & { workspace: string | undefined; artifacts: string | undefined };
+
+export function sandboxConfigFrom(p: Parsed, output: CliOutput = processOutput): CliSandboxConfig {
   const image = one(p, 'image') ?? DEFAULTS.image;
   const packages = packagesFrom(p);
   if (image && packages.length) throw new UsageError('--packages adds to the data image; it does not apply to an --image of your choice');

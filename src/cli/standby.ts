@@ -16,10 +16,13 @@ import * as fs from 'node:fs';
 import { DEFAULTS } from '../core/limits';
 import type { Logger } from '../core/logger';
 import { HeldSpare, type DockerSandboxProvider, type SandboxSpec } from '../docker';
-import { listenAlone, serveRuns } from './keeper';
-import { keepSeconds, keepersDir, standbyAddress } from './keeperLink';
-import { number, one, type Parsed } from './options';
-import { sandboxConfigFrom } from './sandboxConfig';
+import { VERSION } from '../version';
+import { listenAlone, serveRuns, type TakenSession } from './keeper';
+import { engineNamed, keepSeconds, keeperAddress, keepersDir, ownVariables, runOptions, standbyAddress, withRunOptions, type RunRequest } from './keeperLink';
+import { cliSessionKey, number, one, optionArgs, parse, type Parsed } from './options';
+import type { CliOutput } from './report';
+import { checkRun } from './run';
+import { sandboxConfigFrom, type CliSandboxConfig } from './sandboxConfig';
 import { noteMakerDone, startSpareMaker } from './spareMaker';
 
 /**
@@ -31,9 +34,10 @@ export async function standBy(p: Parsed, spec: SandboxSpec, maker: DockerSandbox
   if (!keepSeconds(p) || one(p, 'session') === undefined) return 0;
   const address = standbyAddress(p);
   if (address === undefined) return 0;
+  let settings: string;
   try {
-    // Its settings are what a run's are compared with (keeper.ts): options that do not read, no keeper.
-    sandboxConfigFrom(p, { out: () => {}, err: () => {} });
+    // What a run's settings are compared with: options that do not read, no keeper.
+    settings = sandboxSettings(sandboxConfigFrom(p, { out: () => {}, err: () => {} }));
   } catch {
     return 0;
   }
@@ -54,13 +58,68 @@ export async function standBy(p: Parsed, spec: SandboxSpec, maker: DockerSandbox
   noteMakerDone();
   log.info(`waiting with spare sandbox ${held.name} for a new session`);
   return serveRuns(p, server, address, {
-    take: async (sessionKey) => ((await held.giveTo(sessionKey)) ? held.lock : 'no'),
+    take: async (r, name, at, route) => {
+      const run = runOf(r, route, settings);
+      if (!run) return 'no';
+      const address = keeperAddress(name, run.p);
+      try {
+        // The session's address first: a keeper of that session that started meanwhile keeps it.
+        if (address === undefined) return 'no';
+        fs.linkSync(at, address);
+      } catch {
+        return 'no';
+      }
+      let given: boolean;
+      try {
+        given = await held.giveTo(cliSessionKey(name));
+      } catch {
+        fs.rmSync(address, { force: true });
+        return 'gone';
+      }
+      if (!given) {
+        fs.rmSync(address, { force: true });
+        return 'no';
+      }
+      return { ...run, address, lock: held.lock };
+    },
     release: () => held.release(),
     afterFirstRun: (session, said) => {
       if (number(session, 'spares', DEFAULTS.spareSandboxes, 0, 8) > 0) startSpareMaker(session, spec, said);
     },
     lost: held.lock.lost,
   });
+}
+
+/**
+ * What of a run's settings makes its sandbox. A waiting keeper gives its spare only to a run
+ * whose settings make the same sandbox; another run would have it replaced, a rename and a
+ * removal more than its own keeper pays.
+ */
+function sandboxSettings(c: CliSandboxConfig): string {
+  const { backend, image, packages, limits, warmRunner, preloadModules, preloadWhen, runtime } = c;
+  return JSON.stringify([backend, image, packages, limits, warmRunner, preloadModules, preloadWhen, runtime, c.network ?? null, c.credentials ? 'credentials' : null, backend === 'docker' ? null : c.workspace]);
+}
+
+/**
+ * The run `r` as its own keeper would take it: its options read back through the table, the
+ * extension's variables of its environment, in its folder (this process moves there). Undefined
+ * when this keeper does not take it: another version or engine, options that do not read or keep
+ * no keeper, a usage error (its caller's to say, before any sandbox is touched), or settings that
+ * make another sandbox than the spare (`settings`).
+ */
+function runOf(r: RunRequest, route: CliOutput, settings: string): Pick<TakenSession, 'p' | 'config'> | undefined {
+  try {
+    const p = parse(['run', ...optionArgs({ command: 'run', flags: new Map(JSON.parse(r.options) as [string, string[]][]), positional: [] })]);
+    if (r.version !== VERSION || runOptions(p) !== r.options || r.engine !== engineNamed(p) || !keepSeconds(p)) return undefined;
+    for (const [name] of ownVariables(process.env)) delete process.env[name];
+    for (const [name, value] of r.own ?? []) if (name.startsWith('CODEACT_')) process.env[name] = value;
+    process.chdir(r.cwd);
+    const config = sandboxConfigFrom(p, route);
+    checkRun(withRunOptions(p, r.perRun), config);
+    return sandboxSettings(config) === settings ? { p, config } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Whether `dir` is this user's and closed to everyone else (a folder made before with other rights is not). */

@@ -8,7 +8,8 @@
 import type Dockerode from 'dockerode';
 import { sessionDigest } from '../../core/session';
 import { LockAhead, sharedSandboxName } from '../container';
-import { ENGINE_DEADLINE_MS, isNameTaken, plainUnixSocket, readEngine, withDeadline } from '../engine';
+import { ENGINE_DEADLINE_MS, isNameTaken, plainUnixSocket, withDeadline } from '../engine';
+import { stillNamed } from './sparePool';
 
 export class HeldSpare {
   private constructor(
@@ -32,12 +33,7 @@ export class HeldSpare {
       const lock = new LockAhead(socketPath, name, { onlyIfFree: true, spare: true });
       const id = await lock.heldIn();
       if (id === undefined) continue;
-      const now = await readEngine(() => docker.getContainer(id).inspect(), 'a spare sandbox (inspect)').then(
-        (i) => i.Name,
-        () => undefined,
-      );
-      // Taken by a session between the list and the lock: its name is the session's now.
-      if (now === `/${name}`) return new HeldSpare(docker, lock, id, name);
+      if (await stillNamed(docker, id, name)) return new HeldSpare(docker, lock, id, name);
       lock.cancel();
     }
     return undefined;

@@ -204,12 +204,7 @@ export class SharedSparePool {
         continue;
       }
       const sandbox = attached.sandbox;
-      const now = await readEngine(() => sandbox.container.inspect(), 'a spare sandbox (inspect)').then(
-        (i) => i.Name.replace(/^\//, ''),
-        () => undefined,
-      );
-      if (now !== nameOf(c)) {
-        // Taken by another process between our listing and our lock.
+      if (!(await stillNamed(this.docker, c.Id, nameOf(c)))) {
         sandbox.detach();
         continue;
       }
@@ -270,4 +265,16 @@ function nameOf(c: Dockerode.ContainerInfo): string {
 
 function volumeOf(c: Dockerode.ContainerInfo): string | undefined {
   return c.Mounts?.find((m) => m.Destination === WORK_ROOT)?.Name;
+}
+
+/**
+ * Whether the spare `id` still has its spare's `name`, read once its lock is held: a session that
+ * took it between a listing and the lock has renamed it (a failed read: not, as for one removed).
+ */
+export async function stillNamed(docker: Dockerode, id: string, name: string): Promise<boolean> {
+  const now = await readEngine(() => docker.getContainer(id).inspect(), 'a spare sandbox (inspect)').then(
+    (i) => i.Name,
+    () => undefined,
+  );
+  return now === `/${name}`;
 }
