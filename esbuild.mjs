@@ -32,7 +32,7 @@ function joinRunner() {
     // Each part travels as a raw triple-quoted string, which holds any text but these.
     if (text.includes("'''") || !text.endsWith('\n')) fail(`${file} must end with a newline and may not hold three single quotes in a row (it travels as r'''...''')`);
   }
-  for (const part of parts) part.text = withoutCommentLines(part.text);
+  for (const part of parts) part.text = shippedPart(part.text);
   const start = parts.pop();
   return [
     `# The CodeAct Sandbox runner, joined by esbuild.mjs from ${RUNNER_DIR}/ (edit the parts there).`,
@@ -46,13 +46,49 @@ function joinRunner() {
 }
 
 /**
- * A part as it ships: each line that is only a comment left empty, so that every line keeps its
- * number (a traceback still names the part's own line) while the source's one argument stays well
- * under Linux's limit. test/python/test_joined.py checks that each part still parses to exactly
- * the same tree, so no line of a string was taken for a comment.
+ * A part as it ships: each line that is only a comment, and each docstring, left empty, so that
+ * every line keeps its number (a traceback still names the part's own line) while the source's one
+ * argument stays well under Linux's limit (docstrings are a fifth of the parts; nothing reads a
+ * __doc__ in the sandbox). A docstring is a string statement that opens a line right after a
+ * def's or class's header, or at the top of the part; where it was the whole body, `pass` stays.
+ * test/python/test_joined.py checks that each part still parses to exactly the tree of its source
+ * without docstrings, so no line of another string was taken for a comment or a docstring.
  */
-function withoutCommentLines(text) {
-  return text.replace(/^[ \t]*#.*$/gm, '');
+function shippedPart(text) {
+  const lines = text.replace(/^[ \t]*#.*$/gm, '').split('\n');
+  const code = (line) => line.trim() !== '';
+  let previous = null; // the last line of code so far
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^([ \t]*)"""/.exec(lines[i]);
+    const docstring = open && (previous === null || /^\s*(async\s+def|def|class)\b/.test(headerStart(lines, i)));
+    if (!docstring) {
+      if (code(lines[i])) previous = lines[i];
+      continue;
+    }
+    let end = i;
+    if (!lines[i].slice(open[0].length).includes('"""')) {
+      while (end < lines.length - 1 && !lines[end + 1].includes('"""')) end++;
+      end++;
+    }
+    const next = lines.slice(end + 1).find(code);
+    const bodyGoesOn = next !== undefined && /^[ \t]*/.exec(next)[0].length >= open[1].length;
+    for (let j = i; j <= end; j++) lines[j] = '';
+    if (!bodyGoesOn && previous !== null) lines[i] = `${open[1]}pass`;
+    i = end;
+  }
+  return lines.join('\n');
+}
+
+/** The first line of the statement whose header ends on the last line of code before line `i`
+ * (a def's parameters may take several lines); '' when that line does not end a header. */
+function headerStart(lines, i) {
+  let j = i - 1;
+  while (j >= 0 && lines[j].trim() === '') j--;
+  if (j < 0 || !/:\s*$/.test(lines[j])) return '';
+  // Back over the header's continuation lines, to the one that starts it (less indented than the body).
+  const body = /^[ \t]*/.exec(lines[i])[0].length;
+  while (j > 0 && /^[ \t]*/.exec(lines[j])[0].length >= body) j--;
+  return lines[j];
 }
 
 function fail(message) {

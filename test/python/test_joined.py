@@ -3,7 +3,6 @@ and its line, and joining adds nothing to sys.modules that the parts themselves 
 import ast
 import json
 import os
-import re
 import subprocess
 import sys
 import traceback
@@ -54,30 +53,40 @@ class Joined(unittest.TestCase):
             joined = f.read()
         self.assertEqual(new_modules(joined), new_modules(parts))
 
-    def test_every_part_but_the_start_is_in_the_source_once(self):
-        with open(RUNNER, encoding='utf-8') as f:
-            joined = f.read()
-        files = part_files()
-        for f in files[:-1]:
-            with open(f, encoding='utf-8') as part:
-                self.assertEqual(joined.count(shipped(part.read())), 1, f)
-        with open(files[-1], encoding='utf-8') as start:
-            self.assertTrue(joined.endswith(shipped(start.read())))
+    def test_the_source_holds_every_part_once_in_order(self):
+        self.assertEqual([name for name, _text in shipped_parts()], [os.path.relpath(f, ROOT) for f in part_files()])
 
-    def test_a_part_ships_without_its_comment_lines_and_means_the_same(self):
-        for f in part_files():
-            with open(f, encoding='utf-8') as part:
+    def test_a_part_ships_without_comment_lines_or_docstrings_and_means_the_same(self):
+        for name, out in shipped_parts():
+            with open(os.path.join(ROOT, name), encoding='utf-8') as part:
                 text = part.read()
-            out = shipped(text)
-            self.assertEqual(out.count('\n'), text.count('\n'), f)
-            self.assertNotIn('\n# ', out, f)
-            # Same tree, strings and docstrings included: no line of a string was taken for a comment.
-            self.assertEqual(ast.dump(ast.parse(out)), ast.dump(ast.parse(text)), f)
+            self.assertEqual(out.count('\n'), text.count('\n'), name)
+            self.assertNotIn('\n# ', out, name)
+            # The same tree but the docstrings: no line of another string was taken for a comment.
+            self.assertEqual(ast.dump(ast.parse(out)), ast.dump(without_docstrings(ast.parse(text))), name)
 
 
-def shipped(text):
-    """A part as esbuild.mjs ships it: every line that is only a comment left empty."""
-    return re.sub(r'^[ \t]*#.*$', '', text, flags=re.M)
+def shipped_parts():
+    """(part's path, its text) as the joined source holds them: the loop's (path, r'''text''') pairs,
+    then the start, which is the source's own top level after that loop."""
+    with open(RUNNER, encoding='utf-8') as f:
+        joined = f.read()
+    tree = ast.parse(joined)
+    loop = next(node for node in tree.body if isinstance(node, ast.For))
+    parts = [(name.value, text.value) for name, text in (pair.elts for pair in loop.iter.elts)]
+    marker = 'del _codeact_part, _codeact_text\n'
+    start = joined[joined.index(marker) + len(marker):]
+    return parts + [(os.path.relpath(part_files()[-1], ROOT), start)]
+
+
+def without_docstrings(tree):
+    """`tree` without its docstrings; a body that was only one keeps a `pass`."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                node.body = node.body[1:] or ([] if isinstance(node, ast.Module) else [ast.Pass()])
+    return tree
 
 
 if __name__ == '__main__':
