@@ -161,11 +161,13 @@ export async function serveRuns(first: Parsed, server: net.Server, address: stri
   let caller: CliOutput | undefined;
   // What the sandbox's provider logs goes to the caller being served (nowhere in between).
   const route: CliOutput = { out: (text) => caller?.out(text), err: (text) => caller?.err(text) };
-  let config = sandboxConfigFrom(p, route);
+  // A waiting keeper has neither until a session is given its spare: that run's options make them
+  // (takeSession), read once there (standby.ts), not here as well.
+  let config: CliSandboxConfig | undefined = waiting ? undefined : sandboxConfigFrom(p, route);
   // While it waits it keeps no folder of anyone's busy; a run's own folder is taken with its session.
   if (waiting) process.chdir('/');
   const own = fs.statSync(at).ino;
-  let provider: DockerSandboxProvider | undefined = waiting ? undefined : createSandboxProvider(config, runWiring(p, config, { keepLock: true }));
+  let provider: DockerSandboxProvider | undefined = config && createSandboxProvider(config, runWiring(p, config, { keepLock: true }));
   const states = new SessionStates();
   let stopping: Promise<never> | undefined;
   const stop = () =>
@@ -244,7 +246,7 @@ export async function serveRuns(first: Parsed, server: net.Server, address: stri
     socket.once('end', () => cancel.abort());
     socket.once('close', () => cancel.abort());
     caller = { out: (d) => send(socket, { t: 'out', d }), err: (d) => send(socket, { t: 'err', d }) };
-    config.log.info(`run by the session's keeper, process ${process.pid}${firstRun ? ', which waited with a spare sandbox for a new session' : ''}`);
+    config!.log.info(`run by the session's keeper, process ${process.pid}${firstRun ? ', which waited with a spare sandbox for a new session' : ''}`);
     let code: number;
     try {
       code = await run(withRunOptions(p, r.perRun), { output: caller, code: r.code, kept: { provider: provider!, states, signal: cancel.signal } });
@@ -252,7 +254,7 @@ export async function serveRuns(first: Parsed, server: net.Server, address: stri
       code = reportFailure(e, caller);
       failed = true;
     }
-    if (firstRun) waiting!.afterFirstRun(p, config.log);
+    if (firstRun) waiting!.afterFirstRun(p, config!.log);
     caller = undefined;
     send(socket, { t: 'exit', code });
     socket.end();
