@@ -110,7 +110,9 @@ describe("a kept session's keeper (integration)", function () {
     this.timeout(60_000);
     const session = uniqueSessionKey('keep-idle');
     try {
-      const r = await runCli(['run', '--image', IMAGE, '--session', session, '--keep-seconds', '1', '--verbose', '-'], 'print(1)\n');
+      // 5 s, not 1: on a busy machine the run's own exit took more than a second once, and the
+      // keeper had already gone when it was looked for.
+      const r = await runCli(['run', '--image', IMAGE, '--session', session, '--keep-seconds', '5', '--verbose', '-'], 'print(1)\n');
       assert.equal(r.stdout, 'stdout:\n1\n');
       assert.equal(alive(keeperOf(r)), true);
       await gone(socketOf(session));
