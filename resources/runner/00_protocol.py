@@ -27,7 +27,7 @@ PROTOCOL_VERSION = 1
 RUNS = '/sandbox/runs'
 MAGIC = b'CX'
 HEADER = 12
-HOST_KINDS = (b'h', b'r', b'k')
+HOST_KINDS = (b'h', b'r', b'k', b'a')
 # The largest host frame read (a run request with its program); a longer one is skipped.
 MAX_REQUEST = 4 * 1024 * 1024
 # Output is read, and sent in O/E frames, at most this much at a time: the host's limit for them.
@@ -177,6 +177,12 @@ def started_reply(pid):
 
 def declined_reply(reason, written):
     return {'t': 'declined', 'reason': reason, 'written': written}
+
+
+def ahead_reply(ready):
+    """The answer to the host's `a` (the last call is over): whether the next session program's
+    process was forked from the state and waits, stopped and checked."""
+    return {'t': 'ahead', 'ready': ready}
 
 
 def state_reply(base, now, kept, holder, reason=None, dropped=None):

@@ -35,6 +35,8 @@ class Runner(SessionStateDesk):
         # Session mode's state holder, {'pid', 'sock', 'id'}: the interpreter the next session call
         # is forked from. None: the next one starts from an empty state.
         self.state = None
+        # The next session program's process, forked ahead from the holder ({'pid', 'sock', 'mark'}).
+        self.ahead = None
         # Holders killed and not yet reaped: a large one takes a moment to go, and a program must
         # not be told it left them running.
         self.dying = set()
@@ -86,6 +88,10 @@ class Runner(SessionStateDesk):
             if pid == watch:
                 found = status
             self.dying.discard(pid)
+            if self.ahead and pid == self.ahead['pid']:
+                self.own_fds.discard(self.ahead['sock'].fileno())
+                self.ahead['sock'].close()
+                self.ahead = None
             if self.state and pid == self.state['pid']:
                 # The holder died (the OOM killer, a program's signal): its state is gone, and the
                 # next session call says so (it starts from an empty state).
@@ -260,6 +266,10 @@ class Runner(SessionStateDesk):
                     if child is not None:
                         return child
                     self.reap(None)
+                elif kind == b'a':
+                    self.channel.send(b'A', rid, ahead_reply(self.fork_ahead_of_call()))
+                    # Its waits took SIGCHLD's wake-ups (a replaced holder going away): reaped now.
+                    self.reap(None)
 
     def serve_unusable(self):
         """Nothing is safe to run here. Answers hellos (so the host stops waiting) and reaps orphans."""
@@ -329,13 +339,23 @@ class Runner(SessionStateDesk):
         pid = None
         base = ''
         notice = None
-        if session and self.state and not req['reset']:
+        if session and self.state and not req['reset'] and self.ahead:
+            taken = self.take_ahead(d, out_w, err_w)
+            if taken is not None:
+                link.close()
+                theirs.close()
+                theirs = None
+                pid, link = taken
+                base = self.state['id']
+        # Not taken (a reset, a check failed): it goes, as the process it is is no program's.
+        self.drop_ahead()
+        if pid is None and session and self.state and not req['reset']:
             # Stopped since it was checked, and nobody of ours continues it: checked again all the same,
             # and it must not have run meanwhile.
             self.dropped = self.verify_holder(self.state['pid'], since_mark=True)
             if self.dropped is not None:
                 self.give_up_state(self.dropped)
-        if session and self.state and not req['reset']:
+        if pid is None and session and self.state and not req['reset']:
             st = self.state
             msg = ('F%s\n%s' % (d, ','.join(str(p) for p in self.not_the_programs()))).encode()
             self.holder_free = True

@@ -393,12 +393,13 @@ class Program:
         self.held_mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
         if not _send(self.ctl, b'K'):
             os._exit(0)
-        # PID 1 stops this process now, and continues it for each fork it asks for.
+        # PID 1 stops this process now, and continues it for each fork it asks for: a program's
+        # (F: its folder, pipes and link) or one ahead of its call (A: its link alone).
         while True:
             data, fds = _recv(self.ctl, 3)
             if not data:
                 os._exit(0)  # PID 1 let go of this state
-            if data[:1] != b'F' or len(fds) != 3:
+            if (data[:1], len(fds)) not in ((b'F', 3), (b'A', 1)):
                 for fd in fds:
                     os.close(fd)
                 continue
@@ -415,7 +416,18 @@ class Program:
                 except OSError:
                     os._exit(1)
                 # The grandchild, reparented to PID 1 as soon as its parent is gone.
-                return self.next_program(d, fds, tuple(int(p) for p in spare.split(',') if p.isdigit()), random, seed, forked)
+                if data[:1] == b'A':
+                    # Dumpable before it says it is there, as the program it becomes is: PID 1
+                    # reads its descriptors from outside while it waits. Named as a fresh child
+                    # forked ahead is while it waits, and then as the holder it was forked from.
+                    self.native.set_dumpable(True)
+                    comm = (_read_whole('/proc/self/comm') or b'python3\n').rstrip(b'\n')
+                    self.native.set_name(WAITING_NAME)
+                self.adopt_link(fds[-1])
+                if data[:1] == b'A':
+                    d, spare, fds = self.await_call()
+                    self.native.set_name(comm)
+                return self.next_program(d, fds[0], fds[1], tuple(int(p) for p in spare.split(',') if p.isdigit()), random, seed, forked)
             for fd in fds:
                 os.close(fd)
             if pid > 0:
@@ -428,14 +440,26 @@ class Program:
                     except ChildProcessError:
                         break
 
-    def next_program(self, d, fds, spare, random, seed, forked):
-        """In a process forked from a holder: becomes the next program, on the holder's __main__."""
-        out_w, err_w, ctl = fds
+    def adopt_link(self, ctl):
+        """In a process forked from a holder: its own session and link to PID 1 (not the holder's),
+        over which it says its pid."""
         os.setsid()
         old = self.ctl.detach()
         os.close(old)
         self.ctl = _sock.socket(fileno=ctl)
         _send(self.ctl, b'S%d' % os.getpid())
+
+    def await_call(self):
+        """Forked ahead: waits (PID 1 stops and checks it meanwhile) for its call's folder, the
+        processes that are not its doing, and its output pipes."""
+        data, fds = _recv(self.ctl, 2)
+        if data[:1] != b'G' or len(fds) != 2:
+            os._exit(0)  # no call for it: PID 1 let it go
+        d, _, spare = data[1:].decode('ascii', 'replace').partition('\n')
+        return d, spare, fds
+
+    def next_program(self, d, out_w, err_w, spare, random, seed, forked):
+        """In a process forked from a holder: becomes the next program, on the holder's __main__."""
         null = os.open('/dev/null', os.O_RDONLY)
         os.dup2(null, 0, inheritable=True)
         os.close(null)

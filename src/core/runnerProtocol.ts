@@ -13,9 +13,9 @@ export const FRAME_HEADER_BYTES = 12;
 export const RUNNER_PROTOCOL_VERSION = 1;
 
 /** Host -> runner. */
-export const HOST_KIND = { hello: 'h', run: 'r', kill: 'k' } as const;
+export const HOST_KIND = { hello: 'h', run: 'r', kill: 'k', ahead: 'a' } as const;
 /** Runner -> host. */
-export const RUNNER_KIND = { hello: 'H', started: 'S', stdout: 'O', stderr: 'E', exit: 'X', declined: 'D' } as const;
+export const RUNNER_KIND = { hello: 'H', started: 'S', stdout: 'O', stderr: 'E', exit: 'X', declined: 'D', ahead: 'A' } as const;
 
 export type RunnerKind = (typeof RUNNER_KIND)[keyof typeof RUNNER_KIND];
 
@@ -30,6 +30,7 @@ const KIND_LIMIT: Record<RunnerKind, number> = {
   S: MAX_JSON_PAYLOAD,
   X: MAX_JSON_PAYLOAD,
   D: MAX_JSON_PAYLOAD,
+  A: MAX_JSON_PAYLOAD,
   O: MAX_DATA_PAYLOAD,
   E: MAX_DATA_PAYLOAD,
 };
@@ -204,6 +205,9 @@ export const exitReplySchema = z
 
 /** The runner did not start the program; `written` says whether it is in place for the plain path. */
 export const declinedReplySchema = z.object({ t: z.literal('declined'), reason: z.string().max(2000), written: z.boolean() }).strict();
+
+/** The answer to `a` (a session call is over): whether the next program's process waits, forked from the state. */
+export const aheadReplySchema = z.object({ t: z.literal('ahead'), ready: z.boolean() }).strict();
 
 export type HelloReply = z.infer<typeof helloReplySchema>;
 export type StartedReply = z.infer<typeof startedReplySchema>;

@@ -332,6 +332,39 @@ export async function warmSandbox(provider: DockerSandboxProvider, sessionKey: s
 }
 
 /**
+ * Resolves once what the session's sandbox queued after its last call is done: in session mode,
+ * the runner's answer to forking the next program ahead (the signal a look between calls waits for).
+ */
+export async function settled(provider: DockerSandboxProvider, sessionKey: string): Promise<void> {
+  const sandbox = provider.active.get(sessionKey);
+  assert.ok(sandbox, `the provider holds no sandbox for ${sessionKey}`);
+  await sandbox.between(async () => {});
+}
+
+/**
+ * Kills, from outside, the process a session's holder forked ahead of the next call (as the OOM
+ * killer could): the newest stopped process of the sandbox's user. Returns how many it killed.
+ */
+export async function killForkedAhead(container: string): Promise<number> {
+  const script = [
+    'import os',
+    'stopped = []',
+    "for p in os.listdir('/proc'):",
+    '    if p.isdigit() and int(p) not in (1, os.getpid()):',
+    '        try:',
+    "            stat = open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()",
+    '        except OSError:',
+    '            continue',
+    "        if stat[0] == 'T' and os.stat('/proc/%s' % p).st_uid == os.getuid():",
+    '            stopped.append((int(stat[19]), int(p)))',
+    'if len(stopped) > 1:',
+    '    os.kill(max(stopped)[1], 9)',
+    'print(1 if len(stopped) > 1 else 0)',
+  ].join('\n');
+  return Number((await dockerCli('exec', '-u', '65534:65534', container, 'python3', '-c', script)).trim());
+}
+
+/**
  * A gate a test opens: `wait` is Python that blocks until then, so a call holds its sandbox (or
  * its place in the queue) for exactly as long as the test needs, however slow the machine. Each
  * gate has a file of its own in the sandbox's home, which `open` creates from outside.

@@ -4,7 +4,7 @@ import { NOTHING_PRINTED } from '../../src/core/format';
 import { STATE_LINES, SessionStates } from '../../src/core/state';
 import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { ZOMBIE_LED } from './fixtures/programs';
-import { dockerCli, log, runLimits, uniqueSessionKey, useDocker, waitFor } from './helpers';
+import { dockerCli, killForkedAhead, log, runLimits, settled, uniqueSessionKey, useDocker, waitFor } from './helpers';
 
 /**
  * A session program against the state holder it becomes. The holder's own checks run in the
@@ -140,27 +140,39 @@ describe('the state holder against its own program (integration)', function () {
     });
   }
 
-  it('gives the state up when its holder starts a thread as it forks a call that then fails', async function () {
-    const provider = sandboxes.makeProvider();
-    const states = new SessionStates();
-    const key = uniqueSessionKey('holder-fork');
-    // Passes every check when it is kept: the thread comes only with the next fork request.
-    const armed = [
-      BEAT,
-      "recv = runner['_recv']",
-      'def receiving(sock, nfds=0):',
-      '    got = recv(sock, nfds)',
-      "    if got[0][:1] == b'F':",
-      '        threading.Thread(target=beat, daemon=True).start()',
-      '    return got',
-      "runner['_recv'] = receiving",
-      'x = 41',
-    ].join('\n');
-    assert.equal((await call(provider, states, key, armed)).text, `${NOTHING_PRINTED}\n\n${KEPT}`);
-    assert.equal((await call(provider, states, key, 'raise SystemExit(1)')).text, `exit code: 1\n\n${STATE_LINES.droppedAfter('it was running threads')}`);
-    const next = THREADS_ELSEWHERE.replace('print(x, max(counts))', "print('x' in globals(), max(counts))");
-    assert.equal((await call(provider, states, key, next)).text, `stdout:\nFalse 1\n\n${KEPT}`);
-  });
+  // The holder forks the next program ahead of its call (once the last call is over), or, when that
+  // process is gone (here killed from outside), for the call itself: a thread it starts either way
+  // costs it the state, told with the next call (found before it, or after it).
+  const dropped = 'it was running threads';
+  for (const [when, message, lose, told] of [
+    ['ahead of the next call', "b'A'", false, `${STATE_LINES.droppedBefore(dropped)} ${STATE_LINES.unchangedEmpty}`],
+    ['for a call that then fails, its process forked ahead lost', "b'F'", true, STATE_LINES.droppedAfter(dropped)],
+  ] as const) {
+    it(`gives the state up when its holder starts a thread as it forks ${when}`, async function () {
+      const provider = sandboxes.makeProvider();
+      const states = new SessionStates();
+      const key = uniqueSessionKey('holder-fork');
+      // Passes every check when it is kept: the thread comes only with the fork request.
+      const armed = [
+        BEAT,
+        "recv = runner['_recv']",
+        'def receiving(sock, nfds=0):',
+        '    got = recv(sock, nfds)',
+        `    if got[0][:1] == ${message}:`,
+        '        threading.Thread(target=beat, daemon=True).start()',
+        '    return got',
+        "runner['_recv'] = receiving",
+        'x = 41',
+      ].join('\n');
+      const kept = await call(provider, states, key, armed);
+      assert.equal(kept.text, `${NOTHING_PRINTED}\n\n${KEPT}`);
+      await settled(provider, key);
+      if (lose) assert.equal(await killForkedAhead(kept.sandboxId), 1);
+      assert.equal((await call(provider, states, key, 'raise SystemExit(1)')).text, `exit code: 1\n\n${told}`);
+      const next = THREADS_ELSEWHERE.replace('print(x, max(counts))', "print('x' in globals(), max(counts))");
+      assert.equal((await call(provider, states, key, next)).text, `stdout:\nFalse 1\n\n${KEPT}`);
+    });
+  }
 
   it('a program that leaves a process whose first thread exited is not kept, and the process is gone at the next call', async function () {
     const provider = sandboxes.makeProvider();
@@ -272,7 +284,9 @@ describe('the state holder against its own program (integration)', function () {
     const key = uniqueSessionKey('holder-stopped');
     const saved = await call(provider, states, key, "x = 41\nopen('out.txt', 'w').write('42')", ['out.txt']);
     assert.ok(saved.text.endsWith(KEPT), saved.text);
-    // From outside: every process of the sandbox user but PID 1 (the holder, and no other) is stopped.
+    await settled(provider, key);
+    // From outside: every process of the sandbox user but PID 1 is stopped: the holder, and the
+    // next program's process it forked ahead of the call (no other).
     const states_ = await dockerCli(
       'exec',
       '-u',
@@ -294,7 +308,7 @@ describe('the state holder against its own program (integration)', function () {
         'print(sorted(seen))',
       ].join('\n'),
     );
-    assert.equal(states_.trim(), "['T']");
+    assert.equal(states_.trim(), "['T', 'T']");
     assert.equal((await call(provider, states, key, 'print(x)')).text, `stdout:\n41\n\n${KEPT}`);
   });
 });

@@ -194,7 +194,8 @@ describe('session state (integration)', function () {
     assert.equal(r.text, `${SENTENCES.timeout(3)}\n\n${UNCHANGED}`);
     assert.equal((await call(provider, states, key, 'print(x, len(big))')).text, `stdout:\n41 104857600\n\n${KEPT}`);
     // Nothing of the bomb is left: the holder is the only process besides PID 1 (once the one it
-    // replaced has finished going away).
+    // replaced has finished going away) and the next program's process it forked ahead, which
+    // waits under the name of a child forked ahead.
     const id = provider.active.get(key)!.id;
     await waitFor(async () => (await programProcesses(id)) === 1, 'the holder to be the only process besides PID 1');
   });

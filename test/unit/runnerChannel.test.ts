@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { encodeFrame, type RunRequest } from '../../src/core/runnerProtocol';
-import { ChannelClosedError, HELLO_RETRY_MS, LOG_LINE_MAX, RESTART_DEADLINE_MS, RunnerChannel, START_DEADLINE_MS, type RunnerOutcome } from '../../src/docker/run/runnerChannel';
+import { AHEAD_DEADLINE_MS, ChannelClosedError, HELLO_RETRY_MS, LOG_LINE_MAX, RESTART_DEADLINE_MS, RunnerChannel, START_DEADLINE_MS, type RunnerOutcome } from '../../src/docker/run/runnerChannel';
 import { FakeClock, settle } from './fakes/clock';
 import { FakeRunner } from './fakes/fakeRunner';
 import { frameError, hostFrame, runnerFrame, runnerReply, type GoldenRequest } from './fakes/golden';
@@ -376,6 +376,64 @@ describe('runner channel over a stream, with a fake runner and clock (unit)', ()
       await settle();
       assert.equal(channel.state, 'broken');
       assert.deepEqual(log.lines, ['warn: sandbox sb: runner channel failed: unexpected O frame']);
+    });
+  });
+
+  describe('a fork ahead of a session call', () => {
+    /** The runner's answer to `a` with this id. */
+    const aheadFrame = (id: number, ready: unknown) => encodeFrame('A', id, Buffer.from(JSON.stringify({ t: 'ahead', ready }), 'utf8'));
+
+    it('sends `a` with its id and gives the answer; runs are declined meanwhile, and taken after it', async () => {
+      const { runner, channel } = await ready();
+      const first = channel.ahead(9);
+      await settle();
+      assert.deepEqual(runner.kinds, ['h0', 'a9']);
+      assert.deepEqual(runner.received[1]!.bytes, encodeFrame('a', 9));
+      assert.deepEqual(await start(channel, 7, requestOf(RUN_7.request!)).outcome, { kind: 'declined', reason: 'runner busy', written: false });
+      assert.equal(await channel.ahead(10), false);
+      runner.send(aheadFrame(9, true));
+      assert.equal(await first, true);
+      runner.answer('a', (f) => [aheadFrame(f.id, false)]);
+      assert.equal(await channel.ahead(11), false);
+      runner.answer('r', () => ['started', 'exit 3'].map(runnerFrame));
+      assert.equal(((await start(channel, 7, requestOf(RUN_7.request!)).outcome) as { exitCode: number }).exitCode, 3);
+      assert.deepEqual(runner.kinds, ['h0', 'a9', 'a11', 'r7']);
+      assert.equal(channel.state, 'ready');
+    });
+
+    it('is not asked of a runner that is not ready', async () => {
+      const { runner, channel } = connect();
+      assert.equal(await channel.ahead(9), false);
+      assert.deepEqual(runner.kinds, []);
+    });
+
+    it('an answer of the wrong shape, or another frame, breaks the channel for good', async () => {
+      for (const reply of [aheadFrame(9, 'yes'), encodeFrame('S', 9, Buffer.from('{"t":"started","pid":5}'))]) {
+        const { runner, channel } = await ready();
+        runner.answer('a', () => [reply]);
+        assert.equal(await channel.ahead(9), false);
+        assert.equal(channel.state, 'broken');
+      }
+    });
+
+    it('a runner gone silent: the channel is broken at the deadline, not a millisecond before', async () => {
+      const { channel, clock } = await ready();
+      const ahead = channel.ahead(9);
+      await clock.advance(AHEAD_DEADLINE_MS - 1);
+      assert.equal(await peek(ahead), PENDING);
+      assert.equal(channel.state, 'ready');
+      await clock.advance(1);
+      assert.equal(await peek(ahead), false);
+      assert.equal(channel.state, 'broken');
+      assert.equal(channel.reason, 'the fork ahead 9 was not answered within 25000 ms');
+      assert.equal(clock.timers, 0);
+    });
+
+    it('the deadline covers the waits the runner may make for it, and 10 s more', () => {
+      const source = fs.readFileSync(path.join(__dirname, '../../resources/runner/00_protocol.py'), 'utf8');
+      const holder = fs.readFileSync(path.join(__dirname, '../../resources/runner/60_holder.py'), 'utf8');
+      const seconds = (text: string, name: string) => Number(new RegExp(`^${name} = ([0-9.]+)$`, 'm').exec(text)?.[1]);
+      assert.equal(AHEAD_DEADLINE_MS, (2 * seconds(holder, 'HOLDER_STOP_SECONDS') + seconds(source, 'HOLDER_START_SECONDS')) * 1000 + 10_000);
     });
   });
 

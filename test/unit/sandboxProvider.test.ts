@@ -67,6 +67,16 @@ function setup(options: Partial<ProviderOptions> = {}) {
 }
 
 describe('sandbox provider over fake sandboxes and a fake clock (unit)', () => {
+  it("asks the session's sandbox to fork its next program ahead each time a call ends", async () => {
+    const { sandboxes, acquire } = setup();
+    const first = await acquire('a');
+    assert.equal(sandboxes.byId('sb1').aheads, 0);
+    await release(first);
+    assert.equal(sandboxes.byId('sb1').aheads, 1);
+    await release(await acquire('a'));
+    assert.equal(sandboxes.byId('sb1').aheads, 2);
+  });
+
   it('a session keeps its sandbox from call to call; another session gets its own', async () => {
     const { sandboxes, provider, acquire } = setup();
     const a1 = await acquire('a');

@@ -296,6 +296,7 @@ export class DockerSandboxProvider implements SandboxProvider, LeaseHolder {
     this.roomWaiters.notify();
     if (entry.retired) await this.retire(entry);
     else if (this.options.adoptExisting && !this.options.keepLock) await entry.sandbox.unlock();
+    else entry.sandbox.forkNextAhead();
     // After the call, not during it: making a spare costs the engine and the CPU the call ran on.
     if (!entry.retired) this.afterCall(entry);
   }

@@ -4,6 +4,7 @@ import type Dockerode from 'dockerode';
 import type { Logger } from '../../core/logger';
 import { systemClock, type Clock, type Timer } from '../../core/clock';
 import {
+  aheadReplySchema,
   FrameDecoder,
   HOST_KIND,
   ProtocolError,
@@ -34,6 +35,14 @@ import {
  * falls back to docker exec; test/unit/runnerChannel.test.ts keeps the sum in step with the runner.
  */
 export const START_DEADLINE_MS = 15_000;
+/**
+ * How long the runner may take to answer `a` (fork the next session program ahead): its bounded
+ * waits for it are the child's start (HOLDER_START_SECONDS, 5 s) and the stops of the two
+ * processes that ran, the holder and the child (HOLDER_STOP_SECONDS, 5 s each), plus 10 s for the
+ * kill of what a child that fails its check left (3 s at most), the forks and the scheduler. No
+ * answer in this long is a runner as stuck as one that does not start a program.
+ */
+export const AHEAD_DEADLINE_MS = 25_000;
 /** Hellos are repeated this often until answered (one may be lost with a host that died mid-frame). */
 export const HELLO_RETRY_MS = 1_000;
 /** How long a runner that said it starts over (to preload what a program imported) has to answer a hello before the channel is given up. */
@@ -235,6 +244,36 @@ export class RunnerChannel {
       signal.addEventListener('abort', onAbort, { once: true });
       this.write(encodeFrame(HOST_KIND.run, id, encodeRunRequest(request)));
       if (signal.aborted) onAbort();
+    });
+  }
+
+  /**
+   * Asks the runner to fork the next session program's process now, from the state the last call
+   * left: the call is over and its files are read. Resolves whether that process waits (false: no
+   * state, a check that failed, or a channel not ready). Runs are refused meanwhile, as during a run.
+   */
+  ahead(id: number): Promise<boolean> {
+    if (this.stateValue !== 'ready' || this.active) return Promise.resolve(false);
+    return new Promise<boolean>((resolve) => {
+      const finish = (ready: boolean) => {
+        this.clock.clearTimeout(timer);
+        if (this.active === active) this.active = undefined;
+        resolve(ready);
+      };
+      const timer = this.clock.setTimeout(() => {
+        this.breakChannel(`the fork ahead ${id} was not answered within ${AHEAD_DEADLINE_MS} ms`);
+        finish(false);
+      }, AHEAD_DEADLINE_MS);
+      const active: ActiveRun = {
+        id,
+        onFrame: (frame) => {
+          if (frame.kind !== RUNNER_KIND.ahead) throw new ProtocolError(`unexpected ${frame.kind} frame after a fork ahead`);
+          finish(parseReply(aheadReplySchema, frame.payload, 'ahead').ready);
+        },
+        onBroken: () => finish(false),
+      };
+      this.active = active;
+      this.write(encodeFrame(HOST_KIND.ahead, id));
     });
   }
 

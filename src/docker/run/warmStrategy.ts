@@ -86,6 +86,18 @@ export class WarmStrategy implements RunStrategy {
   }
 
   /**
+   * A session call is over and its files are read: the runner forks the next program's process
+   * from the state now (see RunnerChannel.ahead). Resolves whether it waits.
+   */
+  async ahead(): Promise<boolean> {
+    const runner = this.ops.runner;
+    if (runner?.state !== 'ready') return false;
+    const ready = await runner.ahead(this.nextId++);
+    if (!ready) this.ops.log.debug(`sandbox ${this.ops.name}: no process forked ahead of the next session call`);
+    return ready;
+  }
+
+  /**
    * One program through the runner. `code` set: the runner writes program.py itself. A channel
    * that fails while the program runs ends in a restart (or, when the container died, in an exit
    * the model is told about).

@@ -244,6 +244,18 @@ export class DockerSandbox implements Sandbox, WarmOps {
     });
   }
 
+  /**
+   * A session call is over (its files read, the sandbox not handed to another process): the
+   * runner forks the next program's process from the state now, queued like a run, so the next
+   * call's files and program wait for it. Not in a sandbox with a network: the fork runs the
+   * state's own at-fork code, and a connection made after the last call would be in no call's record.
+   */
+  forkNextAhead(): void {
+    const warm = this.warmStrategy;
+    if (!this.holderPid || this.spec.network || !warm?.readyNow) return;
+    void this.between(() => warm.ahead()).catch(() => {});
+  }
+
   /** Runs `task` between two programs (serialized with runs and collects): what it starts in the sandbox meets no program's end. */
   between<T>(task: () => Promise<T>): Promise<T> {
     const next = this.queue.then(task);

@@ -10,7 +10,7 @@ import type { RunnerState } from '../../../src/docker/run/runnerChannel';
 import type { SandboxFactory } from '../../../src/docker/sandbox/factory';
 
 /** What the provider, its leases and its spare pool use of a sandbox (the runner only for its state). */
-type Used = 'id' | 'name' | 'spec' | 'lastUsed' | 'image' | 'runtime' | 'packagesSetting' | 'installed' | 'run' | 'collect' | 'remove' | 'rename' | 'unlock' | 'detach';
+type Used = 'id' | 'name' | 'spec' | 'lastUsed' | 'image' | 'runtime' | 'packagesSetting' | 'installed' | 'run' | 'collect' | 'remove' | 'rename' | 'unlock' | 'detach' | 'forkNextAhead';
 
 export const WORK_DIR = '/sandbox/runs/0001-abcdef';
 
@@ -71,6 +71,13 @@ export class FakeSandbox implements Pick<DockerSandbox, Used> {
 
   async unlock(): Promise<void> {
     this.events.push(`unlock ${this.id}`);
+  }
+
+  /** How often the provider asked for the next session program to be forked ahead (a call ended). */
+  aheads = 0;
+
+  forkNextAhead(): void {
+    this.aheads++;
   }
 
   detach(): void {

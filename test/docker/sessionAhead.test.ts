@@ -1,0 +1,130 @@
+import * as assert from 'node:assert/strict';
+import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
+import { NOTHING_PRINTED } from '../../src/core/format';
+import { STATE_LINES, SessionStates } from '../../src/core/state';
+import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
+import { dockerCli, log, runLimits, settled, uniqueSessionKey, useDocker } from './helpers';
+
+/**
+ * A session call runs in the process its state's holder forked once the last call was over and
+ * its files were read: the two forks and the new process's first writes are off the call's way.
+ * That fork runs the state's own code (its at-fork hooks, whatever it replaced of the runner's),
+ * so PID 1 stops and checks both processes before it answers the host, and the child once more
+ * before it is given its call. Each attack here left a process running between calls before the
+ * child was checked.
+ */
+function call(provider: DockerSandboxProvider, states: SessionStates, sessionKey: string, code: string): Promise<ExecuteReport> {
+  return executeCode(provider, log, { code, sessionKey, state: { reset: false, states } }, runLimits());
+}
+
+/** Run from outside as the sandbox's user: `print(...)` of what it finds in /proc. */
+function look(container: string, what: string): Promise<string> {
+  const script = [
+    'import os',
+    'found = []',
+    "for p in sorted(os.listdir('/proc'), key=lambda p: int(p) if p.isdigit() else 0):",
+    '    if p.isdigit() and int(p) not in (1, os.getpid()) and os.stat("/proc/" + p).st_uid == os.getuid():',
+    '        try:',
+    "            state = open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()[0]",
+    "            name = open('/proc/%s/comm' % p).read().strip()",
+    '        except OSError:',
+    '            continue',
+    `        ${what}`,
+    'print(found)',
+  ].join('\n');
+  return dockerCli('exec', '-u', '65534:65534', container, 'python3', '-c', script).then((out) => out.trim());
+}
+
+/** The pid of the process waiting, stopped, for the next call ('[]': none). */
+const waiting = (container: string) => look(container, "if state == 'T' and name == 'codeact-waiting': found.append(int(p))");
+/** Every process of the sandbox's user but PID 1 that is not stopped or dead: what runs between calls. */
+const running = (container: string) => look(container, "if state not in 'TZX': found.append((int(p), name, state))");
+
+const KEPT = STATE_LINES.kept;
+
+/** A daemon (double fork, its own session) that writes for as long as it lives; one, whatever forks after it. */
+const DAEMON = [
+  'import os, time',
+  'started = []',
+  'def daemon():',
+  '    if started:',
+  '        return',
+  '    started.append(os.getpid())',
+  '    if os.fork() == 0:',
+  '        os.setsid()',
+  '        if os.fork() == 0:',
+  '            while True:',
+  "                open('/sandbox/tmp/beat', 'a').write('x')",
+  '                time.sleep(0.01)',
+  '        os._exit(0)',
+].join('\n');
+
+describe('a session call forked ahead from its state (integration)', function () {
+  const sandboxes = useDocker();
+
+  it('runs in the process forked ahead once the last call was over, on the state that call left; a failed call changes neither', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('ahead');
+    const first = await call(provider, states, key, 'import os\nx = 41');
+    assert.equal(first.text, `${NOTHING_PRINTED}\n\n${KEPT}`);
+    const id = first.sandboxId;
+    await settled(provider, key);
+    const one = await waiting(id);
+    assert.match(one, /^\[\d+\]$/);
+    assert.equal((await call(provider, states, key, 'print(x, [os.getpid()])')).text, `stdout:\n41 ${one}\n\n${KEPT}`);
+    await settled(provider, key);
+    const two = await waiting(id);
+    assert.match(two, /^\[\d+\]$/);
+    assert.notEqual(two, one);
+    const failed = await call(provider, states, key, 'print([os.getpid()])\nx = 0\nraise SystemExit(2)');
+    assert.equal(failed.text, `stdout:\n${two}\n\nexit code: 2\n\n${STATE_LINES.unchanged}`);
+    // Forked ahead again from the holder the failed call was forked from.
+    await settled(provider, key);
+    const three = await waiting(id);
+    assert.match(three, /^\[\d+\]$/);
+    assert.equal((await call(provider, states, key, 'print(x, [os.getpid()])')).text, `stdout:\n41 ${three}\n\n${KEPT}`);
+  });
+
+  // The state each next call ends with: a daemon its own fork starts again is left running by that
+  // call (not kept, as any call that leaves a process); one the holder started once is gone.
+  const LEFT = STATE_LINES.unkept('it left child processes running');
+  const attacks: [string, string, string][] = [
+    ['an at-fork hook of the child starts a daemon', `${DAEMON}\nos.register_at_fork(after_in_child=daemon)`, LEFT],
+    ['an at-fork hook of the holder starts a daemon', `${DAEMON}\nos.register_at_fork(after_in_parent=daemon)`, KEPT],
+    [
+      'the child, once it said it is there, starts a daemon from the runner code it runs (replaced by the state)',
+      [
+        DAEMON,
+        'import sys',
+        'runner = sys._getframe(1).f_globals',
+        "recv, holder = runner['_recv'], []",
+        'def receiving(sock, nfds=0):',
+        '    if holder and os.getpid() != holder[0]:',
+        '        daemon()',
+        '    return recv(sock, nfds)',
+        "runner['_recv'] = receiving",
+        // The process that becomes the holder is this one: its pid is the holder's.
+        'holder.append(os.getpid())',
+      ].join('\n'),
+      LEFT,
+    ],
+  ];
+
+  for (const [what, arm, then] of attacks) {
+    it(`leaves nothing running between calls when ${what}`, async function () {
+      const provider = sandboxes.makeProvider();
+      const states = new SessionStates();
+      const key = uniqueSessionKey('ahead-attack');
+      const kept = await call(provider, states, key, `${arm}\nx = 41`);
+      assert.equal(kept.text, `${NOTHING_PRINTED}\n\n${KEPT}`);
+      await settled(provider, key);
+      assert.equal(await running(kept.sandboxId), '[]');
+      // The state is still the one the call left; nothing runs after the next call either.
+      const next = await call(provider, states, key, 'print(x)');
+      assert.equal(next.text, `stdout:\n41\n\n${then}`);
+      await settled(provider, key);
+      assert.equal(await running(kept.sandboxId), '[]');
+    });
+  }
+});
