@@ -65,8 +65,10 @@ class SessionStateDesk:
             pass
         st['sock'].close()
 
-    def await_start(self, link):
-        """The pid of the program a holder forked, as the program reports it; None when it does not."""
+    def await_start(self, link, holder):
+        """The pid of the program `holder` forked, as the program reports it; None when it does not,
+        or names a process that is not a grandchild of the holder's (nor PID 1's child already): a
+        pid taken on its word is spared from later looks."""
         poller = select.poll()
         poller.register(link.fileno(), select.POLLIN)
         deadline = time.monotonic() + HOLDER_START_SECONDS
@@ -80,7 +82,12 @@ class SessionStateDesk:
                 continue
             if ready:
                 data, _fds = _recv(link)
-                return int(data[1:]) if data[:1] == b'S' and data[1:].isdigit() else None
+                # Said by the state's code: a number kill() takes (pid_max is at most 2**22), or none.
+                pid = int(data[1:]) if data[:1] == b'S' and data[1:].isdigit() and len(data) < 10 else 0
+                stat = _stat_of(pid) if 1 < pid <= 1 << 22 and pid != holder else None
+                if stat and (stat[0] == 1 or (_stat_of(stat[0]) or (0,))[0] == holder):
+                    return pid
+                return None
 
     def verify_holder(self, pid, stopped=(), since_mark=False):
         """Stops `pid` and checks it from outside (see holder_problem): None when it may hold the
@@ -142,15 +149,28 @@ class SessionStateDesk:
             os.kill(st['pid'], _SIGCONT)
         except OSError:
             pass
-        pid = self.await_start(link) if _send(st['sock'], b'A', (theirs.fileno(),)) else None
+        pid = self.await_start(link, st['pid']) if _send(st['sock'], b'A', (theirs.fileno(),)) else None
         theirs.close()
         # The holder first: stopped, it forks nothing more while the child is looked at.
-        _stop_holder(st['pid'], self.wake_r)
+        if not _stop_holder(st['pid'], self.wake_r):
+            link.close()
+            self.dropped = 'stop'
+            self.give_up_state('stop')
+            return False
+        # From now on it must not run (a timer of its own could continue it): its last check says so.
+        self.holder_mark = _run_mark(st['pid'])
         why = 'start'
         if pid is not None:
             self.ahead = {'pid': pid, 'sock': link, 'mark': None}
             self.own_fds.add(link.fileno())
             self.let_middle_go(pid)
+            why = self.adopted(pid)
+            if why is not None:
+                # Its middle gone, it is not PID 1's: the holder made itself its reaper, and a
+                # stopped child of its would run unheard (PID 1 hears only its own children continue).
+                self.dropped = why
+                self.give_up_state(why)
+                return False
             why = self.verify_holder(pid, (st['pid'],))
         else:
             link.close()
@@ -158,11 +178,25 @@ class SessionStateDesk:
             _log('the process forked ahead of the next call fails the check (%s); that call forks its own' % why)
             self.drop_ahead()
             _kill_all(None, self.spared(), resume=False)
-        why = self.verify_holder(st['pid'], self.spared())
+        why = self.verify_holder(st['pid'], self.spared(), since_mark=True)
         if why is not None:
             self.dropped = why
             self.give_up_state(why)
         return self.ahead is not None
+
+    def adopted(self, pid):
+        """None once `pid` is PID 1's child (the middle it was forked through is gone), so that PID 1
+        hears it whenever it continues or ends; else why not."""
+        deadline = time.monotonic() + HOLDER_STOP_SECONDS
+        while True:
+            stat = _stat_of(pid)
+            if stat is None:
+                return 'gone'
+            if stat[0] == 1:
+                return None
+            if stat[0] not in self.middles or time.monotonic() > deadline:
+                return 'ran'
+            time.sleep(0.001)
 
     def take_ahead(self, d, out_w, err_w):
         """A session call's start with the next program's process forked ahead: (its pid, its link)
@@ -182,8 +216,8 @@ class SessionStateDesk:
         self.ahead = None
         self.own_fds.discard(a['sock'].fileno())
         msg = ('G%s\n%s' % (d, ','.join(str(p) for p in self.not_the_programs()))).encode()
-        # The holder may be continued by the program (same uid): checked at the call's end, as when it forks.
-        self.holder_free = True
+        # The holder stays stopped through the call (it forks nothing for it): one that runs meanwhile
+        # (continued by the program) is found at once, and a call that fails leaves it as it was.
         if not _send(a['sock'], msg, (out_w, err_w)):
             self.kill_holder(a)
             return None
@@ -199,6 +233,8 @@ class SessionStateDesk:
         way the holder is stopped and checked by PID 1 first (verify_holder): the program said it
         was kept, and what the program says is not taken."""
         dropped, self.dropped = self.dropped, None
+        # Whether the holder ran during the call (it forked the program): else it must not have.
+        held = not self.holder_free
         if self.state is not None:
             self.let_middle_go(pid)
         if keep:
@@ -227,7 +263,7 @@ class SessionStateDesk:
                 unkept = 'link'  # exited 0 without saying it was kept (it closed its link)
             # The state stays only as it was: the holder ran during the call (it forked the program).
             if self.state is not None:
-                dropped = self.verify_holder(self.state['pid'])
+                dropped = self.verify_holder(self.state['pid'], since_mark=held)
                 if dropped is not None:
                     self.give_up_state(dropped)
         now, holder = (self.state['id'], self.state['pid']) if self.state else ('', 0)

@@ -89,9 +89,14 @@ class Runner(SessionStateDesk):
                 found = status
             self.dying.discard(pid)
             if self.ahead and pid == self.ahead['pid']:
+                # Stopped, it dies only by running or by a kill from outside (PID 1's own let it go
+                # first): whatever it did may be in the state's files, which goes with it.
                 self.own_fds.discard(self.ahead['sock'].fileno())
                 self.ahead['sock'].close()
                 self.ahead = None
+                _log('the process forked ahead of the next call ended between calls; the state is given up')
+                self.give_up_state('ran')
+                self.dropped = 'ran'
             if self.state and pid == self.state['pid']:
                 # The holder died (the OOM killer, a program's signal): its state is gone, and the
                 # next session call says so (it starts from an empty state).
@@ -99,6 +104,7 @@ class Runner(SessionStateDesk):
                 self.own_fds.discard(self.state['sock'].fileno())
                 self.state['sock'].close()
                 self.state = None
+                self.drop_ahead()  # forked from a state that is gone
         self.watch_holder()
         return found
 
@@ -364,7 +370,7 @@ class Runner(SessionStateDesk):
             except OSError:
                 pass
             if _send(st['sock'], msg, (out_w, err_w, theirs.fileno())):
-                pid = self.await_start(link)
+                pid = self.await_start(link, st['pid'])
             if pid is None:
                 _log('the state holder did not start the program; its state is given up')
                 self.drop_state()

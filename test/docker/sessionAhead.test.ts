@@ -3,7 +3,7 @@ import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
 import { NOTHING_PRINTED } from '../../src/core/format';
 import { STATE_LINES, SessionStates } from '../../src/core/state';
 import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
-import { dockerCli, log, runLimits, settled, uniqueSessionKey, useDocker } from './helpers';
+import { TEST_RUNTIME, dockerCli, killForkedAhead, log, runLimits, settled, uniqueSessionKey, useDocker } from './helpers';
 
 /**
  * A session call runs in the process its state's holder forked once the last call was over and
@@ -84,6 +84,84 @@ describe('a session call forked ahead from its state (integration)', function ()
     const three = await waiting(id);
     assert.match(three, /^\[\d+\]$/);
     assert.equal((await call(provider, states, key, 'print(x, [os.getpid()])')).text, `stdout:\n41 ${three}\n\n${KEPT}`);
+  });
+
+  it('gives the state up when the process forked ahead ends between calls (it can only have run, or been killed from outside)', async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('ahead-ended');
+    const kept = await call(provider, states, key, 'x = 41');
+    assert.equal(kept.text, `${NOTHING_PRINTED}\n\n${KEPT}`);
+    await settled(provider, key);
+    assert.equal(await killForkedAhead(kept.sandboxId), 1);
+    const next = await call(provider, states, key, "print('x' in globals())");
+    assert.equal(next.text, `stdout:\nFalse\n\n${STATE_LINES.droppedBefore('it ran between calls, continued by something of its own')} ${KEPT}`);
+  });
+
+  it("gives the state up when a call's program continues the stopped holder, and keeps nothing the holder did", async function () {
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('ahead-continued');
+    assert.equal((await call(provider, states, key, 'import os, signal, time\nx = 41')).text, `${NOTHING_PRINTED}\n\n${KEPT}`);
+    await settled(provider, key);
+    const continuing = [
+      "stopped = [int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, os.getpid())",
+      "           and open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()[0] == 'T']",
+      'os.kill(stopped[0], signal.SIGCONT)',
+      'time.sleep(2)',
+      'x = 0',
+      'raise SystemExit(1)',
+    ].join('\n');
+    // PID 1 hears the holder continue: everything goes at once, the program with it.
+    assert.equal((await call(provider, states, key, continuing)).text, `exit code: 137\n\n${STATE_LINES.droppedAfter('it ran between calls, continued by something of its own')}`);
+    assert.equal((await call(provider, states, key, "print('x' in globals())")).text, `stdout:\nFalse\n\n${KEPT}`);
+  });
+
+  it("does not take another process for the one forked ahead when the state's code names it", async function () {
+    // The attack needs the next pid ahead of time: gVisor has no ns_last_pid to read it from.
+    if (TEST_RUNTIME === 'runsc') this.skip();
+    const provider = sandboxes.makeProvider();
+    const states = new SessionStates();
+    const key = uniqueSessionKey('ahead-named');
+    // The child forked ahead says a pid that is free now (once), and the next call's program leaves
+    // a process of that pid: taken for the child, it would be spared from every later look.
+    const lying = [
+      DAEMON,
+      'import sys',
+      'runner = sys._getframe(1).f_globals',
+      "send = runner['_send']",
+      'def sending(sock, data, fds=()):',
+      "    if data[:1] == b'S' and not os.path.exists('/sandbox/tmp/named'):",
+      "        last = int(open('/proc/sys/kernel/ns_last_pid').read())",
+      "        open('/sandbox/tmp/named', 'w').write(str(last + 50))",
+      "        data = b'S%d' % (last + 50)",
+      '    return send(sock, data, fds)',
+      "runner['_send'] = sending",
+      'x = 41',
+    ].join('\n');
+    const kept = await call(provider, states, key, lying);
+    assert.equal(kept.text, `${NOTHING_PRINTED}\n\n${KEPT}`);
+    await settled(provider, key);
+    const squat = [
+      "named = int(open('/sandbox/tmp/named').read())",
+      'while True:',
+      '    pid = os.fork()',
+      '    if pid == 0:',
+      '        if os.getpid() == named:',
+      '            os.closerange(0, 4096)  # holds none of the call\'s pipes or link open',
+      '            time.sleep(60)',
+      '        os._exit(0)',
+      '    if pid == named:',
+      '        break',
+      '    os.waitpid(pid, 0)',
+      '    if pid > named:',
+      '        break',
+      'print(pid == named)',
+    ].join('\n');
+    const r = await call(provider, states, key, squat);
+    assert.equal(r.text, `stdout:\nTrue\n\n${STATE_LINES.unkept('it left child processes running')}`);
+    await settled(provider, key);
+    assert.equal(await running(kept.sandboxId), '[]');
   });
 
   // The state each next call ends with: a daemon its own fork starts again is left running by that
