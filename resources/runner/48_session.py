@@ -178,7 +178,9 @@ class SessionStateDesk:
             _log('the process forked ahead of the next call fails the check (%s); that call forks its own' % why)
             self.drop_ahead()
             _kill_all(None, self.spared(), resume=False)
-        why = self.verify_holder(st['pid'], self.spared(), since_mark=True)
+        # Checked whole; and when the child passed, the holder must not have run since its stop (under
+        # gVisor, the kills above can move its counters: then the whole check alone).
+        why = self.verify_holder(st['pid'], self.spared(), since_mark=self.ahead is not None)
         if why is not None:
             self.dropped = why
             self.give_up_state(why)
@@ -200,12 +202,12 @@ class SessionStateDesk:
 
     def take_ahead(self, d, out_w, err_w):
         """A session call's start with the next program's process forked ahead: (its pid, its link)
-        once it has its call (continued, with its folder and output pipes). None when it died (the
-        holder forks the program), or when either process ran since its check (the state goes)."""
+        once it has its call (continued, with its folder and output pipes); None when either process
+        ran since its check, or the child ended (the state goes), or the child cannot take it."""
         a, st = self.ahead, self.state
         why = self.verify_holder(a['pid'], self.spared(), since_mark=True)
         if why in ('gone', 'stop'):
-            return None  # it died between calls (the OOM killer, a kill from outside): the holder forks
+            why = 'ran'  # it ended between calls (not yet reaped), or runs: as reap() finds it
         held = _proc_status(st['pid'])
         if why is None and (held is None or held[0] not in (b'T', b't') or _run_mark(st['pid']) != self.holder_mark):
             why = 'ran'

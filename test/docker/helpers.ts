@@ -343,7 +343,9 @@ export async function settled(provider: DockerSandboxProvider, sessionKey: strin
 
 /**
  * Kills, from outside, the process a session's holder forked ahead of the next call (as the OOM
- * killer could): the newest stopped process of the sandbox's user. Returns how many it killed.
+ * killer could): the newest stopped process of the sandbox's user. Returns how many it killed. It
+ * says so before the kill: the runner, hearing that process end, ends every process of the
+ * sandbox's user, this one too (its exit status is then SIGKILL's).
  */
 export async function killForkedAhead(container: string): Promise<number> {
   const script = [
@@ -353,15 +355,20 @@ export async function killForkedAhead(container: string): Promise<number> {
     '    if p.isdigit() and int(p) not in (1, os.getpid()):',
     '        try:',
     "            stat = open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()",
+    "            mine = os.stat('/proc/%s' % p).st_uid == os.getuid()",
     '        except OSError:',
-    '            continue',
-    "        if stat[0] == 'T' and os.stat('/proc/%s' % p).st_uid == os.getuid():",
+    '            continue  # gone meanwhile (a holder the last call replaced, going away)',
+    "        if stat[0] == 'T' and mine:",
     '            stopped.append((int(stat[19]), int(p)))',
+    'print(1 if len(stopped) > 1 else 0, flush=True)',
     'if len(stopped) > 1:',
     '    os.kill(max(stopped)[1], 9)',
-    'print(1 if len(stopped) > 1 else 0)',
   ].join('\n');
-  return Number((await dockerCli('exec', '-u', '65534:65534', container, 'python3', '-c', script)).trim());
+  const out = await dockerCli('exec', '-u', '65534:65534', container, 'python3', '-c', script).catch((e: { code?: number; stdout?: string }) => {
+    if (e.code === 137 && e.stdout) return e.stdout;
+    throw e;
+  });
+  return Number(out.trim());
 }
 
 /**

@@ -277,7 +277,10 @@ describe('the state holder against its own program (integration)', function () {
     const gone = await waitFor(async () => ((await dockerCli('exec', '-u', '65534:65534', kept.sandboxId, 'python3', '-c', OTHERS + '\nprint(others)')).trim() === '[]' ? true : undefined), 'the holder that ran to be gone');
     assert.equal(gone, true);
     const next = await call(provider, states, key, "print('x' in globals())");
-    assert.equal(next.text, `stdout:\nFalse\n\n${STATE_LINES.droppedBefore('it ran between calls, continued by something of its own')} ${KEPT}`);
+    // Which look finds it depends on when its timer fires: PID 1 hearing it continue, or, in the
+    // fork ahead, its run mark or a stop it does not stay in (under gVisor on a busy machine).
+    const found = ['it ran between calls, continued by something of its own', 'it could not be stopped'];
+    assert.ok(found.map((why) => `stdout:\nFalse\n\n${STATE_LINES.droppedBefore(why)} ${KEPT}`).includes(next.text), next.text);
   });
 
   it('keeps the holder stopped between calls, also after the host stops what a call left to collect its files', async function () {

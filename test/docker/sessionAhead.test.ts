@@ -23,11 +23,14 @@ function look(container: string, what: string): Promise<string> {
     'import os',
     'found = []',
     "for p in sorted(os.listdir('/proc'), key=lambda p: int(p) if p.isdigit() else 0):",
-    '    if p.isdigit() and int(p) not in (1, os.getpid()) and os.stat("/proc/" + p).st_uid == os.getuid():',
+    '    if p.isdigit() and int(p) not in (1, os.getpid()):',
     '        try:',
     "            state = open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()[0]",
     "            name = open('/proc/%s/comm' % p).read().strip()",
+    "            mine = os.stat('/proc/' + p).st_uid == os.getuid()",
     '        except OSError:',
+    '            continue  # gone meanwhile',
+    '        if not mine:',
     '            continue',
     `        ${what}`,
     'print(found)',
@@ -167,9 +170,9 @@ describe('a session call forked ahead from its state (integration)', function ()
   // The state each next call ends with: a daemon its own fork starts again is left running by that
   // call (not kept, as any call that leaves a process); one the holder started once is gone.
   const LEFT = STATE_LINES.unkept('it left child processes running');
-  const attacks: [string, string, string][] = [
-    ['an at-fork hook of the child starts a daemon', `${DAEMON}\nos.register_at_fork(after_in_child=daemon)`, LEFT],
-    ['an at-fork hook of the holder starts a daemon', `${DAEMON}\nos.register_at_fork(after_in_parent=daemon)`, KEPT],
+  const attacks: [string, string, string[]][] = [
+    ['an at-fork hook of the child starts a daemon', `${DAEMON}\nos.register_at_fork(after_in_child=daemon)`, [LEFT]],
+    ['an at-fork hook of the holder starts a daemon', `${DAEMON}\nos.register_at_fork(after_in_parent=daemon)`, [KEPT]],
     [
       'the child, once it said it is there, starts a daemon from the runner code it runs (replaced by the state)',
       [
@@ -177,15 +180,20 @@ describe('a session call forked ahead from its state (integration)', function ()
         'import sys',
         'runner = sys._getframe(1).f_globals',
         "recv, holder = runner['_recv'], []",
+        // Once, in the first process but the holder that waits for a message: the child forked ahead.
         'def receiving(sock, nfds=0):',
-        '    if holder and os.getpid() != holder[0]:',
+        "    if holder and os.getpid() != holder[0] and not os.path.exists('/sandbox/tmp/once'):",
+        "        open('/sandbox/tmp/once', 'w').close()",
         '        daemon()',
         '    return recv(sock, nfds)',
         "runner['_recv'] = receiving",
         // The process that becomes the holder is this one: its pid is the holder's.
         'holder.append(os.getpid())',
       ].join('\n'),
-      LEFT,
+      // Either PID 1 stopped the child before its daemon was forked (the child, checked, waits;
+      // given its call, it forks the daemon, which that call leaves running), or after (the child
+      // is refused, and the next call forks its own): a race PID 1 must win neither way.
+      [LEFT, KEPT],
     ],
   ];
 
@@ -198,9 +206,11 @@ describe('a session call forked ahead from its state (integration)', function ()
       assert.equal(kept.text, `${NOTHING_PRINTED}\n\n${KEPT}`);
       await settled(provider, key);
       assert.equal(await running(kept.sandboxId), '[]');
-      // The state is still the one the call left; nothing runs after the next call either.
-      const next = await call(provider, states, key, 'print(x)');
-      assert.equal(next.text, `stdout:\n41\n\n${then}`);
+      // The state is still the one the call left, or (under gVisor on a busy machine, once in a few
+      // runs of the holder's hook) given up as having run; nothing runs after the next call either.
+      const next = await call(provider, states, key, "print(globals().get('x'))");
+      const outcomes = [...then.map((line) => `stdout:\n41\n\n${line}`), `stdout:\nNone\n\n${STATE_LINES.droppedBefore('it ran between calls, continued by something of its own')} ${KEPT}`];
+      assert.ok(outcomes.includes(next.text), next.text);
       await settled(provider, key);
       assert.equal(await running(kept.sandboxId), '[]');
     });
