@@ -42,6 +42,11 @@ class SessionStateDesk:
         except OSError:
             pass
 
+    def give_up_before_call(self, why):
+        """give_up_state between calls: the next call's reply says why (`dropped`)."""
+        self.dropped = why
+        self.give_up_state(why)
+
     def watch_holder(self):
         """Called on each SIGCHLD wake-up: a holder that runs while PID 1 did not let it (a timer or
         signal of its own continued it between calls: a stopped process's parent is told when it
@@ -51,8 +56,7 @@ class SessionStateDesk:
         for pid in self.spared():
             st = _proc_status(pid)
             if st is not None and st[0] not in (b'T', b't'):
-                self.give_up_state('ran')
-                self.dropped = 'ran'
+                self.give_up_before_call('ran')
                 return
 
     def kill_holder(self, st):
@@ -140,8 +144,7 @@ class SessionStateDesk:
             return False
         why = self.verify_holder(st['pid'], since_mark=True)
         if why is not None:
-            self.dropped = why
-            self.give_up_state(why)
+            self.give_up_before_call(why)
             return False
         link, theirs = _link_pair()
         self.holder_free = True
@@ -154,8 +157,7 @@ class SessionStateDesk:
         # The holder first: stopped, it forks nothing more while the child is looked at.
         if not _stop_holder(st['pid'], self.wake_r):
             link.close()
-            self.dropped = 'stop'
-            self.give_up_state('stop')
+            self.give_up_before_call('stop')
             return False
         # From now on it must not run (a timer of its own could continue it): its last check says so.
         self.holder_mark = _run_mark(st['pid'])
@@ -168,8 +170,7 @@ class SessionStateDesk:
             if why is not None:
                 # Its middle gone, it is not PID 1's: the holder made itself its reaper, and a
                 # stopped child of its would run unheard (PID 1 hears only its own children continue).
-                self.dropped = why
-                self.give_up_state(why)
+                self.give_up_before_call(why)
                 return False
             why = self.verify_holder(pid, (st['pid'],))
         else:
@@ -182,8 +183,7 @@ class SessionStateDesk:
         # gVisor, the kills above can move its counters: then the whole check alone).
         why = self.verify_holder(st['pid'], self.spared(), since_mark=self.ahead is not None)
         if why is not None:
-            self.dropped = why
-            self.give_up_state(why)
+            self.give_up_before_call(why)
         return self.ahead is not None
 
     def adopted(self, pid):
@@ -212,8 +212,7 @@ class SessionStateDesk:
         if why is None and (held is None or held[0] not in (b'T', b't') or _run_mark(st['pid']) != self.holder_mark):
             why = 'ran'
         if why is not None:
-            self.dropped = why
-            self.give_up_state(why)
+            self.give_up_before_call(why)
             return None
         self.ahead = None
         self.own_fds.discard(a['sock'].fileno())

@@ -95,8 +95,7 @@ class Runner(SessionStateDesk):
                 self.ahead['sock'].close()
                 self.ahead = None
                 _log('the process forked ahead of the next call ended between calls; the state is given up')
-                self.give_up_state('ran')
-                self.dropped = 'ran'
+                self.give_up_before_call('ran')
             if self.state and pid == self.state['pid']:
                 # The holder died (the OOM killer, a program's signal): its state is gone, and the
                 # next session call says so (it starts from an empty state).
