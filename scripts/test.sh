@@ -146,20 +146,11 @@ if [ "${CODEACT_SKIP_HOST:-}" != 1 ]; then
   counted host node test/host/runHostTests.mjs
 fi
 
-# Once more with every core kept busy: a test that assumed how fast the machine is (a runner ready,
-# a spare made, a sandbox removed by some moment) fails here rather than on a slow machine later.
-# Only the timing-sensitive suites (.mocharc.stress*.json), each under the conditions of its stage above.
-stage "timing-sensitive suites again, every core busy (stress-ng)"
-if command -v stress-ng >/dev/null 2>&1; then
-  # It ends with this script, whatever ends it: the trap below on exit, the kernel's parent-death
-  # signal (setpriv) should the script be killed outright, and its own --timeout at the very worst.
-  setpriv --pdeathsig TERM stress-ng --cpu "$(nproc)" --timeout 3600s --quiet &
-  stress_pid=$!
-  stop_stress() { kill "$stress_pid" 2>/dev/null || true; wait "$stress_pid" 2>/dev/null || true; }
-  trap stop_stress EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
-  stress_started=$SECONDS
+# The timing-sensitive suites (.mocharc.stress*.json; the stages above leave them out) run once, with
+# every core kept busy: a test that assumed how fast the machine is (a runner ready, a spare made,
+# a sandbox removed by some moment) fails here rather than on a slow machine later. Each runs under
+# the conditions of its engine's stage above.
+timing_suites() {
   counted stress-docker npx mocha --config test/.mocharc.stress.json
   if docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; then
     counted stress-docker-runsc env CODEACT_TEST_RUNTIME=runsc npx mocha --config test/.mocharc.stress-runsc.json
@@ -171,11 +162,23 @@ if command -v stress-ng >/dev/null 2>&1; then
   else
     echo "Podman part skipped: no Podman service answers at $PODMAN_HOST"
   fi
+}
+stage "timing-sensitive suites, every core busy (stress-ng)"
+if command -v stress-ng >/dev/null 2>&1; then
+  # It ends with this script, whatever ends it: the trap below on exit, the kernel's parent-death
+  # signal (setpriv) should the script be killed outright, and its own --timeout at the very worst.
+  setpriv --pdeathsig TERM stress-ng --cpu "$(nproc)" --timeout 3600s --quiet &
+  stress_pid=$!
+  stop_stress() { kill "$stress_pid" 2>/dev/null || true; wait "$stress_pid" 2>/dev/null || true; }
+  trap stop_stress EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  timing_suites
   stop_stress
   trap - EXIT INT TERM
-  echo "stress stage: $((SECONDS - stress_started)) s"
 else
-  echo "skipped: no stress-ng (scripts/ensure-stress.sh said why)"
+  echo "no stress-ng (scripts/ensure-stress.sh said why): these suites run without the load"
+  timing_suites
 fi
 
 stage "package"
