@@ -127,9 +127,10 @@ def _touch_ahead(libc, runs, wait_fd):
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     libc.madvise.restype = ctypes.c_int
     poller = select.poll()
-    poller.register(wait_fd, select.POLLIN)
+    if wait_fd is not None:
+        poller.register(wait_fd, select.POLLIN)
     for i, (start, length) in enumerate(runs):
-        if i % 64 == 0 and poller.poll(0):
+        if wait_fd is not None and i % 64 == 0 and poller.poll(0):
             return
         # An address no longer writable here fails alone (EFAULT, ENOMEM): nothing is written.
         if libc.madvise(start, length, _MADV_POPULATE_WRITE) == 0:
@@ -141,3 +142,27 @@ def _touch_ahead(libc, runs, wait_fd):
             memoryview((ctypes.c_char * length).from_address(start)).cast('B')[::_PAGE].tobytes()
         elif ctypes.get_errno() == 22:
             return  # EINVAL: a kernel without it
+
+
+# A session's own record (None until its first look), carried by each fork along its line of
+# holders; independent of PID 1's, which fresh calls fill.
+_SESSION_PAGES = None
+
+
+def _session_looks():
+    """Whether a process forked ahead of a session call is to look at its pages at its call's end."""
+    return _SESSION_PAGES.looks > 0 if _SESSION_PAGES is not None else os.path.exists('/proc/self/pagemap')
+
+
+def _learn_session_pages(ranges):
+    """At the end of a kept session call, in its process (the next holder): the pages it copied of
+    `ranges` (its mappings when it was forked ahead) become what the next process forked from it
+    writes ahead, before it says it is there (off the next call's way). A look costs a few ms on
+    the answer's way, so it is bounded as a fresh call's is (TOUCH_LOOKS looks at most, none after
+    one that found few new pages)."""
+    global _SESSION_PAGES
+    if not ranges:
+        return
+    if _SESSION_PAGES is None:
+        _SESSION_PAGES = PagesAhead()
+    _SESSION_PAGES.take(_look_at_own_pages(ranges))

@@ -362,6 +362,7 @@ class Program:
         if why:
             _send(self.ctl, b'N' + why.encode())
             return None
+        _learn_session_pages(self.look_ranges)
         # This call's output pipes must close (PID 1 waits for their end), even where the program
         # kept a copy of the descriptor: every such descriptor now points at /dev/null.
         null = os.open('/dev/null', os.O_RDWR)
@@ -416,7 +417,11 @@ class Program:
                 except OSError:
                     os._exit(1)
                 # The grandchild, reparented to PID 1 as soon as its parent is gone.
+                self.look_ranges = None
                 if data[:1] == b'A':
+                    # The pages its call will write, copied and read now: off that call's way.
+                    _touch_ahead(self.native.libc, _TOUCH_RUNS, None)
+                    self.look_ranges = _writable_private('self') if _session_looks() else None
                     # Dumpable before it says it is there, as the program it becomes is: PID 1
                     # reads its descriptors from outside while it waits. Named as a fresh child
                     # forked ahead is while it waits, and then as the holder it was forked from.

@@ -127,6 +127,21 @@ class TouchAhead(unittest.TestCase):
             os.close(wait_w)
         self.assertEqual(said, b'alive')
 
+    def test_without_a_wait_pipe_every_learned_page_is_copied(self):
+        # A session's process forked ahead writes its pages ahead before it says it is there.
+        libc = ctypes.CDLL(None, use_errno=True)
+        m, addr = _region()
+
+        def touch():
+            r._touch_ahead(libc, ((addr + 2 * PAGE, 3 * PAGE),), None)
+            return bytes(m[i * PAGE] for i in range(PAGES))
+
+        found, data = _copied_in_child(touch, addr)
+        if found == []:
+            self.skipTest('this kernel has no MADV_POPULATE_WRITE (Linux 5.14)')
+        self.assertEqual(found, [addr + 2 * PAGE, addr + 3 * PAGE, addr + 4 * PAGE])
+        self.assertEqual(data, bytes(range(1, PAGES + 1)))
+
     def test_a_run_request_already_there_stops_it_before_any_page(self):
         m, addr = _region()
         found, _ = _touched(m, ((addr, PAGES * PAGE),), b'/sandbox/runs/1-abc\n')
@@ -155,6 +170,30 @@ class Look(unittest.TestCase):
         pid, said, go = _child(write_and_look)
         _end(pid, go)
         self.assertEqual(said.decode(), repr((None, [addr + 3 * PAGE])))
+
+
+@unittest.skipUnless(HAS_PAGEMAP, 'this kernel has no /proc/self/pagemap')
+class SessionLook(unittest.TestCase):
+    def test_a_kept_call_learns_what_it_wrote_for_the_next_process_forked_from_it(self):
+        # In a child, as a session's line of processes: its own record, not PID 1's.
+        m, addr = _region()
+        ranges = [(addr, addr + PAGES * PAGE)]
+
+        def write_and_learn():
+            r._SESSION_PAGES, r._TOUCH_RUNS, r.TOUCH_LEARN_FAULTS = None, ((0x7000, PAGE),), 0
+            first = r._session_looks()
+            r._learn_session_pages(None)  # forked on its call's way: nothing to look at
+            untouched = (r._SESSION_PAGES, r._TOUCH_RUNS)
+            m[1 * PAGE] = 0xAA
+            m[2 * PAGE] = 0xBB
+            r._learn_session_pages(ranges)
+            return repr((first, untouched, r._TOUCH_RUNS, r._SESSION_PAGES.looks, r._session_looks())).encode()
+
+        pid, said, go = _child(write_and_learn)
+        _end(pid, go)
+        # Two new pages are few: that look was its last.
+        expected = (True, (None, ((0x7000, PAGE),)), ((addr + PAGE, 2 * PAGE),), 0, False)
+        self.assertEqual(said.decode(), repr(expected))
 
 
 class Take(unittest.TestCase):
