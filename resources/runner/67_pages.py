@@ -126,11 +126,13 @@ def _touch_ahead(libc, runs, wait_fd):
         return
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     libc.madvise.restype = ctypes.c_int
-    poller = select.poll()
+    # Without a wait pipe (a session's process forked ahead, before it says it is there) it copies all.
+    poller = None
     if wait_fd is not None:
+        poller = select.poll()
         poller.register(wait_fd, select.POLLIN)
     for i, (start, length) in enumerate(runs):
-        if wait_fd is not None and i % 64 == 0 and poller.poll(0):
+        if poller is not None and i % 64 == 0 and poller.poll(0):
             return
         # An address no longer writable here fails alone (EFAULT, ENOMEM): nothing is written.
         if libc.madvise(start, length, _MADV_POPULATE_WRITE) == 0:

@@ -15,6 +15,10 @@ class TimedSpec extends Mocha.reporters.Spec {
     const started = new Map();
     let runStarted = 0;
     const fileOf = (suite) => (suite.file ? path.relative(process.cwd(), suite.file) : undefined);
+    const entryOf = (file) => {
+      if (!files.has(file)) files.set(file, { ms: 0, tests: 0 });
+      return files.get(file);
+    };
     runner.once(EVENT_RUN_BEGIN, () => { runStarted = Date.now(); });
     runner.on(EVENT_SUITE_BEGIN, (suite) => {
       if (suite.parent && suite.parent.root && fileOf(suite)) started.set(suite, Date.now());
@@ -23,19 +27,13 @@ class TimedSpec extends Mocha.reporters.Spec {
       const began = started.get(suite);
       if (began === undefined) return;
       started.delete(suite);
-      const file = fileOf(suite);
-      const entry = files.get(file) ?? { ms: 0, tests: 0 };
-      entry.ms += Date.now() - began;
-      files.set(file, entry);
+      entryOf(fileOf(suite)).ms += Date.now() - began;
     });
     runner.on(EVENT_TEST_PASS, (test) => {
       let suite = test.parent;
       while (suite && suite.parent && !suite.parent.root) suite = suite.parent;
       const file = suite && fileOf(suite);
-      if (!file) return;
-      const entry = files.get(file) ?? { ms: 0, tests: 0 };
-      entry.tests += 1;
-      files.set(file, entry);
+      if (file) entryOf(file).tests += 1;
     });
     runner.once(EVENT_RUN_END, () => {
       if (files.size < 2) return;
