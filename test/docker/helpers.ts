@@ -161,12 +161,6 @@ export async function inspect(id: string, type: 'container' | 'volume' = 'contai
 }
 
 /**
- * How many processes run in a sandbox besides its PID 1 and this count: a running program and what
- * it started. Read from /proc inside, which reads the same under every runtime (under gVisor
- * `docker top` shows other command lines); 0 when the container is gone.
- */
-/** A program that prints True when it is alone in its sandbox with PID 1 (the runner or keeper). */
-/**
  * Python lines (after `import ctypes`) that fake the program's exit report: the runner's shared
  * page is in the program's own address space, so a program may write it and go on.
  */
@@ -177,6 +171,7 @@ export const FORGE_EXIT_REPORT = [
   'ctypes.c_uint32.from_address(start).value = 0x43584954',
 ];
 
+/** A program that prints True when it is alone in its sandbox with PID 1 (the runner or keeper). */
 export const ALONE_WITH_PID1 = "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()) == [1, os.getpid()])";
 
 /** Counts a sandbox's program processes (test/fixtures/program-processes.py says which count). */
@@ -369,6 +364,20 @@ export async function killForkedAhead(container: string): Promise<number> {
     throw e;
   });
   return Number(out.trim());
+}
+
+/**
+ * What a Python look run as the sandbox's user prints, or undefined when PID 1's sweep took it:
+ * kill(-1) reaches every process of that user, a look from outside too (docker exec's 137).
+ */
+export async function lookAsSandboxUser(container: string, script: string): Promise<string | undefined> {
+  return dockerCli('exec', '-u', '65534:65534', container, 'python3', '-c', script).then(
+    (out) => out.trim(),
+    (e: { code?: number }) => {
+      if (e.code === 137) return undefined;
+      throw e;
+    },
+  );
 }
 
 /**
