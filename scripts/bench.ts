@@ -21,6 +21,7 @@ import { DockerSandboxProvider } from '../src/docker/pool/dockerSandboxProvider'
 import { SANDBOX_GID, SANDBOX_UID, sandboxEnv } from '../src/docker/container/guest';
 import { currentOwner } from '../src/docker/container/labels';
 import { putRunFiles } from '../src/docker/files/workArea';
+import { openInside } from '../src/storage/workspaceFolder';
 import { QUICK_MIX, loadCase, type LoadResult } from './bench/load';
 import { describeThroughput } from './bench/cpu';
 import { FORK_SCRIPT, heaviestPhase, warmPhases, type Phases } from './bench/phases';
@@ -281,8 +282,10 @@ async function main(): Promise<void> {
 
     process.stdout.write(`sharing a ${SHARE_MB} MB file ... `);
     fs.writeFileSync(share, randomBytes(SHARE_MB * 1024 * 1024));
-    // Opened as the workspace reader opens shared files (src/storage/workspaceFolder.ts).
-    const staged: StagedFile = { name: 'data.bin', size: SHARE_MB * 1024 * 1024, open: () => fs.createReadStream(share, { highWaterMark: 1024 * 1024 }) };
+    // Opened as the workspace reader opens shared files.
+    const opened = await openInside(fs.realpathSync(os.tmpdir()), share);
+    if ('refused' in opened) throw new Error(`the share's file: ${opened.refused}`);
+    const staged: StagedFile = { name: 'data.bin', ...opened };
     const shareCode = 'import os\nprint(os.path.getsize("data.bin"))\nos.remove("data.bin")';
     const SHARE_N = Math.max(3, Math.round(N / 6));
     // The three ways in rounds, each round in another order, every copy removed after it: none of

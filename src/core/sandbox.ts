@@ -7,14 +7,55 @@ import type { StateOutcome } from './state';
  * What the pipeline needs from a sandbox, whatever runs it. The Docker implementation lives in
  * src/docker; tests of pure logic use fakes.
  */
-/** A workspace file to place in the call's directory under its workspace-relative name. */
-export interface StagedFile {
-  /** Validated workspace-relative name ('/'-separated). */
-  name: string;
+/**
+ * A shared file's bytes, read where the caller says into a buffer the caller owns: the transfer
+ * reads a large file through a few buffers it uses again, where a stream would hand it a fresh
+ * buffer per chunk (fresh memory, a page fault per 4 KB).
+ */
+export interface StagedReader {
+  /** Reads into `into` from `position`; the number of bytes read, 0 at the end of the file. */
+  read(into: Buffer, position: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** What a workspace source says of a file it may share: its size, and how to read it. */
+export interface SharedContent {
   /** Size checked against the caps; the transfer refuses a file whose length differs. */
   size: number;
-  /** Opened only when the file is sent, and read as a stream. */
-  open(): NodeJS.ReadableStream;
+  /** Opened only when the file is sent. */
+  open(): Promise<StagedReader>;
+}
+
+/** A workspace file to place in the call's directory under its workspace-relative name. */
+export interface StagedFile extends SharedContent {
+  /** Validated workspace-relative name ('/'-separated). */
+  name: string;
+}
+
+/**
+ * A shared file that is no longer what was checked: `replaced` when its name now leads to another
+ * file, a link or a FIFO; `resized` when its length differs from the size checked against the caps.
+ */
+export class SharedFileChangedError extends Error {
+  constructor(
+    readonly how: 'replaced' | 'resized',
+    options?: { cause?: unknown },
+  ) {
+    super(`the shared file was ${how} after it was checked`, options);
+    this.name = 'SharedFileChangedError';
+  }
+}
+
+/** A reader of bytes already in memory (a remote workspace's file, read whole; a test's). */
+export function bytesReader(bytes: Uint8Array): StagedReader {
+  return {
+    read: async (into, position) => {
+      const part = bytes.subarray(Math.min(position, bytes.length), Math.min(position + into.length, bytes.length));
+      into.set(part);
+      return part.length;
+    },
+    close: async () => undefined,
+  };
 }
 
 export interface ProgramRun {

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
-import { Readable } from 'node:stream';
 import * as vscode from 'vscode';
 import type { WorkspaceSource } from '../core/files/filesIn';
+import { bytesReader } from '../core/sandbox';
 import { openInside } from '../storage/workspaceFolder';
 
 /** A listing this large is not a data folder; the cap keeps a huge monorepo from stalling a call. */
@@ -46,16 +46,8 @@ export function workspaceSource(): WorkspaceSource | undefined {
       const stat = await vscode.workspace.fs.stat(uri);
       if (stat.type & vscode.FileType.SymbolicLink) return { refused: 'is a link, and links are not followed in a remote workspace.' };
       if (!(stat.type & vscode.FileType.File)) return { refused: 'is not a regular file and cannot be shared.' };
-      // workspace.fs has no streaming read: the file is held once, then streamed into the archive.
-      return {
-        size: stat.size,
-        open: () =>
-          Readable.from(
-            (async function* () {
-              yield Buffer.from(await vscode.workspace.fs.readFile(uri));
-            })(),
-          ),
-      };
+      // workspace.fs has no streaming read: the file is held once, then read into the archive.
+      return { size: stat.size, open: async () => bytesReader(await vscode.workspace.fs.readFile(uri)) };
     },
   };
 }

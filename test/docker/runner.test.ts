@@ -1,8 +1,7 @@
 import * as assert from 'node:assert/strict';
-import { Readable } from 'node:stream';
 import { executeCode, type ExecuteReport } from '../../src/core/executeCode';
 import { NOTHING_PRINTED } from '../../src/core/format';
-import type { StagedFile } from '../../src/core/sandbox';
+import { bytesReader, type StagedFile } from '../../src/core/sandbox';
 import { encodeFrame } from '../../src/core/runnerProtocol';
 import type { DockerSandboxProvider } from '../../src/docker/pool/dockerSandboxProvider';
 import { killedSentence } from '../../src/docker/run/stopped';
@@ -206,7 +205,7 @@ describe('the warm runner (integration)', function () {
       // The runner has `ctypes` loaded; a fresh interpreter would import the shared ctypes.py: the
       // runner's child execs one (still its child, so the call's processes end with it).
       const file = Buffer.from('WHO = "the shared file"\n');
-      const staged: StagedFile = { name: 'ctypes.py', size: file.length, open: () => Readable.from([file]) };
+      const staged: StagedFile = { name: 'ctypes.py', size: file.length, open: async () => bytesReader(file) };
       const code = 'import ctypes\nprint(ctypes.WHO)';
       const [w, p] = await Promise.all(
         [

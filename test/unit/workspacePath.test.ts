@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { Readable } from 'node:stream';
+import { bytesReader } from '../../src/core/sandbox';
 import { selectFilesIn, type WorkspaceSource } from '../../src/core/files/filesIn';
 import { toWorkspaceName } from '../../src/core/files/workspacePath';
 
@@ -39,7 +39,7 @@ describe('paths the model gives, as workspace names (unit)', function () {
     const source: WorkspaceSource = {
       roots: posix,
       list: async () => Object.keys(files),
-      open: async (name) => ({ size: files[name]!.length, open: () => Readable.from([files[name]!]) }),
+      open: async (name) => ({ size: files[name]!.length, open: async () => bytesReader(Buffer.from(files[name]!)) }),
     };
     const caps = { maxFiles: 5, maxFileBytes: 1000, maxTotalBytes: 2000, denyGlobs: [], programBytes: 10 };
     const shared = await selectFilesIn(['/home/me/project/data/sales.csv', 'notes.md'], source, caps);

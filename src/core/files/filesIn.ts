@@ -1,17 +1,17 @@
 import { ToolError } from '../errors';
-import type { StagedFile } from '../sandbox';
+import type { SharedContent, StagedFile } from '../sandbox';
 import { quote, resolveFilesIn, type FilesInOptions } from './names';
 import { toWorkspaceName, type WorkspaceRoot } from './workspacePath';
 
 /**
  * The workspace as the file store. `list` is the authority on which names exist; `open` is asked
- * only for names the listing holds and returns the file's size and a way to stream it, or says
+ * only for names the listing holds and returns the file's size and a way to read it, or says
  * why it cannot be shared (e.g. a link that leads outside the workspace).
  */
 export interface WorkspaceSource {
   /** Workspace-relative, '/'-separated names; qualified by folder in a multi-root workspace. */
   list(): Promise<string[]>;
-  open(name: string): Promise<{ size: number; open(): NodeJS.ReadableStream } | { refused: string }>;
+  open(name: string): Promise<SharedContent | { refused: string }>;
   /** The folders on disk, where known: a path the model gives inside one is read as its workspace name (workspacePath.ts). */
   roots?: readonly WorkspaceRoot[];
 }
@@ -35,7 +35,7 @@ export async function selectFilesIn(
     names.map((name) => ({ name, size: 0 })),
     { ...opts, maxFileBytes: Number.MAX_SAFE_INTEGER, maxTotalBytes: Number.MAX_SAFE_INTEGER },
   );
-  const opened = new Map<string, { size: number; open(): NodeJS.ReadableStream }>();
+  const opened = new Map<string, SharedContent>();
   const refusals: string[] = [];
   for (const file of matched) {
     const r = await source.open(file.name);

@@ -2,46 +2,10 @@ import * as path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type Dockerode from 'dockerode';
-import { extract, pack } from 'tar-stream';
-import type { CollectOutcome, CollectedFile, OutputSink, StagedFile } from '../../core/sandbox';
+import { extract } from 'tar-stream';
+import type { CollectOutcome, CollectedFile, OutputSink } from '../../core/sandbox';
 import type { FilesOutCaps } from '../../core/limits';
 import { statusCode } from '../engine';
-import { PROGRAM_NAME, SANDBOX_GID, SANDBOX_UID } from '../container';
-
-const owner = { uid: SANDBOX_UID, gid: SANDBOX_GID, uname: 'nobody', gname: 'nogroup' };
-
-/**
- * The tar stream that lays out one call: its fresh directory, the program, and the shared
- * workspace files under their workspace-relative names. Files are streamed from disk one after
- * the other as the engine reads, so a large file is never held in memory.
- */
-export function runArchive(runDir: string, code: string, files: readonly StagedFile[]): Readable {
-  const p = pack();
-  const mtime = new Date();
-  const dirs = new Set<string>();
-  for (const f of files) {
-    for (let d = path.posix.dirname(f.name); d !== '.'; d = path.posix.dirname(d)) dirs.add(d);
-  }
-  p.entry({ ...owner, name: runDir, type: 'directory', mode: 0o700, mtime });
-  // Parents before children: sorting by depth is enough.
-  for (const d of [...dirs].sort((a, b) => a.split('/').length - b.split('/').length || a.localeCompare(b))) {
-    p.entry({ ...owner, name: `${runDir}/${d}`, type: 'directory', mode: 0o700, mtime });
-  }
-  const program = Buffer.from(code, 'utf8');
-  p.entry({ ...owner, name: `${runDir}/${PROGRAM_NAME}`, type: 'file', mode: 0o600, size: program.length, mtime }, program);
-
-  void (async () => {
-    for (const f of files) {
-      // Shared files are read-only for the program: they are the user's data, not scratch space.
-      const entry = p.entry({ ...owner, name: `${runDir}/${f.name}`, type: 'file', mode: 0o444, size: f.size, mtime });
-      // tar-stream fails the entry when the file's length differs from the size checked against
-      // the caps: a file that grew after the check is refused, not sent.
-      await pipeline(f.open(), entry);
-    }
-    p.finalize();
-  })().catch((e: unknown) => p.destroy(e instanceof Error ? e : new Error(String(e))));
-  return p as unknown as Readable;
-}
 
 /** Go's os.FileMode type bits, as Docker reports them in a path stat. */
 const MODE = { dir: 2 ** 31, symlink: 2 ** 27, device: 2 ** 26, pipe: 2 ** 25, socket: 2 ** 24, charDevice: 2 ** 21, irregular: 2 ** 19 };

@@ -5,7 +5,8 @@ import type { ProgramRun } from '../../core/sandbox';
 import { archiveOf, type ArchiveEntry } from './archive';
 import { SandboxGoneError, isNoSpace, withDeadline } from '../engine';
 import { RUNS_DIR, WORK_ROOT } from '../container';
-import { runArchive, runsFolderProblem } from './transfer';
+import { runArchive } from './runArchive';
+import { runsFolderProblem } from './transfer';
 
 /** Lays out /sandbox (a tmpfs: empty after every start): home, tmp and the runs folder, and `extra` (a sandbox's tls folder). */
 export async function layOutWorkArea(container: Dockerode.Container, deadlineMs: number, extra: readonly ArchiveEntry[] = []): Promise<void> {
@@ -64,13 +65,20 @@ export async function putRunFiles(host: WorkAreaHost, callId: string, run: Progr
     await host.restart();
     notes.push(`The sandbox's work area had been changed so that nothing could be copied into it safely (${problem}), so the sandbox was restarted first; files written by earlier calls are gone.`);
   }
-  const put = () =>
-    withDeadline(
-      host.container.putArchive(runArchive(`runs/${callId}`, run.code, run.files ?? []), { path: WORK_ROOT }),
-      // Shared files can be large; the deadline guards a hung engine, not a slow disk.
-      deadlineMs + (run.files ?? []).reduce((t, f) => t + f.size, 0) / 10_000,
-      'copy the program into the sandbox',
-    );
+  const put = async () => {
+    const body = runArchive(`runs/${callId}`, run.code, run.files ?? []);
+    try {
+      await withDeadline(
+        host.container.putArchive(body, { path: WORK_ROOT }),
+        // Shared files can be large; the deadline guards a hung engine, not a slow disk.
+        deadlineMs + (run.files ?? []).reduce((t, f) => t + f.size, 0) / 10_000,
+        'copy the program into the sandbox',
+      );
+    } finally {
+      // Sent, refused or past its deadline: the files it read are closed either way.
+      body.destroy();
+    }
+  };
   try {
     await put();
     return notes;
