@@ -140,8 +140,11 @@ export interface WaitingStart {
   take(r: RunRequest, name: string, at: string, route: CliOutput): Promise<TakenSession | 'no' | 'gone'>;
   /** Lets the spare go (the keeper goes without a session). */
   release(): void;
-  /** After the session's first run, before its caller hears of the end: the next new session's spare is made. */
-  afterFirstRun(p: Parsed, log: Logger): void;
+  /**
+   * After the session's first run, before its caller hears of the end: the next new session's
+   * spare is to be made. Returns what starts its maker, called once the caller has heard.
+   */
+  afterFirstRun(p: Parsed, log: Logger): (() => void) | undefined;
   /** Resolves if the spare goes while it waits (removed, stopped): the keeper goes too. */
   lost: Promise<void>;
 }
@@ -254,10 +257,14 @@ export async function serveRuns(first: Parsed, server: net.Server, address: stri
       code = reportFailure(e, caller);
       failed = true;
     }
-    if (firstRun) waiting!.afterFirstRun(p, config!.log);
+    const startMaker = firstRun ? waiting!.afterFirstRun(p, config!.log) : undefined;
     caller = undefined;
     send(socket, { t: 'exit', code });
     socket.end();
+    if (startMaker) {
+      await answered(socket);
+      startMaker();
+    }
     if (failed) return stop();
   };
   let queue = Promise.resolve();
@@ -291,4 +298,19 @@ export async function serveRuns(first: Parsed, server: net.Server, address: stri
   });
   arm();
   return new Promise<number>(() => {}); // it ends by stop()
+}
+
+/** How long a keeper waits for a caller that has its run's end to hang up, before it goes on anyway. */
+const HANG_UP_MS = 1000;
+
+/** Resolves once the caller has hung up (it exits when it has its run's end), or after HANG_UP_MS. */
+function answered(socket: net.Socket): Promise<void> {
+  return new Promise((resolve) => {
+    if (socket.destroyed) return resolve();
+    const timer = setTimeout(resolve, HANG_UP_MS);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }

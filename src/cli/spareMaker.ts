@@ -10,6 +10,7 @@
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../core/logger';
@@ -64,12 +65,52 @@ export function startSpareMaker(p: Parsed, spec: SandboxSpec, log: Logger): void
     child.on('error', (e) => log.info(`the spare maker could not start: ${describeError(e)}`));
     child.unref();
     if (child.pid === undefined) return;
+    lowerPriority(child.pid);
     fs.mkdirSync(makersDir(), { recursive: true });
     fs.writeFileSync(path.join(makersDir(), String(child.pid)), '');
     log.info(`the next new session's spare is made by process ${child.pid}`);
   } catch (e) {
     log.info(`the spare maker could not start: ${describeError(e)}`);
   }
+}
+
+/** Below the runs it makes spares for (0), above nothing else. */
+const MAKER_NICENESS = 10;
+
+/**
+ * A maker is work for later: its Node's start and its sandbox's creation would otherwise take the
+ * cores from the run whose caller waits to exit, and from that caller.
+ */
+function lowerPriority(pid: number): void {
+  try {
+    os.setPriority(pid, MAKER_NICENESS);
+  } catch {
+    // Not allowed here (a platform without priorities): it runs at the caller's.
+  }
+}
+
+/**
+ * For a keeper whose caller is still to hear its run's end: notes, under this process's pid, the
+ * maker it starts once the caller has heard (its spawn, a fork of this process, and its Node's
+ * start would hold that caller's exit). `cleanup` and makersEnded wait for the note as for a
+ * maker's; the start returned notes the maker and removes this note.
+ */
+export function spareMakerComing(p: Parsed, spec: SandboxSpec, log: Logger): () => void {
+  const note = path.join(makersDir(), String(process.pid));
+  try {
+    fs.mkdirSync(makersDir(), { recursive: true });
+    fs.writeFileSync(note, '');
+  } catch {
+    // Unnoted: as for a maker that could not note itself.
+  }
+  log.info("the next new session's spare is made by a process started once this run has answered");
+  return () => {
+    try {
+      startSpareMaker(p, spec, log);
+    } finally {
+      fs.rmSync(note, { force: true });
+    }
+  };
 }
 
 /** The spec a maker was started with; undefined when it is missing or not one. */

@@ -23,7 +23,7 @@ import { cliSessionKey, number, one, optionArgs, parse, type Parsed } from './op
 import type { CliOutput } from './report';
 import { checkRun } from './run';
 import { sandboxConfigFrom, type CliSandboxConfig } from './sandboxConfig';
-import { noteMakerDone, startSpareMaker } from './spareMaker';
+import { noteMakerDone, spareMakerComing } from './spareMaker';
 
 /**
  * In a maker that made the spares for `spec` with `maker`: waits as the keeper of the next new
@@ -83,9 +83,7 @@ export async function standBy(p: Parsed, spec: SandboxSpec, maker: DockerSandbox
       return { ...run, address, lock: held.lock };
     },
     release: () => held.release(),
-    afterFirstRun: (session, said) => {
-      if (number(session, 'spares', DEFAULTS.spareSandboxes, 0, 8) > 0) startSpareMaker(session, spec, said);
-    },
+    afterFirstRun: (session, said) => (number(session, 'spares', DEFAULTS.spareSandboxes, 0, 8) > 0 ? spareMakerComing(session, spec, said) : undefined),
     lost: held.lock.lost,
   });
 }

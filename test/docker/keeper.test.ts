@@ -5,6 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { dismissKeeper, keeperAddress, standbyAddress } from '../../src/cli/keeperLink';
 import { parse } from '../../src/cli/options';
+import { makersDir } from '../../src/cli/spareMaker';
 import { sessionDigest } from '../../src/core/session';
 import { LABEL } from '../../src/docker/container/labels';
 import { IMAGE, TEST_ENGINE, TEST_VERSION, bundleCli, dockerCli, inspect, spawnCli, uniqueSessionKey, useDocker, type CliResult } from './helpers';
@@ -61,6 +62,16 @@ describe("a kept session's keeper (integration)", function () {
 
   const runCli = (args: string[], stdin?: string) => spawnCli(cli, args, { cwd: dir, env: process.env, ...(stdin !== undefined ? { stdin } : {}) });
   const socketOf = (session: string, ...engine: string[]) => keeperAddress(session, parse(['run', ...engine]))!;
+  /** The pids of the spare makers' notes made or removed from now until `stop`, in order of their first event. */
+  const notesMade = () => {
+    fs.mkdirSync(makersDir(), { recursive: true });
+    const seen: number[] = [];
+    const watcher = fs.watch(makersDir(), (_event, name) => {
+      const pid = Number(name);
+      if (Number.isInteger(pid) && pid > 0 && !seen.includes(pid)) seen.push(pid);
+    });
+    return { stop: () => (watcher.close(), seen) };
+  };
 
   it('runs every run of the session with the same options, the first included, in one process that keeps its state', async function () {
     this.timeout(120_000);
@@ -138,6 +149,8 @@ describe("a kept session's keeper (integration)", function () {
       const waiting = makerOf(first);
       assert.deepEqual([alive(waiting), fs.existsSync(waitingAt)], [true, true]);
 
+      // The next spare's maker is started once this run has answered: its note, seen as it comes.
+      const noted = notesMade();
       const second = await runCli(args(b), 'print(2)\n');
       assert.equal(second.stdout, 'stdout:\n2\n');
       assert.match(second.stderr, new RegExp(`\\[info\\] run by the session's keeper, process ${waiting}, which waited with a spare sandbox for a new session\n`));
@@ -145,7 +158,11 @@ describe("a kept session's keeper (integration)", function () {
       assert.equal((await sandboxOf(b)).Config.Labels[LABEL.session], 'spare');
       // It is that session's keeper, and it started the maker of the next spare, which waits in its place.
       assert.equal(keeperOf(await runCli(args(b), 'print(3)\n')), waiting);
-      const next = makerOf(second);
+      assert.match(second.stderr, /\[info\] the next new session's spare is made by a process started once this run has answered\n/);
+      // Its keeper noted it under its own pid until it had started it.
+      const makers = noted.stop();
+      const next = makers[1]!;
+      assert.deepEqual([makers.length, makers[0]], [2, waiting]);
       assert.notEqual(next, waiting);
       assert.deepEqual([alive(next), fs.existsSync(waitingAt)], [true, true]);
 

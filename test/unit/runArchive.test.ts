@@ -17,7 +17,7 @@ async function unpacked(archive: Readable): Promise<Map<string, Buffer>> {
   const ex = extract();
   ex.on('entry', (header, body, next) => {
     const parts: Buffer[] = [];
-    body.on('data', (c: Buffer) => parts.push(c));
+    body.on('data', (c: unknown) => parts.push(c as Buffer));
     body.on('end', () => {
       files.set(header.name, Buffer.concat(parts));
       next();

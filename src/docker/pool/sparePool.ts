@@ -9,6 +9,9 @@ import { LABEL, WORK_ROOT, removeQuietly, sameSpec, specKey, type Owner, type Sa
 /** The session label of a spare: it has none yet, and a label cannot be changed later. */
 export const SPARE_SESSION = 'spare';
 
+/** How long a maker waits for a new spare's runner (gVisor with pandas preloaded: seconds on a slow machine). */
+const SPARE_WARM_MS = 60_000;
+
 /**
  * Which pool a spare belongs to: spares are interchangeable only for one spec, one resolved
  * runtime and one version of this tool (its runner is part of the container's command).
@@ -246,7 +249,10 @@ export class SharedSparePool {
         labels: spareLabels(pool),
       });
       if (!made) continue;
-      // Nobody uses a spare until a session takes it: let go of its lock and runner at once.
+      // Ready means its runner has started Python and preloaded: a session that takes it sooner
+      // would wait for that on its first call. Then nobody uses it until a session takes it: its
+      // lock and runner are let go.
+      await made.warmedUp(SPARE_WARM_MS);
       made.detach();
       // Every maker keeps the same `size` (the oldest): the others remove their own.
       const kept = (await this.list(pool)).sort((a, b) => a.Created - b.Created || a.Id.localeCompare(b.Id)).slice(0, size);
