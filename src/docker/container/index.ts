@@ -14,10 +14,12 @@ export { PODMAN_RLIMITS, logPodmanDifferences } from './podmanSpec';
 export {
   containerMatches,
   containerOptions,
+  cpuSharesChangeable,
   declaredVolumes,
   hardenedHostConfig,
   networkDigest,
   networkKey,
+  NORMAL_CPU_SHARES,
   removeQuietly,
   sameSpec,
   specKey,
