@@ -10,7 +10,6 @@
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../core/logger';
@@ -65,27 +64,11 @@ export function startSpareMaker(p: Parsed, spec: SandboxSpec, log: Logger): void
     child.on('error', (e) => log.info(`the spare maker could not start: ${describeError(e)}`));
     child.unref();
     if (child.pid === undefined) return;
-    lowerPriority(child.pid);
     fs.mkdirSync(makersDir(), { recursive: true });
     fs.writeFileSync(path.join(makersDir(), String(child.pid)), '');
     log.info(`the next new session's spare is made by process ${child.pid}`);
   } catch (e) {
     log.info(`the spare maker could not start: ${describeError(e)}`);
-  }
-}
-
-/** Below the runs it makes spares for (0), above nothing else. */
-const MAKER_NICENESS = 10;
-
-/**
- * A maker is work for later: its Node's start and its sandbox's creation would otherwise take the
- * cores from the run whose caller waits to exit, and from that caller.
- */
-function lowerPriority(pid: number): void {
-  try {
-    os.setPriority(pid, MAKER_NICENESS);
-  } catch {
-    // Not allowed here (a platform without priorities): it runs at the caller's.
   }
 }
 

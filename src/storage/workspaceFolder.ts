@@ -56,9 +56,10 @@ export async function openInside(
   if (rel.startsWith('..') || path.isAbsolute(rel)) {
     return { refused: 'is a link to a file outside the workspace and cannot be shared.' };
   }
-  const stat = await fs.promises.stat(real);
+  // The resolved path itself, not what it may lead to by now: the open checks the file again.
+  const stat = await fs.promises.lstat(real, { bigint: true });
   if (!stat.isFile()) return { refused: 'is not a regular file and cannot be shared.' };
-  return { size: stat.size, open: () => openChecked(real, stat) };
+  return { size: Number(stat.size), open: () => openChecked(real, stat) };
 }
 
 // No link followed at the last step (the path is already resolved), and no wait on a FIFO put in
@@ -67,19 +68,26 @@ const OPEN_FLAGS = fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0) | (fs.
 
 /**
  * Opens the file that was checked, and only that one: between the check and the send (a call can
- * wait behind another) the name may come to mean a link, a FIFO or another file.
+ * wait behind another) the name, or a folder on its way, may come to mean a link, a FIFO or
+ * another file. What was opened must be the file checked, and its path must still lead to it
+ * through no link: a folder swapped for a link only while the open ran leaves the path leading
+ * elsewhere afterwards, or to a file that is not the one opened. Inode numbers as bigints: on
+ * Windows they do not fit a double.
  */
-async function openChecked(real: string, checked: fs.Stats): Promise<StagedReader> {
+export async function openChecked(real: string, checked: fs.BigIntStats): Promise<StagedReader> {
   let handle: fs.promises.FileHandle;
   try {
     handle = await fs.promises.open(real, OPEN_FLAGS);
   } catch (e) {
     throw new SharedFileChangedError('replaced', { cause: e });
   }
-  const now = await handle.stat();
-  if (!now.isFile() || now.ino !== checked.ino || now.dev !== checked.dev) {
+  try {
+    const [opened, again, named] = await Promise.all([handle.stat({ bigint: true }), fs.promises.realpath(real), fs.promises.lstat(real, { bigint: true })]);
+    const same = (a: fs.BigIntStats, b: fs.BigIntStats) => a.ino === b.ino && a.dev === b.dev;
+    if (!opened.isFile() || !same(opened, checked) || again !== real || !same(named, opened)) throw new SharedFileChangedError('replaced');
+  } catch (e) {
     await handle.close();
-    throw new SharedFileChangedError('replaced');
+    throw e instanceof SharedFileChangedError ? e : new SharedFileChangedError('replaced', { cause: e });
   }
   return {
     read: async (into, position) => (await handle.read(into, 0, into.length, position)).bytesRead,

@@ -7,9 +7,9 @@ import * as path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { extract } from 'tar-stream';
 import { ToolError } from '../../src/core/errors';
-import { bytesReader, type StagedFile, type StagedReader } from '../../src/core/sandbox';
+import { SharedFileChangedError, bytesReader, type StagedFile, type StagedReader } from '../../src/core/sandbox';
 import { runArchive } from '../../src/docker/files/runArchive';
-import { openInside } from '../../src/storage/workspaceFolder';
+import { openChecked, openInside } from '../../src/storage/workspaceFolder';
 
 /** The archive's files by name, each with its bytes (directories with none). */
 async function unpacked(archive: Readable): Promise<Map<string, Buffer>> {
@@ -46,6 +46,8 @@ function slowConnection(): { to: Writable; received: () => Buffer } {
       }, turn++ % 3);
     },
   });
+  // As a request's: the engine client listens (a body given up destroys its request with the reason).
+  to.on('error', () => undefined);
   return { to, received: () => Buffer.concat(copies) };
 }
 
@@ -135,6 +137,19 @@ describe("a call's archive into the sandbox (unit)", function () {
     assert.ok(taken < 3 * 1024 * 1024, `read on to ${taken} bytes`);
   });
 
+  it('given up half sent (the deadline, a refused connection), ends its request and closes its files, throwing nothing', async function () {
+    const { file, closes } = counted('big.bin', big);
+    // A program larger than the pack holds, still being written when the send is given up.
+    const body = runArchive('runs/c6', `x = ${JSON.stringify('y'.repeat(200_000))}`, [file]);
+    const to = new Writable({ highWaterMark: 1, write() {} });
+    to.on('error', () => undefined);
+    body.pipe(to);
+    await new Promise((resolve) => setImmediate(resolve));
+    body.destroy();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual([to.destroyed, to.writableEnded, closes()], [true, false, 1]);
+  });
+
   describe('a workspace file that is no longer the one checked', function () {
     let dir: string;
     beforeEach(function () {
@@ -190,6 +205,15 @@ describe("a call's archive into the sandbox (unit)", function () {
     it('is refused when it was removed', async function () {
       const e = await sendAfter((file) => fs.rmSync(file));
       assert.equal(e?.message, replaced);
+    });
+
+    it('is refused when a folder on its way was a link to a folder outside while it was checked and opened', async function () {
+      // What a swap between the check's realpath and its stat leaves: the inode checked is the outside file's.
+      fs.mkdirSync(path.join(dir, 'outside', 'sub'));
+      fs.writeFileSync(path.join(dir, 'outside', 'sub', 'sales.csv'), 'the secret');
+      const checked = await fs.promises.lstat(path.join(dir, 'outside', 'sub', 'sales.csv'), { bigint: true });
+      fs.symlinkSync(path.join(dir, 'outside', 'sub'), path.join(dir, 'sub'));
+      await assert.rejects(openChecked(path.join(dir, 'sub', 'sales.csv'), checked), (e: Error) => e instanceof SharedFileChangedError && e.how === 'replaced');
     });
 
     it('is shared when it is still the file checked', async function () {

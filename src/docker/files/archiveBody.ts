@@ -58,6 +58,8 @@ export class ChunkRing {
 export class ArchiveBody extends Readable {
   private readonly chunks: AsyncIterator<Buffer>;
   private piped = false;
+  /** The connection it is sent on, until the whole archive is written to it. */
+  private sending: Writable | undefined;
 
   constructor(
     archive: AsyncIterable<Buffer>,
@@ -92,6 +94,7 @@ export class ArchiveBody extends Readable {
 
   private async send(to: Writable): Promise<void> {
     const gone = () => this.destroy(new Error('the engine closed the connection before the archive was sent'));
+    this.sending = to;
     to.once('close', gone);
     try {
       for (;;) {
@@ -104,6 +107,7 @@ export class ArchiveBody extends Readable {
         });
         if (!more) await drained(to);
       }
+      this.sending = undefined;
       to.end();
       to.off('close', gone);
     } catch (e) {
@@ -115,6 +119,9 @@ export class ArchiveBody extends Readable {
     const why = error ?? new Error('the archive was not sent');
     this.ring.close(why);
     this.stop(why);
+    // Half an archive: the request goes too, and with it what it still holds of the ring.
+    this.sending?.destroy(why);
+    this.sending = undefined;
     callback(error);
   }
 }

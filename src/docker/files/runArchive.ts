@@ -26,13 +26,13 @@ export function runArchive(runDir: string, code: string, files: readonly StagedF
   for (const f of files) {
     for (let d = path.posix.dirname(f.name); d !== '.'; d = path.posix.dirname(d)) dirs.add(d);
   }
-  p.entry({ ...owner, name: runDir, type: 'directory', mode: 0o700, mtime });
+  quiet(p.entry({ ...owner, name: runDir, type: 'directory', mode: 0o700, mtime }));
   // Parents before children: sorting by depth is enough.
   for (const d of [...dirs].sort((a, b) => a.split('/').length - b.split('/').length || a.localeCompare(b))) {
-    p.entry({ ...owner, name: `${runDir}/${d}`, type: 'directory', mode: 0o700, mtime });
+    quiet(p.entry({ ...owner, name: `${runDir}/${d}`, type: 'directory', mode: 0o700, mtime }));
   }
   const program = Buffer.from(code, 'utf8');
-  p.entry({ ...owner, name: `${runDir}/${PROGRAM_NAME}`, type: 'file', mode: 0o600, size: program.length, mtime }, program);
+  quiet(p.entry({ ...owner, name: `${runDir}/${PROGRAM_NAME}`, type: 'file', mode: 0o600, size: program.length, mtime }, program));
 
   const largest = files.reduce((most, f) => Math.max(most, f.size), 0);
   const ring = new ChunkRing(Math.max(1, Math.min(CHUNK_BYTES, largest)), CHUNKS);
@@ -41,6 +41,15 @@ export function runArchive(runDir: string, code: string, files: readonly StagedF
     p.finalize();
   })().catch((e: unknown) => p.destroy(e instanceof Error ? e : new Error(String(e))));
   return new ArchiveBody(p as unknown as AsyncIterable<Buffer>, ring, (why) => p.destroy(why));
+}
+
+/**
+ * An entry whose errors are its pack's to report: a pack destroyed (a failed or abandoned send)
+ * destroys the entry it is writing with the same error, which with no listener would be thrown.
+ */
+function quiet<T extends { on(event: 'error', listener: () => void): unknown }>(entry: T): T {
+  entry.on('error', () => undefined);
+  return entry;
 }
 
 /** One shared file's entry, its bytes read through the ring; exactly the size checked against the caps, or none. */
@@ -56,9 +65,7 @@ async function addFile(p: Pack, ring: ChunkRing, name: string, f: StagedFile, mt
     let failed: (e: Error) => void = () => undefined;
     const done = new Promise<void>((resolve, reject) => ((entered = resolve), (failed = reject)));
     // Shared files are read-only for the program: they are the user's data, not scratch space.
-    const entry = p.entry({ ...owner, name, type: 'file', mode: 0o444, size: f.size, mtime }, (e) => (e ? failed(e) : entered()));
-    // The pack, destroyed, destroys its entry with the same error: it is the pack's to report.
-    entry.on('error', () => undefined);
+    const entry = quiet(p.entry({ ...owner, name, type: 'file', mode: 0o444, size: f.size, mtime }, (e) => (e ? failed(e) : entered())));
     for (let at = 0; at < f.size; ) {
       const buffer = await ring.take();
       const read = await reader.read(buffer.subarray(0, Math.min(buffer.length, f.size - at)), at);
