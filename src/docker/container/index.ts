@@ -14,12 +14,10 @@ export { PODMAN_RLIMITS, logPodmanDifferences } from './podmanSpec';
 export {
   containerMatches,
   containerOptions,
-  cpuSharesChangeable,
   declaredVolumes,
   hardenedHostConfig,
   networkDigest,
   networkKey,
-  NORMAL_CPU_SHARES,
   removeQuietly,
   sameSpec,
   specKey,

@@ -119,21 +119,6 @@ export function commandOf(spec: SandboxSpec): string[] {
 }
 
 /**
- * A sandbox's CPU shares while none of its calls has run long: cgroup v1's default, set at creation
- * (an unset value cannot be set back once changed) so that it is what a long call's end restores
- * (src/docker/run/callPriority.ts).
- */
-export const NORMAL_CPU_SHARES = 1024;
-
-/**
- * Whether a sandbox's CPU share can be changed while it runs: not under gVisor (runsc has no
- * `update`) nor through Podman's Docker API (4.x has no update endpoint).
- */
-export function cpuSharesChangeable(runtime: string | undefined, engine: EngineKind): boolean {
-  return engine === 'docker' && !isGvisor(runtime);
-}
-
-/**
  * The container's hardening, in one place so every backend and every test sees the same thing.
  * `imageVolumes` are the VOLUME paths the image declares (Dev Container images may): Docker would
  * give each a writable anonymous volume on the host's disk, outside the size-bounded work area,
@@ -157,8 +142,6 @@ export function hardenedHostConfig(
     // Equal to Memory: no swap, so the memory limit is the limit.
     MemorySwap: limits.memoryMb * 1024 * 1024,
     NanoCpus: Math.round(limits.cpus * 1e9),
-    // Set, not left to the engine's default, where a long call's lower share is set back to it (callPriority.ts).
-    ...(cpuSharesChangeable(runtime, engine) ? { CpuShares: NORMAL_CPU_SHARES } : {}),
     PidsLimit: processes.hostPids,
     // The work area is a size-bounded tmpfs volume owned by the sandbox user: no host path is mounted.
     Mounts: [

@@ -1,10 +1,8 @@
 /**
  * The two ways a program runs in a sandbox: handed to the warm runner over its channel
  * (warmStrategy, runnerChannel), or started by `docker exec` (execStrategy); and how a run that
- * stopped is told apart from one the engine stopped (stopped); and a long call's lower CPU share
- * (callPriority).
+ * stopped is told apart from one the engine stopped (stopped).
  */
-export { CallPriority, LONG_CALL_CPU_SHARES, LONG_CALL_MS } from './callPriority';
 export { ExecStrategy, KILL_GRACE_MS } from './execStrategy';
 export type { ExitInfo, StrategyResult } from './runStrategy';
 export { RunnerChannel } from './runnerChannel';

@@ -7,8 +7,8 @@ import type { Logger } from '../../core/logger';
 import type { CollectOutcome, OutputSink, ProgramExit, ProgramRun, Sandbox } from '../../core/sandbox';
 import { collectFiles, imageTrustStore, layOutWorkArea, putRunFiles, trustEntries } from '../files';
 import { ENGINE_DEADLINE_MS, SandboxGoneError, engineFailure, isEngineFailure, isGoneStatus, statusCode, withDeadline, type RuntimeChoice } from '../engine';
-import { CallPriority, ExecStrategy, KILL_GRACE_MS, RunnerChannel, WarmStrategy, type ExitInfo, type StrategyResult, type WarmOps } from '../run';
-import { RUNS_DIR, SandboxLock, cpuSharesChangeable, guestEnded, killAllSparingSource, oomKillCount, removeQuietly, startGuest, type SandboxSpec } from '../container';
+import { ExecStrategy, KILL_GRACE_MS, RunnerChannel, WarmStrategy, type ExitInfo, type StrategyResult, type WarmOps } from '../run';
+import { RUNS_DIR, SandboxLock, guestEnded, killAllSparingSource, oomKillCount, removeQuietly, startGuest, type SandboxSpec } from '../container';
 import { imageDistributions } from '../images';
 import { credentialsNote } from '../../core/credentials';
 import { networkNote } from '../../core/network';
@@ -37,8 +37,6 @@ export class DockerSandbox implements Sandbox, WarmOps {
   private channel: RunnerChannel | undefined;
   /** The cross-process lock (taken by make.ts for a sandbox it made or attached, and by lock()). */
   readonly lockHolder: SandboxLock;
-  /** Where the engine can change a running sandbox's CPU share. */
-  private readonly priority: CallPriority | undefined;
   private distributions: Promise<readonly InstalledDistribution[] | undefined> | undefined;
   private readonly execStrategy: ExecStrategy;
   private readonly warmStrategy: WarmStrategy | undefined;
@@ -85,7 +83,6 @@ export class DockerSandbox implements Sandbox, WarmOps {
     readonly log: Logger,
   ) {
     this.lockHolder = new SandboxLock(this.container);
-    this.priority = !cpuSharesChangeable(runtimeChoice.name, runtimeChoice.engine) ? undefined : new CallPriority((shares) => withDeadline(this.container.update({ CpuShares: shares }), ENGINE_DEADLINE_MS, 'set the CPU share'), log, () => this.name);
     this.execStrategy = new ExecStrategy(this);
     this.warmStrategy = spec.warmRunner === false ? undefined : new WarmStrategy(this);
   }
@@ -323,22 +320,7 @@ export class DockerSandbox implements Sandbox, WarmOps {
     return this.clientAddress;
   }
 
-  /** A long call yields the cores to quick ones (callPriority.ts); its end gives them back before the next call. */
   private async runProgram(run: ProgramRun): Promise<ProgramExit> {
-    try {
-      return await this.runAtPriority({
-        ...run,
-        onStart: () => {
-          this.priority?.started();
-          run.onStart();
-        },
-      });
-    } finally {
-      await this.priority?.ended();
-    }
-  }
-
-  private async runAtPriority(run: ProgramRun): Promise<ProgramExit> {
     if (run.signal.aborted) return { exitCode: null, workDir: '' };
     const replayed = run.workDir !== undefined ? REPLAY_DIR.exec(run.workDir) : null;
     if (run.workDir !== undefined && !replayed) throw new Error(`not a run directory of a sandbox: ${JSON.stringify(run.workDir)}`);
