@@ -4,10 +4,6 @@ import type { NetworkActivity } from './network';
 import type { StateOutcome } from './state';
 
 /**
- * What the pipeline needs from a sandbox, whatever runs it. The Docker implementation lives in
- * src/docker; tests of pure logic use fakes.
- */
-/**
  * A shared file's bytes, read where the caller says into a buffer the caller owns: the transfer
  * reads a large file through a few buffers it uses again, where a stream would hand it a fresh
  * buffer per chunk (fresh memory, a page fault per 4 KB).
@@ -122,6 +118,10 @@ export interface CollectOutcome {
 /** Receives one produced file as a stream of exactly `size` bytes and stores it. */
 export type OutputSink = (name: string, size: number, body: NodeJS.ReadableStream) => Promise<CollectedFile>;
 
+/**
+ * What the pipeline needs from a sandbox, whatever runs it. The Docker implementation lives in
+ * src/docker; tests of pure logic use fakes.
+ */
 export interface Sandbox {
   /** Stable for the sandbox's life; changes when it is replaced. */
   readonly id: string;

@@ -4,7 +4,7 @@ import { Readable, type Writable } from 'node:stream';
  * A few buffers a large file is read through, each used again once the engine's connection has
  * taken its bytes. A file stream hands over a fresh buffer per chunk, and fresh memory costs a
  * page fault per 4 KB when first written: 100 MB shared took 10,000-16,000 faults and 340-490 ms
- * of CPU in this process (15-25 µs a fault on a new VM), against about 1,000 faults and 70-110 ms
+ * of CPU in this process (15-25 µs a fault on a new VM), against 1,400-2,200 faults and 80-130 ms
  * through four 1 MiB buffers, and the copy went from slower than `docker cp` to faster
  * (scripts/bench.ts, "share").
  */
