@@ -303,7 +303,11 @@ export async function serveRuns(first: Parsed, server: net.Server, address: stri
 /** How long a keeper waits for a caller that has its run's end to hang up, before it goes on anyway. */
 const HANG_UP_MS = 1000;
 
-/** Resolves once the caller has hung up (it exits when it has its run's end), or after HANG_UP_MS. */
+/**
+ * Resolves once the caller's side of `socket` closes, or after HANG_UP_MS. A caller leaves it open
+ * until its process exits (keeperLink.ts, exchange): what the keeper starts then (the next spare's
+ * maker: a new Node process, a container) takes no core from that exit, which its user waits for.
+ */
 function answered(socket: net.Socket): Promise<void> {
   return new Promise((resolve) => {
     if (socket.destroyed) return resolve();

@@ -248,6 +248,11 @@ export function exchange(socket: net.Socket, request: KeeperRequest): Promise<nu
     const cancel = () => socket.end();
     process.once('SIGINT', cancel);
     process.once('SIGTERM', cancel);
+    const done = (code: number | undefined) => {
+      process.off('SIGINT', cancel);
+      process.off('SIGTERM', cancel);
+      resolve(code);
+    };
     onLines(socket, (value) => {
       const reply = value as KeeperReply;
       if (reply.t === 'run') running = true;
@@ -257,12 +262,19 @@ export function exchange(socket: net.Socket, request: KeeperRequest): Promise<nu
       // `no`: the keeper goes; the connection's end below says it has.
     });
     socket.on('error', () => {});
+    // Once the run's end is here, this side stays open until this process exits: a keeper that
+    // starts work after a run (the next spare's maker) waits for that, so the work does not take
+    // the cores from this process's exit (keeper.ts, answered).
+    socket.allowHalfOpen = true;
+    socket.on('end', () => {
+      if (exit === undefined) return void socket.end();
+      socket.unref();
+      done(exit);
+    });
     socket.on('close', () => {
-      process.off('SIGINT', cancel);
-      process.off('SIGTERM', cancel);
-      if (exit !== undefined || !running) return resolve(exit);
+      if (exit !== undefined || !running) return done(exit);
       process.stderr.write("codeact-sandbox: the session's keeper ended before the run's result came back; the program may have run. Run it again.\n");
-      resolve(1);
+      done(1);
     });
     socket.write(`${JSON.stringify(request)}\n`);
   });

@@ -131,6 +131,16 @@ describe("a kept session's keeper, as a run finds it (unit)", () => {
       assert.equal(await exchange(socket, request), 3);
       assert.deepEqual(await asked, request);
       assert.deepEqual(request, { t: 'run', version: request.version, cwd: process.cwd(), options: '[["session",["s"]]]', perRun: [], engine: '[[null,null,null,null,null,null],[null,null,null,null]]', code: 'print(1)\n', own: [] });
+      socket.destroy(); // as this process's exit would
+    });
+
+    it("leaves its side open once the run's end is here: it closes as the process exits, which a keeper waits for before it starts the next maker", async () => {
+      const asked = answers([{ t: 'run' }, { t: 'exit', code: 0 }]);
+      const socket = (await connectKeeper(address))!;
+      assert.equal(await exchange(socket, keeperRequest(parse(['run', '--session', 's', 'x.py']), 'print(1)\n', {})), 0);
+      await asked;
+      assert.deepEqual([socket.readableEnded, socket.writableEnded, socket.destroyed], [true, false, false]);
+      socket.destroy(); // as this process's exit would
     });
 
     it('gives back nothing when the keeper does not run it (it goes), or ends before it said it runs it', async () => {
