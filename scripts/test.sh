@@ -89,9 +89,26 @@ bash scripts/ensure-runsc.sh
 bash scripts/ensure-podman.sh --rootless
 bash scripts/ensure-stress.sh
 bash scripts/ensure-python-tools.sh
-# The extension host's Node (22.1+) is also the one a unit test runs the command line under, to
-# prove its compile cache: installed here, before the unit stage, rather than only for the host stage.
-if [ "${CODEACT_SKIP_HOST:-}" != 1 ]; then bash scripts/ensure-vscode-host.sh; fi
+# The extension host (Node 24, and code-server, whose native modules build for about two minutes
+# on a fresh cache) installs beside the stages that need neither; the unit stage is the first that
+# needs it (a unit test runs the command line under that Node, to prove its compile cache).
+# In a process group of its own (setsid), so that a run that ends early takes all of it along.
+host_install=
+if [ "${CODEACT_SKIP_HOST:-}" != 1 ]; then
+  setsid bash scripts/ensure-vscode-host.sh >"$LOGS/vscode-host-install.log" 2>&1 &
+  host_install=$!
+  trap 'if [ -n "$host_install" ]; then kill -TERM -- "-$host_install" 2>/dev/null || true; fi' EXIT
+fi
+# Waits for that install and shows what it said; a failed install ends the run, as it did in line.
+host_installed() {
+  [ -n "$host_install" ] || return 0
+  local status=0
+  wait "$host_install" || status=$?
+  host_install=
+  trap - EXIT
+  cat "$LOGS/vscode-host-install.log"
+  return "$status"
+}
 
 stage "typecheck, lint, bundle"
 npx tsc --noEmit -p .
@@ -105,6 +122,15 @@ fi
 node esbuild.mjs
 node scripts/smoke-bundle.mjs
 
+stage "runner tests (Python unittest, the host's python3)"
+unittested python python3 -B -m unittest discover -s test/python -t test/python
+
+stage "Docker tests (real engine)"
+counted docker npx mocha --config test/.mocharc.docker.json
+
+stage "extension host's install (begun in the first stage)"
+host_installed
+
 stage "unit tests"
 counted unit npx mocha --config test/.mocharc.unit.json
 
@@ -114,12 +140,6 @@ if [ -x /usr/bin/chromium ]; then
 else
   echo "skipped: no Chromium at /usr/bin/chromium (scripts/ensure-vscode-host.sh installs it)"
 fi
-
-stage "runner tests (Python unittest, the host's python3)"
-unittested python python3 -B -m unittest discover -s test/python -t test/python
-
-stage "Docker tests (real engine)"
-counted docker npx mocha --config test/.mocharc.docker.json
 
 stage "Docker tests under gVisor (runsc: the subset in .mocharc.docker-runsc.json)"
 if docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; then
